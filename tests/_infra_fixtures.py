@@ -1,0 +1,1 @@
+"""Session fixtures that start real infrastructure with the project's own code (elect.cluster)."""
