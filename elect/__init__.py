@@ -1,1 +1,31 @@
-"""Elect: leader election per role, three ways, and a harness to compare them."""
+"""Leader election per role, three ways (Raft with priorities, NELI over Kafka, CAS leases on etcd or
+ZooKeeper), behind one contract, with a harness that measures how each hands over when things fail.
+
+    import elect
+    e = elect.connect("memory://demo", roles=["prices.EURUSD"], member="a")
+    with e:
+        e.subscribe(print)
+        e.is_leader("prices.EURUSD")
+"""
+
+from elect.config import ElectorSpec, connect, from_config, parse_url, spec_from_config, spec_from_url
+from elect.contract import Characteristics, Elector, Leadership, Requirements
+from elect.errors import (
+    ConfigError,
+    ElectError,
+    InfrastructureUnavailable,
+    MissingExtra,
+    NotStarted,
+    UnknownScheme,
+    UnsatisfiedRequirement,
+)
+from elect.events import Acquired, Event, Fenced, Revoked
+from elect.roles import Role, partition_of
+
+__all__ = [
+    "Acquired", "Characteristics", "ConfigError", "ElectError", "Elector", "ElectorSpec", "Event", "Fenced",
+    "InfrastructureUnavailable", "Leadership", "MissingExtra", "NotStarted", "Requirements", "Revoked", "Role",
+    "UnknownScheme", "UnsatisfiedRequirement", "connect", "from_config", "parse_url", "partition_of",
+    "spec_from_config", "spec_from_url",
+]
+__version__ = "0.1.0"

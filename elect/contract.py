@@ -1,0 +1,162 @@
+"""The `Elector` contract every implementation fulfils, and what each one promises."""
+
+from __future__ import annotations
+
+import math
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
+from types import TracebackType
+from typing import Any, Self
+
+from elect.errors import ConfigError, UnsatisfiedRequirement
+from elect.events import Event
+from elect.roles import Role
+
+Callback = Callable[[Event], object]
+Unsubscribe = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class Leadership:
+    """This member's current leadership of one role.
+
+    `token` strictly increases across successive leaders of the role; pass it to the resource you
+    guard so that a write carrying an older token is refused there. `deadline` is the monotonic time
+    after which this member must consider itself no longer leader unless renewed (None: no deadline).
+    """
+
+    role: Role
+    member: str
+    token: int
+    since: float
+    since_ts: float
+    deadline: float | None = None
+
+    def valid(self, now: float | None = None) -> bool:
+        """True while the deadline, if any, has not passed."""
+        return self.deadline is None or (time.monotonic() if now is None else now) < self.deadline
+
+
+@dataclass(frozen=True)
+class Characteristics:
+    """What an elector promises, so callers can demand a property at connect time.
+
+    exclusive: at most one member believes it leads a role at any instant (when clocks behave).
+    max_overlap: seconds two members may both believe they lead one role (0 when exclusive; None: no bound).
+    max_failover: seconds from a leader's crash until a survivor leads (None: no bound).
+    graceful_handover: a blocking `Revoked` callback holds the successor back.
+    token: where the fencing token comes from (e.g. "raft term", "etcd revision").
+    """
+
+    exclusive: bool
+    max_overlap: float | None
+    max_failover: float | None
+    graceful_handover: bool
+    token: str
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """Properties a caller demands; `check` raises if the elector does not promise them."""
+
+    exclusive: bool | None = None
+    max_overlap: float | None = None
+    max_failover: float | None = None
+    graceful_handover: bool | None = None
+
+    @classmethod
+    def coerce(cls, value: Requirements | Mapping[str, Any] | None) -> Requirements:
+        if value is None:
+            return cls()
+        if isinstance(value, Requirements):
+            return value
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ConfigError(f"unknown requirement(s) {unknown}; known: {sorted(known)}", parameter="require")
+        return cls(**dict(value))
+
+    def check(self, scheme: str, have: Characteristics) -> None:
+        missing: list[str] = []
+        if self.exclusive and not have.exclusive:
+            missing.append("exclusive leadership (this configuration is non-exclusive)")
+        if self.graceful_handover and not have.graceful_handover:
+            missing.append("graceful handover (Revoked callbacks do not hold the successor back)")
+        if self.max_overlap is not None:
+            bound = math.inf if have.max_overlap is None else have.max_overlap
+            if bound > self.max_overlap:
+                missing.append(f"overlap <= {self.max_overlap} s (promises {_bound(have.max_overlap)})")
+        if self.max_failover is not None:
+            bound = math.inf if have.max_failover is None else have.max_failover
+            if bound > self.max_failover:
+                missing.append(f"failover <= {self.max_failover} s (promises {_bound(have.max_failover)})")
+        if missing:
+            raise UnsatisfiedRequirement(f"{scheme}:// as configured does not promise: " + "; ".join(missing))
+
+
+def _bound(value: float | None) -> str:
+    return "no bound" if value is None else f"{value:g} s"
+
+
+class Elector(ABC):
+    """Leader election per role for one member of a group.
+
+    Use as a context manager or call `start()` / `stop()`; `stop()` hands leadership over gracefully.
+    Callbacks receive `Acquired`, `Revoked` and `Fenced` events in order, none lost, on one thread
+    per elector; a `Revoked` callback may block to finish in-flight work.
+    """
+
+    member: str
+    scheme: str
+
+    @property
+    @abstractmethod
+    def characteristics(self) -> Characteristics: ...
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self, timeout: float | None = None) -> None: ...
+
+    @abstractmethod
+    def subscribe(self, callback: Callback) -> Unsubscribe:
+        """Call `callback(event)` for every later event; returns a function that unsubscribes."""
+
+    @abstractmethod
+    def is_leader(self, role: Role) -> bool:
+        """This member leads `role` now, and its lease is not past due."""
+
+    @abstractmethod
+    def leadership(self, role: Role) -> Leadership | None:
+        """The current, valid leadership of `role`, or None."""
+
+    @abstractmethod
+    def leading(self) -> frozenset[Role]:
+        """The roles this member leads now."""
+
+    @abstractmethod
+    def resign(self, role: Role) -> None:
+        """Give `role` up; another member takes it over if there is one."""
+
+    @property
+    @abstractmethod
+    def roles(self) -> frozenset[Role]:
+        """The roles this member contends for."""
+
+    @abstractmethod
+    def add_roles(self, roles: Iterable[Role]) -> None: ...
+
+    @abstractmethod
+    def remove_roles(self, roles: Iterable[Role]) -> None:
+        """Stop contending for `roles`; those this member leads are handed over (`Revoked`)."""
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

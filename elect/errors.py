@@ -1,0 +1,35 @@
+"""The exceptions a user of `elect` can meet, each saying what to do about it."""
+
+from __future__ import annotations
+
+
+class ElectError(Exception):
+    """Base of every error raised by elect."""
+
+
+class ConfigError(ElectError, ValueError):
+    """A URL, YAML file or option is wrong; the message names the parameter and the rule."""
+
+    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+        self.parameter = parameter
+        super().__init__(f"{parameter}: {message}" if parameter else message)
+
+
+class UnknownScheme(ConfigError):
+    """No installed implementation serves this URL scheme."""
+
+
+class MissingExtra(ElectError, ImportError):
+    """An implementation needs packages that are not installed; the message gives the pip command."""
+
+
+class UnsatisfiedRequirement(ElectError):
+    """The chosen implementation does not promise a property the caller demanded at connect time."""
+
+
+class InfrastructureUnavailable(ElectError, ConnectionError):
+    """The broker, store or peers could not be reached within the configured time."""
+
+
+class NotStarted(ElectError, RuntimeError):
+    """An operation needs a started elector."""

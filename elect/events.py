@@ -1,0 +1,101 @@
+"""Leadership events and their one-JSON-line-per-event form (the format DESIGN.md fixes).
+
+Every event carries two clocks: `ts` (wall, for humans and logs) and `mono` (`time.monotonic()`, one
+clock for every process on a Linux machine, so lines from different members compare directly).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from elect.roles import Role
+
+EventKind = Literal["acquired", "revoked", "fenced"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something happened to `member`'s leadership of `role`; `token` is the fencing token involved."""
+
+    role: Role
+    member: str
+    token: int
+    mono: float = field(default_factory=time.monotonic)
+    ts: float = field(default_factory=time.time)
+    kind: ClassVar[EventKind]
+
+    def to_dict(self) -> dict[str, Any]:
+        line: dict[str, Any] = {
+            "ts": round(self.ts, 6),
+            "mono": round(self.mono, 6),
+            "member": self.member,
+            "role": str(self.role),
+            "event": self.kind,
+            "token": self.token,
+        }
+        return line
+
+    def to_line(self) -> str:
+        """The event as one JSON line (no trailing newline)."""
+        return json.dumps(self.to_dict(), separators=(", ", ": "))
+
+
+@dataclass(frozen=True)
+class Acquired(Event):
+    """This member leads `role` from now on, under `token`."""
+
+    kind: ClassVar[EventKind] = "acquired"
+
+
+@dataclass(frozen=True)
+class Revoked(Event):
+    """Leadership was handed over in an orderly way.
+
+    Callbacks may block to finish in-flight work; where the method allows, the successor starts
+    only after they return.
+    """
+
+    kind: ClassVar[EventKind] = "revoked"
+
+
+@dataclass(frozen=True)
+class Fenced(Event):
+    """Stop at once: the successor may already be running.
+
+    `until` is the monotonic time at which leadership ended by the member's own rule (its deadline);
+    it can be earlier than `mono` when the process was frozen past its deadline.
+    """
+
+    until: float = 0.0
+    kind: ClassVar[EventKind] = "fenced"
+
+    def to_dict(self) -> dict[str, Any]:
+        line = super().to_dict()
+        line["until"] = round(self.until, 6)
+        return line
+
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (Acquired, Revoked, Fenced)}
+
+
+def parse_line(line: str) -> dict[str, Any]:
+    """Parse and validate one event line; raises ValueError naming what is wrong."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not a JSON event line: {line!r}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"an event line is a JSON object: {line!r}")
+    required: dict[str, type | tuple[type, ...]] = {
+        "ts": (int, float), "mono": (int, float), "member": str, "role": str, "event": str, "token": int}
+    for key, types in required.items():
+        if not isinstance(data.get(key), types) or isinstance(data.get(key), bool):
+            raise ValueError(f"event line field {key!r} missing or of the wrong type: {line!r}")
+    if data["event"] not in EVENT_TYPES:
+        raise ValueError(f"unknown event {data['event']!r} in {line!r}")
+    if data["event"] == "fenced" and not isinstance(data.get("until"), (int, float)):
+        raise ValueError(f"a fenced line carries a numeric 'until': {line!r}")
+    return data

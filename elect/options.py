@@ -1,0 +1,138 @@
+"""Typed option records built from URL query strings, YAML or keyword arguments.
+
+Each implementation declares its options as a dataclass; this module turns raw values (strings from a
+URL, numbers from YAML) into that dataclass, rejecting unknown names and bad values with a message
+that names the parameter. Cross-field rules live in the dataclass's `__post_init__`, raising
+`ConfigError` via `rule()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar
+
+from elect.errors import ConfigError
+
+T = TypeVar("T")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)?\s*$")
+
+
+def rule(ok: bool, parameter: str, message: str) -> None:
+    """Raise `ConfigError(message, parameter=...)` unless `ok`: how options state their rules."""
+    if not ok:
+        raise ConfigError(message, parameter=parameter)
+
+
+def duration(value: Any, parameter: str) -> float:
+    """Seconds from a number or a string such as '1.5', '1.5s' or '500ms'."""
+    if isinstance(value, bool):
+        raise ConfigError(f"expected a duration in seconds, got {value!r}", parameter=parameter)
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ConfigError(f"expected a duration such as 1.0, 1.0s or 500ms, got {value!r}", parameter=parameter)
+    number = float(match.group(1))
+    return number / 1000.0 if match.group(2) == "ms" else number
+
+
+def build(cls: type[T], raw: Mapping[str, Any], *, scheme: str) -> T:
+    """Build the options dataclass `cls` from `raw`, coercing each value to its declared type."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ConfigError(f"unknown parameter(s) {', '.join(unknown)} for {scheme}://; "
+                          f"known: {', '.join(sorted(fields))}", parameter=unknown[0])
+    values: dict[str, Any] = {}
+    for name, field in fields.items():
+        if name in raw:
+            values[name] = _coerce(raw[name], hints[name], name)
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"is required for {scheme}://", parameter=name)
+    return cls(**values)
+
+
+def describe(cls: type[Any]) -> list[tuple[str, str, str]]:
+    """(name, type, default) for each option: what `elect` prints when asked about an implementation."""
+    hints = typing.get_type_hints(cls)
+    rows = []
+    for field in dataclasses.fields(cls):
+        if field.default is not dataclasses.MISSING:
+            default = repr(field.default)
+        elif field.default_factory is not dataclasses.MISSING:
+            default = repr(field.default_factory())
+        else:
+            default = "(required)"
+        rows.append((field.name, _type_name(hints[field.name]), default))
+    return rows
+
+
+def _type_name(tp: Any) -> str:
+    return str(tp).replace("typing.", "")
+
+
+def _coerce(value: Any, tp: Any, name: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        blank = value is None or (isinstance(value, str) and value.lower() in ("", "none", "null"))
+        if blank and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, name)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(f"bad value {value!r} ({'; '.join(errors)})", parameter=name)
+    if origin is Literal:
+        text = value if not isinstance(value, str) else value.strip()
+        if text not in args:
+            raise ConfigError(f"must be one of {', '.join(map(str, args))}; got {value!r}", parameter=name)
+        return text
+    if origin in (tuple, list):
+        items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else list(value)
+        inner = args[0] if args else str
+        coerced = [_coerce(v, inner, name) for v in items]
+        return tuple(coerced) if origin is tuple else coerced
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"expected a mapping, got {value!r}", parameter=name)
+        return {str(k): str(v) for k, v in value.items()}
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise ConfigError(f"expected true or false, got {value!r}", parameter=name)
+    if tp is float:
+        return duration(value, name)
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"expected an integer, got {value!r}", parameter=name)
+        try:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"expected an integer, got {value!r}", parameter=name) from None
+    if tp is str:
+        if isinstance(value, (dict, list, tuple)):
+            raise ConfigError(f"expected a string, got {value!r}", parameter=name)
+        return str(value)
+    return value
