@@ -117,7 +117,7 @@ def spec_from_url(url: str, roles: Iterable[Role] | Role | None = None, *, membe
 def spec_from_config(config: Mapping[str, Any] | str | Path) -> ElectorSpec:
     """Validate a dict, or the path of a YAML file holding one, into an `ElectorSpec`."""
     if isinstance(config, (str, Path)):
-        config = _load_yaml(Path(config))
+        config = load_yaml(Path(config))
     if not isinstance(config, Mapping):
         raise ConfigError(f"a configuration is a mapping, got {type(config).__name__}")
     data = dict(config)
@@ -166,7 +166,7 @@ def _spec(plugin: registry.Plugin, member: str | None, roles: Iterable[Role] | R
     return ElectorSpec(plugin, str(member), role_tuple, options, Requirements.coerce(require))
 
 
-def _load_yaml(path: Path) -> Mapping[str, Any]:
+def load_yaml(path: Path) -> Mapping[str, Any]:
     import yaml
 
     try:

@@ -78,6 +78,8 @@ def describe(cls: type[Any]) -> list[tuple[str, str, str]]:
 
 
 def _type_name(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
     return str(tp).replace("typing.", "")
 
 

@@ -1,0 +1,256 @@
+"""Members under test or benchmark: an elector in this process, or `elect member` as a process.
+
+Both kinds expose one interface (`Member`) and record the same event lines (DESIGN.md's format), so
+the conformance suite and the harness check every implementation with one piece of code, whether its
+members must be separate processes (Raft, NELI, leases) or live in one process (`memory://`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from elect.contract import Elector
+from elect.events import Event, parse_line
+from elect.roles import Role
+
+Line = dict[str, Any]
+
+
+class EventLog:
+    """The event lines of one member, appended from a reader thread and awaited by tests."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._lines: list[Line] = []
+        self.closed = False
+
+    def append(self, line: Line) -> None:
+        with self._cond:
+            self._lines.append(line)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    @property
+    def lines(self) -> list[Line]:
+        with self._cond:
+            return list(self._lines)
+
+    def wait_for(self, predicate: Callable[[Line], bool], timeout: float, *, start: int = 0,
+                 what: str = "an event") -> Line:
+        """The first line from index `start` on that satisfies `predicate`, waiting up to `timeout`."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            index = start
+            while True:
+                while index < len(self._lines):
+                    if predicate(self._lines[index]):
+                        return self._lines[index]
+                    index += 1
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.closed:
+                    why = "the member exited" if self.closed else f"{timeout:g} s passed"
+                    raise TimeoutError(f"{what} did not arrive ({why}); lines so far: {self._lines}")
+                self._cond.wait(remaining)
+
+    def leading(self) -> set[str]:
+        """The roles this member leads according to its own event lines."""
+        held: set[str] = set()
+        for line in self.lines:
+            if line["event"] == "acquired":
+                held.add(line["role"])
+            else:
+                held.discard(line["role"])
+        return held
+
+
+class Member(Protocol):
+    """What tests and the harness need from a member, however it runs."""
+
+    member_id: str
+    log: EventLog
+
+    def start(self) -> None: ...
+    def stop(self, timeout: float = 30.0) -> None: ...
+    def kill(self) -> None: ...
+    def resign(self, role: Role) -> None: ...
+    def add_roles(self, roles: Iterable[Role]) -> None: ...
+    def remove_roles(self, roles: Iterable[Role]) -> None: ...
+    @property
+    def alive(self) -> bool: ...
+
+
+class InProcessMember:
+    """An elector in this process; `kill` is as abrupt as one process allows (stop without handover)."""
+
+    def __init__(self, elector: Elector) -> None:
+        self.elector = elector
+        self.member_id = elector.member
+        self.log = EventLog()
+        self._alive = False
+
+    def start(self) -> None:
+        self.elector.subscribe(self._record)
+        self.elector.start()
+        self._alive = True
+
+    def _record(self, event: Event) -> None:
+        self.log.append(event.to_dict())
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self._alive:
+            self._alive = False
+            self.elector.stop(timeout)
+            self.log.close()
+
+    kill = stop
+
+    def resign(self, role: Role) -> None:
+        self.elector.resign(role)
+
+    def add_roles(self, roles: Iterable[Role]) -> None:
+        self.elector.add_roles(roles)
+
+    def remove_roles(self, roles: Iterable[Role]) -> None:
+        self.elector.remove_roles(roles)
+
+    @property
+    def alive(self) -> bool:
+        return self._alive
+
+
+class MemberProcess:
+    """`python -m elect member URL --id ID --roles ... --control` as a child process.
+
+    Its stdout event lines are parsed into `log` by a reader thread; stderr goes to a log file.
+    Commands (resign, add, remove) travel over stdin. `prefix` runs it inside something else, e.g.
+    `ip netns exec HOST`.
+    """
+
+    def __init__(self, url: str, member_id: str, roles: Sequence[Role], *, log_dir: Path,
+                 extra_args: Sequence[str] = (), prefix: Sequence[str] = (),
+                 env: dict[str, str] | None = None) -> None:
+        self.url = url
+        self.member_id = member_id
+        self.roles = list(roles)
+        self.log = EventLog()
+        self.stderr_path = Path(log_dir) / f"member-{member_id}.log"
+        self._argv = [*prefix, sys.executable, "-m", "elect", "member", url, "--id", member_id, "--control",
+                      *extra_args]
+        if self.roles:
+            self._argv += ["--roles", ",".join(str(r) for r in self.roles)]
+        self._env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+        self.proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+        self.bad_lines: list[str] = []
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "member not started"
+        return self.proc.pid
+
+    def start(self) -> None:
+        self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.stderr_path, "a") as stderr:
+            self.proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                         text=True, env=self._env, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True,
+                                        name=f"member-{self.member_id}-reader")
+        self._reader.start()
+
+    def _read(self, stream: IO[str] | None) -> None:
+        assert stream is not None
+        for raw in stream:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                self.log.append(parse_line(raw))
+            except ValueError:
+                self.bad_lines.append(raw)
+        self.log.close()
+
+    def command(self, *words: str) -> None:
+        """Send one control line (see `elect member --control`)."""
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(" ".join(words) + "\n")
+        self.proc.stdin.flush()
+
+    def resign(self, role: Role) -> None:
+        self.command("resign", json.dumps(str(role)))
+
+    def add_roles(self, roles: Iterable[Role]) -> None:
+        self.command("add", *(json.dumps(str(r)) for r in roles))
+
+    def remove_roles(self, roles: Iterable[Role]) -> None:
+        self.command("remove", *(json.dumps(str(r)) for r in roles))
+
+    def signal(self, signum: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signum)
+
+    def pause(self) -> None:
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL the member (and anything it started) and reap it."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self._join_reader()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Graceful stop (SIGTERM: the member hands its roles over); SIGKILL if it overstays `timeout`."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.signal(signal.SIGCONT)  # a paused member cannot handle SIGTERM
+            self.signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._join_reader()
+
+    def _join_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.join(10)
+        if self.proc is not None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def stderr_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""

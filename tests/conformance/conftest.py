@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from implementations import Group, Implementation, params
+
+
+@pytest.fixture(params=params())
+def impl(request: pytest.FixtureRequest) -> Implementation:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def group(impl: Implementation, tmp_path: Path) -> Iterator[Group]:
+    g = impl.make_group(tmp_path)
+    try:
+        yield g
+    finally:
+        g.close()

@@ -1,0 +1,150 @@
+"""The contract every elector must keep (DESIGN.md), checked through members' event lines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from elect.cluster.members import Line, Member
+from elect.cluster.waiting import wait_until
+
+from implementations import Group, Implementation
+
+ROLES: list[str | int] = ["prices.EURUSD", "prices.USDJPY", 0, 1, 2, 3]
+NAMES = [str(r) for r in ROLES]
+
+
+def holders(members: Sequence[Member], role: str) -> list[str]:
+    return [m.member_id for m in members if m.alive and role in m.log.leading()]
+
+
+def all_led_once(members: Sequence[Member], roles: Sequence[str], timeout: float) -> None:
+    wait_until(lambda: all(holders(members, r) for r in roles), timeout, what=f"a leader for each of {roles}")
+
+
+def leader_of(members: Sequence[Member], role: str, timeout: float) -> Member:
+    ids = wait_until(lambda: holders(members, role), timeout, what=f"a leader of {role}")
+    return next(m for m in members if m.member_id == ids[0])
+
+
+def is_event(kind: str, role: str) -> Callable[[Line], bool]:
+    return lambda line: line["event"] == kind and line["role"] == role
+
+
+def test_lone_member_acquires_every_role(group: Group, impl: Implementation) -> None:
+    m = group.start("a", ROLES)
+    for role in NAMES:
+        line = m.log.wait_for(is_event("acquired", role), impl.timeout, what=f"acquired {role}")
+        assert line["member"] == "a" and line["token"] >= 0
+
+
+def test_each_role_has_exactly_one_leader(group: Group, impl: Implementation) -> None:
+    members = [group.start(name, ROLES) for name in ("a", "b", "c")]
+    all_led_once(members, NAMES, impl.timeout)
+    if not impl.exclusive:
+        return
+    # Settled: every role has one leader, and it stays one across a few observations.
+    wait_until(lambda: all(len(holders(members, r)) == 1 for r in NAMES), impl.timeout,
+               what="exactly one leader per role")
+    for _ in range(5):
+        assert all(len(holders(members, r)) <= 1 for r in NAMES), {r: holders(members, r) for r in NAMES}
+
+
+def test_stop_hands_roles_over(group: Group, impl: Implementation) -> None:
+    members = [group.start(name, ROLES, revoke_delay=0.3) for name in ("a", "b")]
+    all_led_once(members, NAMES, impl.timeout)
+    role = NAMES[0]
+    old = leader_of(members, role, impl.timeout)
+    survivor = next(m for m in members if m is not old)
+    led = sorted(old.log.leading())
+    old.stop()
+    for r in led:
+        revoked = old.log.wait_for(is_event("revoked", r), impl.timeout, what=f"revoked {r}")
+        acquired = survivor.log.wait_for(is_event("acquired", r), impl.timeout,
+                                         what=f"{r} acquired by the survivor")
+        assert acquired["token"] > revoked["token"]
+        if impl.graceful:
+            # the blocking Revoked callback held the successor back
+            assert acquired["mono"] >= revoked["mono"] + 0.25, (revoked, acquired)
+
+
+def test_resign_hands_the_role_to_another_member(group: Group, impl: Implementation) -> None:
+    members = [group.start(name, ROLES) for name in ("a", "b")]
+    all_led_once(members, NAMES, impl.timeout)
+    role = NAMES[1]
+    old = leader_of(members, role, impl.timeout)
+    other = next(m for m in members if m is not old)
+    mark = len(other.log.lines)
+    old.resign(role)
+    revoked = old.log.wait_for(is_event("revoked", role), impl.timeout, what="revoked after resign")
+    acquired = other.log.wait_for(is_event("acquired", role), impl.timeout, start=mark,
+                                  what="acquired by the other member after resign")
+    assert acquired["token"] > revoked["token"]
+
+
+def test_roles_added_and_removed_at_run_time(group: Group, impl: Implementation) -> None:
+    members = [group.start(name, ["alpha"]) for name in ("a", "b")]
+    all_led_once(members, ["alpha"], impl.timeout)
+    for m in members:
+        m.add_roles(["beta", 7])
+    all_led_once(members, ["beta", "7"], impl.timeout)
+
+    first = leader_of(members, "alpha", impl.timeout)
+    second = next(m for m in members if m is not first)
+    mark = len(second.log.lines)
+    first.remove_roles(["alpha"])
+    first.log.wait_for(is_event("revoked", "alpha"), impl.timeout, what="revoked after remove")
+    second.log.wait_for(is_event("acquired", "alpha"), impl.timeout, start=mark,
+                        what="alpha taken over by the member still contending")
+    second.remove_roles(["alpha"])
+    second.log.wait_for(is_event("revoked", "alpha"), impl.timeout, start=mark,
+                        what="revoked after the last contender removed alpha")
+    wait_until(lambda: not holders(members, "alpha"), impl.timeout, what="nobody leading a removed role")
+    assert holders(members, "beta") and holders(members, "7")
+
+
+def test_tokens_strictly_increase_across_successive_leaders(group: Group, impl: Implementation) -> None:
+    role = "prices.EURUSD"
+    members = [group.start(name, [role]) for name in ("a", "b", "c")]
+    for _ in range(4):
+        leader = leader_of(members, role, impl.timeout)
+        mark = sum(len(m.log.lines) for m in members)
+        leader.resign(role)
+        wait_until(lambda mark=mark: sum(len(m.log.lines) for m in members) >= mark + 2 and holders(members, role),
+                   impl.timeout, what="the next leader after a resign")
+    acquired = sorted((line for m in members for line in m.log.lines if line["event"] == "acquired"),
+                      key=lambda line: line["mono"])
+    tokens = [line["token"] for line in acquired]
+    assert len(tokens) >= 5
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens), acquired
+
+
+def _check_alternation(lines: list[Line]) -> None:
+    state: dict[str, int | None] = {}
+    last_mono = float("-inf")
+    for line in lines:
+        assert line["mono"] >= last_mono, f"events out of order: {lines}"
+        last_mono = line["mono"]
+        role, held = line["role"], state.get(line["role"])
+        if line["event"] == "acquired":
+            assert held is None or line["token"] > held, f"acquired {role} twice without losing it: {lines}"
+            state[role] = line["token"]
+        else:
+            assert held == line["token"], f"{line['event']} {role} without holding it: {lines}"
+            state[role] = None
+    assert not any(state.values()), f"a leadership was never ended by the graceful stop: {state}"
+
+
+def test_events_arrive_in_order_and_none_is_lost(group: Group, impl: Implementation) -> None:
+    members = [group.start(name, ROLES) for name in ("a", "b", "c")]
+    all_led_once(members, NAMES, impl.timeout)
+    for role in NAMES[:3]:
+        leader_of(members, role, impl.timeout).resign(role)
+    members[0].remove_roles([0, 1])
+    members[1].add_roles(["late"])
+    all_led_once(members, [*NAMES, "late"], impl.timeout)
+    members[2].stop()
+    all_led_once(members, [*NAMES, "late"], impl.timeout)
+    for m in members:
+        m.stop()
+    for m in members:
+        _check_alternation(m.log.lines)
