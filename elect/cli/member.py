@@ -60,7 +60,7 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
 
 def build_elector(args: argparse.Namespace) -> Elector:
     roles = parse_roles(args.roles, args.role_count)
-    overrides = parse_options(args.options)
+    overrides: dict[str, Any] = dict(parse_options(args.options))
     if args.config:
         data = dict(load_yaml(Path(args.config)))
         if args.url:
