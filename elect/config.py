@@ -17,6 +17,7 @@ so a URL and its long form in YAML mean exactly the same thing:
 from __future__ import annotations
 
 import os
+import re
 import socket
 import typing
 from collections.abc import Iterable, Mapping
@@ -49,7 +50,7 @@ def parse_url(url: str) -> ParsedURL:
         raise ConfigError(f"expected a URL such as raft://a@host:7001?peers=..., got {url!r}", parameter="url")
     scheme, rest = url.split("://", 1)
     scheme = scheme.lower()
-    if not scheme.isidentifier():
+    if not re.fullmatch(r"[a-z][a-z0-9+.-]*", scheme):
         raise ConfigError(f"bad scheme {scheme!r}", parameter="url")
     rest, _, query = rest.partition("?")
     netloc, slash, path = rest.partition("/")

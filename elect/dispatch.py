@@ -18,11 +18,14 @@ log = logging.getLogger("elect")
 
 
 class _Item:
-    __slots__ = ("done", "events", "target")
+    """Events and the subscribers they go to, fixed when queued: a subscriber that joins later gets a
+    replay of current state instead, so it sees nothing twice."""
 
-    def __init__(self, events: tuple[Event, ...], target: Callback | None, done: threading.Event | None):
+    __slots__ = ("done", "events", "targets")
+
+    def __init__(self, events: tuple[Event, ...], targets: tuple[Callback, ...], done: threading.Event | None):
         self.events = events
-        self.target = target
+        self.targets = targets
         self.done = done
 
 
@@ -49,7 +52,7 @@ class EventDispatcher:
             self._subscribers.append(callback)
             events = tuple(replay)
             if events:
-                self._queue.append(_Item(events, callback, None))
+                self._queue.append(_Item(events, (callback,), None))
                 self._cond.notify()
 
         def unsubscribe() -> None:
@@ -63,7 +66,7 @@ class EventDispatcher:
         """Queue `event` for every subscriber; the returned flag is set once they all returned."""
         done = threading.Event()
         with self._cond:
-            self._queue.append(_Item((event,), None, done))
+            self._queue.append(_Item((event,), tuple(self._subscribers), done))
             self._cond.notify()
         return done
 
@@ -88,9 +91,10 @@ class EventDispatcher:
                 if item is None:
                     self._thread = None
                     return
-                targets = [item.target] if item.target is not None else list(self._subscribers)
             for event in item.events:
-                for callback in targets:
+                for callback in item.targets:
+                    if callback not in self._subscribers:
+                        continue  # unsubscribed meanwhile
                     try:
                         callback(event)
                     except Exception:  # a subscriber's bug must not stop delivery to the others

@@ -1,0 +1,90 @@
+"""The `elect` command line as a user runs it: real processes, real signals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from elect.cli.watch import LeaderTable
+from elect.cluster.members import MemberProcess
+from elect.events import parse_line
+
+
+def run_elect(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "elect", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_member_prints_event_lines_and_hands_over_on_sigterm(tmp_path: Path) -> None:
+    m = MemberProcess("memory://cli", "a", ["x", 3], log_dir=tmp_path)
+    m.start()
+    try:
+        for role in ("x", "3"):
+            m.log.wait_for(lambda line, role=role: line["role"] == role and line["event"] == "acquired", 60)
+        m.resign("x")
+        m.log.wait_for(lambda line: line["role"] == "x" and line["token"] == 2, 30, what="x re-acquired")
+        m.stop()
+        assert m.returncode == 0, m.stderr_tail()
+    finally:
+        m.kill()
+    assert not m.bad_lines
+    events = [(line["role"], line["event"], line["token"]) for line in m.log.lines]
+    assert events.count(("3", "revoked", 1)) == 1 and ("x", "revoked", 2) in events
+    assert all(line["member"] == "a" for line in m.log.lines)
+
+
+def test_member_stops_when_its_controller_goes_away(tmp_path: Path) -> None:
+    m = MemberProcess("memory://cli2", "a", ["x"], log_dir=tmp_path)
+    m.start()
+    try:
+        m.log.wait_for(lambda line: line["event"] == "acquired", 60)
+        assert m.proc is not None and m.proc.stdin is not None
+        m.proc.stdin.close()
+        m.proc.wait(30)
+        assert m.returncode == 0
+    finally:
+        m.kill()
+
+
+def test_bad_configuration_exits_2_with_the_rule() -> None:
+    result = run_elect("member", "memory://g?revoke_timeout=-1")
+    assert result.returncode == 2 and "revoke_timeout: must be > 0" in result.stderr
+    result = run_elect("member", "nosuch://g")
+    assert result.returncode == 2 and "known schemes" in result.stderr
+
+
+def test_member_from_a_yaml_file(tmp_path: Path) -> None:
+    config = tmp_path / "m.yaml"
+    config.write_text("elector: memory\ngroup: y\nroles: [a]\nmember: from-yaml\n")
+    m = MemberProcess("", "from-yaml", [], log_dir=tmp_path, extra_args=["--config", str(config)])
+    m._argv.remove("")
+    m.start()
+    try:
+        line = m.log.wait_for(lambda line: line["event"] == "acquired", 60)
+        assert line["member"] == "from-yaml" and line["role"] == "a"
+    finally:
+        m.stop()
+
+
+def test_watch_builds_the_table_from_event_lines(tmp_path: Path) -> None:
+    lines = [
+        '{"ts": 1, "mono": 1.0, "member": "a", "role": "r", "event": "acquired", "token": 1}',
+        '{"ts": 2, "mono": 2.0, "member": "a", "role": "r", "event": "fenced", "token": 1, "until": 1.5}',
+        '{"ts": 2, "mono": 2.1, "member": "b", "role": "r", "event": "acquired", "token": 2}',
+        '{"ts": 2, "mono": 2.2, "member": "c", "role": "s", "event": "acquired", "token": 1}',
+        '{"ts": 2, "mono": 2.3, "member": "d", "role": "s", "event": "acquired", "token": 2}',
+    ]
+    table = LeaderTable()
+    for line in lines:
+        table.apply(parse_line(line))
+    assert table.rows == {"r": {"b": (2, 2.1)}, "s": {"c": (1, 2.2), "d": (2, 2.3)}}
+    assert "OVERLAP" in table.render(now=3.0)
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = run_elect("watch", "--once", str(path))
+    assert result.returncode == 0 and "OVERLAP" in result.stdout and "5 events" in result.stdout
+
+
+def test_schemes_lists_memory() -> None:
+    result = run_elect("schemes")
+    assert result.returncode == 0 and "memory://" in result.stdout
