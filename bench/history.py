@@ -1,0 +1,115 @@
+"""A trial's merged history: every member's event lines plus the faults the harness injected.
+
+Leadership *belief* intervals are derived from it the one way every metric and the checker use:
+a member believes it leads a role from its `acquired` line until its `revoked` line, or until the
+`until` of its `fenced` line (its own deadline), or until the harness killed it, or until the end of
+the observation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Line = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What the harness did, when (monotonic seconds), to whom: kill, pause, resume, stop, cut, heal."""
+
+    mono: float
+    kind: str
+    target: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Interval:
+    member: str
+    role: str
+    token: int
+    start: float
+    end: float
+    ended_by: str  # revoked | fenced | killed | open
+
+    @property
+    def length(self) -> float:
+        return max(0.0, self.end - self.start)
+
+
+@dataclass
+class History:
+    lines: list[Line]
+    faults: list[Fault] = field(default_factory=list)
+    start: float = 0.0
+    end: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.lines.sort(key=lambda line: line["mono"])
+        if not self.end and self.lines:
+            self.end = self.lines[-1]["mono"]
+        if not self.start and self.lines:
+            self.start = self.lines[0]["mono"]
+
+    @property
+    def roles(self) -> list[str]:
+        return sorted({line["role"] for line in self.lines})
+
+    def killed_at(self) -> dict[str, float]:
+        """Members whose process the harness killed (belief ends there: a dead process believes nothing)."""
+        return {f.target: f.mono for f in self.faults if f.kind == "kill"}
+
+    def intervals(self) -> dict[str, list[Interval]]:
+        """Per role, every member's belief intervals, in start order."""
+        killed = self.killed_at()
+        open_: dict[tuple[str, str], Line] = {}
+        out: dict[str, list[Interval]] = defaultdict(list)
+        for line in self.lines:
+            key = (line["member"], line["role"])
+            if line["event"] == "acquired":
+                if key in open_:  # re-acquired under a new token without an end line: close the old one
+                    prev = open_[key]
+                    out[line["role"]].append(Interval(key[0], key[1], prev["token"], prev["mono"], line["mono"],
+                                                      "revoked"))
+                open_[key] = line
+                continue
+            begun = open_.pop(key, None)
+            if begun is None:
+                continue
+            end = line["mono"] if line["event"] == "revoked" else min(line["until"], line["mono"])
+            end = min(end, killed.get(key[0], end))
+            out[line["role"]].append(Interval(key[0], key[1], begun["token"], begun["mono"], max(end, begun["mono"]),
+                                              line["event"]))
+        for (member, role), begun in open_.items():
+            if member in killed and killed[member] >= begun["mono"]:
+                out[role].append(Interval(member, role, begun["token"], begun["mono"], killed[member], "killed"))
+            else:
+                out[role].append(Interval(member, role, begun["token"], begun["mono"], max(self.end, begun["mono"]),
+                                          "open"))
+        for intervals in out.values():
+            intervals.sort(key=lambda i: (i.start, i.end))
+        return dict(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "lines": self.lines,
+                "faults": [f.__dict__ for f in self.faults]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> History:
+        return cls(list(data["lines"]), [Fault(**f) for f in data.get("faults", [])], data.get("start", 0.0),
+                   data.get("end", 0.0))
+
+
+def read_lines(paths: Iterable[Path]) -> list[Line]:
+    """Event lines from files (one JSON object per line), e.g. captured `elect member` stdout."""
+    lines: list[Line] = []
+    for path in paths:
+        for raw in Path(path).read_text().splitlines():
+            if raw.strip():
+                lines.append(json.loads(raw))
+    return lines

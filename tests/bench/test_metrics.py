@@ -1,0 +1,80 @@
+"""Metrics and the checker on hand-made histories, including violations that must be caught."""
+
+from __future__ import annotations
+
+import math
+
+from elect.bench.checker import check
+from elect.bench.history import Fault, History
+from elect.bench.metrics import Summary, balanced, failovers, leaderless, max_led, overlaps, percentile, total
+
+
+def acq(member: str, role: str, token: int, t: float) -> dict[str, object]:
+    return {"ts": t, "mono": t, "member": member, "role": role, "event": "acquired", "token": token}
+
+
+def rev(member: str, role: str, token: int, t: float) -> dict[str, object]:
+    return {"ts": t, "mono": t, "member": member, "role": role, "event": "revoked", "token": token}
+
+
+def fen(member: str, role: str, token: int, t: float, until: float) -> dict[str, object]:
+    return {"ts": t, "mono": t, "member": member, "role": role, "event": "fenced", "token": token, "until": until}
+
+
+def test_crash_failover_gap_and_no_overlap() -> None:
+    # a leads r and s; a is SIGKILLed at 10.0; b acquires r at 11.2 and s at 11.5.
+    h = History([acq("a", "r", 1, 1.0), acq("a", "s", 1, 1.0), acq("b", "r", 2, 11.2), acq("b", "s", 2, 11.5)],
+                [Fault(10.0, "kill", "a")], end=20.0)
+    fos = failovers(h, h.faults[0])
+    assert [(f.role, f.successor, round(f.latency or 0, 3)) for f in fos] == [("r", "b", 1.2), ("s", "b", 1.5)]
+    ivs = h.intervals()
+    assert leaderless(ivs["r"], 0.0, 20.0) == [(0.0, 1.0), (10.0, 11.2)]
+    assert overlaps(ivs["r"]) == []
+    assert check(h, exclusive=True, leaderless_bound=2.0) == []
+
+
+def test_frozen_leader_ends_at_its_own_deadline() -> None:
+    # a is paused at 5; its deadline was 5.8; b takes over at 6.0; a wakes at 9 and prints fenced until=5.8.
+    h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 6.0), fen("a", "r", 1, 9.0, 5.8)],
+                [Fault(5.0, "pause", "a"), Fault(9.0, "resume", "a")], end=12.0)
+    ivs = h.intervals()["r"]
+    assert [(i.member, i.start, i.end, i.ended_by) for i in ivs] == [("a", 1.0, 5.8, "fenced"),
+                                                                     ("b", 6.0, 12.0, "open")]
+    assert check(h, exclusive=True) == []
+    assert math.isclose(total(leaderless(ivs, 1.0, 12.0)), 0.2)
+
+
+def test_overlap_in_an_exclusive_mode_is_a_violation() -> None:
+    # a's deadline (until) is after b's acquisition: both believed they led for 0.3 s.
+    h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 6.0), fen("a", "r", 1, 9.0, 6.3)], end=10.0)
+    found = check(h, exclusive=True)
+    assert [(v.kind, v.role, round(v.at, 3)) for v in found] == [("overlap", "r", 6.0)]
+    assert "a, b both led for 0.300 s" in str(found[0])
+    assert check(h, exclusive=False) == []  # non-exclusive modes may overlap
+
+
+def test_token_that_did_not_increase_is_a_violation() -> None:
+    h = History([acq("a", "r", 5, 1.0), rev("a", "r", 5, 2.0), acq("b", "r", 5, 2.1)], end=3.0)
+    assert [v.kind for v in check(h, exclusive=True)] == ["token"]
+
+
+def test_leaderless_longer_than_the_bound_after_healing_is_a_violation() -> None:
+    h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 14.0)], [Fault(5.0, "kill", "a")], end=20.0)
+    found = check(h, exclusive=True, leaderless_bound=3.0)
+    assert [(v.kind, v.at) for v in found] == [("leaderless", 5.0)]
+
+
+def test_three_way_overlap_and_distribution() -> None:
+    h = History([acq("a", "r", 1, 0.0), acq("b", "r", 2, 1.0), acq("c", "r", 3, 1.5), rev("b", "r", 2, 2.0),
+                 rev("a", "r", 1, 3.0), acq("a", "s", 1, 0.0), acq("a", "t", 1, 0.0)], end=4.0)
+    ivs = h.intervals()
+    assert overlaps(ivs["r"]) == [(1.0, 3.0, frozenset({"a", "b", "c"}))]
+    assert max_led(ivs, 0.5) == 3 and max_led(ivs, 3.5) == 2
+    assert balanced(2, 6, 3) and not balanced(3, 6, 3)
+
+
+def test_percentiles() -> None:
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([5.0], 99) == 5.0
+    assert math.isnan(percentile([], 50))
+    s = Summary.of([0.1 * i for i in range(1, 101)])
+    assert s.n == 100 and math.isclose(s.max, 10.0) and math.isclose(s.p50, 5.05)
