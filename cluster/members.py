@@ -7,6 +7,7 @@ members must be separate processes (Raft, NELI, leases) or live in one process (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -212,10 +213,8 @@ class MemberProcess:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait()
         self._join_reader()
 
@@ -236,10 +235,8 @@ class MemberProcess:
         if self._reader is not None:
             self._reader.join(10)
         if self.proc is not None and self.proc.stdin is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self.proc.stdin.close()
-            except OSError:
-                pass
 
     @property
     def alive(self) -> bool:

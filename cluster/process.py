@@ -8,6 +8,7 @@ using only the pid and start time recorded in the state file. /proc is the sourc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elect.cluster.errors import ClusterError
-from elect.cluster.waiting import WaitTimeout, wait_until
+from .errors import ClusterError
+from .waiting import WaitTimeout, wait_until
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,21 @@ def _pids() -> Iterator[int]:
             yield int(entry.name)
 
 
+def group_alive(ident: ProcessId) -> bool:
+    """True while the process or anything left in its process group still lives.
+
+    If the pid now belongs to a different process, our group is certainly gone: the kernel never
+    hands out a pid that is still in use as a process group id.
+    """
+    fields = _stat(ident.pid)
+    if fields is not None and ident.start_time and int(fields[19]) != ident.start_time:
+        return False
+    return bool(group_members(ident.pid))
+
+
 def signal_group(ident: ProcessId, sig: signal.Signals) -> bool:
     """Send ``sig`` to the process group led by ``ident``; False if it was already gone."""
-    if not is_running(ident) and not group_members(ident.pid):
+    if not group_alive(ident):
         return False
     try:
         os.killpg(ident.pid, sig)
@@ -120,22 +133,18 @@ def stop_group(ident: ProcessId, *, grace: float = 0.0, timeout: float = 15.0,
     def gone() -> bool:
         if popen is not None:
             popen.poll()
-        return not is_running(ident) and not group_members(ident.pid)
+        return not group_alive(ident)
 
     try:
         if grace > 0 and signal_group(ident, signal.SIGTERM):
-            try:
+            with contextlib.suppress(WaitTimeout):
                 wait_until(gone, grace, 0.05, what=f"pid {ident.pid} to exit after SIGTERM")
-            except WaitTimeout:
-                pass
         signal_group(ident, signal.SIGKILL)
         wait_until(gone, timeout, 0.02, what=f"process group {ident.pid} to disappear after SIGKILL")
     finally:
         if popen is not None and popen.poll() is None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 popen.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                pass
 
 
 def tail(path: str | Path, lines: int = 15) -> str:

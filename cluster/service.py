@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from elect.cluster.errors import MissingBinary
-from elect.cluster.process import ProcessId, ProcessSpec
+from .errors import MissingBinary
+from .process import ProcessId, ProcessSpec
 
 
 @dataclass
@@ -72,8 +73,6 @@ class Service(Protocol):
 
 def find_program(name: str, env_var: str, fix: str, *candidates: str) -> str:
     """Locate an executable: ``$env_var`` if set, else PATH, else fixed candidates; else MissingBinary."""
-    import os
-
     override = os.environ.get(env_var)
     if override:
         if os.access(override, os.X_OK):

@@ -22,7 +22,7 @@ class WaitTimeout(TimeoutError):
 
 
 def wait_until(
-    predicate: Callable[[], T],
+    predicate: Callable[[], T | None],
     timeout: float,
     interval: float = 0.05,
     *,
@@ -30,6 +30,8 @@ def wait_until(
     ignore: tuple[type[BaseException], ...] = (),
 ) -> T:
     """Call ``predicate`` until it returns a truthy value and return that value.
+
+    Return a non-empty container (e.g. ``(index,)``) when the interesting value may be falsy, like 0.
 
     Exceptions of the types in ``ignore`` count as "not yet" (a probe against a port that is not open
     raises); any other exception propagates at once. The predicate is always tried at least once and

@@ -1,2 +1,2 @@
 """Shared pytest configuration: infrastructure fixtures live in _infra_fixtures.py."""
-from _infra_fixtures import *  # noqa: F401,F403
+from _infra_fixtures import *  # noqa: F403

@@ -1,0 +1,134 @@
+"""etcd: one member, or a real multi-member cluster with distinct client and peer ports.
+
+Election timeout 500 ms / heartbeat 50 ms by default: etcd grants at least ceil(1.5 x election timeout)
+as a lease TTL, so only with these settings is a 1 s TTL granted as asked (see DESIGN.md). Health is
+checked over HTTP with the standard library: ``/health`` on every member and, for a cluster, the
+gRPC gateway's ``/v3/maintenance/status`` to see that all members agree on one leader.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from .errors import NotReady
+from .ports import free_ports
+from .process import ProcessSpec
+from .service import Member, find_program
+
+_FIX = "apt-get install etcd-server (Debian/Ubuntu), or run ./setup"
+ELECTION_TIMEOUT_MS = 500
+HEARTBEAT_INTERVAL_MS = 50
+
+
+def find_etcd() -> str:
+    """Path of the etcd server: ``$ELECT_ETCD_BIN``, else PATH, else /usr/bin/etcd."""
+    return find_program("etcd", "ELECT_ETCD_BIN", _FIX, "/usr/bin/etcd", "/usr/local/bin/etcd")
+
+
+def _http_json(url: str, timeout: float, body: bytes | None = None) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            code, raw = int(response.status), response.read()
+    except urllib.error.HTTPError as exc:  # /health answers 503 with a JSON body when unhealthy
+        code, raw = exc.code, exc.read()
+    except (OSError, ValueError) as exc:
+        raise NotReady(f"{url}: {exc}") from exc
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise NotReady(f"{url}: not JSON: {raw[:200]!r}") from exc
+    if not isinstance(data, dict):
+        raise NotReady(f"{url}: unexpected answer {data!r}")
+    return code, data
+
+
+def health(address: str, timeout: float = 2.0) -> None:
+    """Raise NotReady unless ``GET /health`` on this member says it is healthy."""
+    code, data = _http_json(f"http://{address}/health", timeout)
+    if code != 200 or str(data.get("health")) != "true":
+        raise NotReady(f"etcd {address} /health: HTTP {code} {data}")
+
+
+def status(address: str, timeout: float = 2.0) -> dict[str, Any]:
+    """The member's ``/v3/maintenance/status``: its own id (header.member_id), leader id, raft term."""
+    code, data = _http_json(f"http://{address}/v3/maintenance/status", timeout, b"{}")
+    if code != 200 or "header" not in data:
+        raise NotReady(f"etcd {address} status: HTTP {code} {data}")
+    return data
+
+
+def _member_id(data: dict[str, Any]) -> str:
+    header = data.get("header")
+    return str(header.get("member_id", "")) if isinstance(header, dict) else ""
+
+
+class EtcdService:
+    """etcd members started from the Debian ``etcd-server`` binary with zap logs on stderr."""
+
+    name = "etcd"
+    max_members = 7
+
+    def __init__(self, election_timeout_ms: int = ELECTION_TIMEOUT_MS,
+                 heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS) -> None:
+        self.election_timeout_ms = election_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+
+    def preflight(self) -> None:
+        find_etcd()
+
+    def plan(self, root: Path, host: str, count: int) -> list[Member]:
+        binary = find_etcd()
+        ports = free_ports(2 * count, host)
+        clients, peers = ports[:count], ports[count:]
+        names = [f"etcd-{i}" for i in range(count)]
+        initial = ",".join(f"{n}=http://{host}:{p}" for n, p in zip(names, peers, strict=True))
+        token = f"elect-{secrets.token_hex(4)}"  # a fresh token keeps members of an old run out
+        members = []
+        for i, name in enumerate(names):
+            data = root / name
+            data.mkdir(parents=True, exist_ok=True)
+            client, peer = f"http://{host}:{clients[i]}", f"http://{host}:{peers[i]}"
+            argv = (binary, "--name", name, "--data-dir", str(data / "data"),
+                    "--listen-client-urls", client, "--advertise-client-urls", client,
+                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                    "--initial-cluster", initial, "--initial-cluster-token", token,
+                    "--initial-cluster-state", "new",
+                    "--election-timeout", str(self.election_timeout_ms),
+                    "--heartbeat-interval", str(self.heartbeat_interval_ms),
+                    "--logger", "zap", "--log-outputs", "stderr")
+            spec = ProcessSpec(argv=argv, cwd=str(data), log=str(root / f"{name}.log"), drop_env=("ETCD",))
+            members.append(Member("etcd", i, host, {"client": clients[i], "peer": peers[i]}, spec))
+        return members
+
+    def probe(self, member: Member, timeout: float) -> str:
+        health(member.address, timeout)
+        data = status(member.address, timeout)
+        return "leader" if _member_id(data) == str(data.get("leader")) else "follower"
+
+    def probe_group(self, members: list[Member], timeout: float) -> None:
+        leaders = {str(status(m.address, timeout).get("leader", "0")) for m in members}
+        if len(leaders) != 1 or leaders <= {"0", ""}:
+            raise NotReady(f"etcd members do not agree on one leader: {sorted(leaders)}")
+
+    def leader(self, members: list[Member], timeout: float) -> int | None:
+        ids: dict[str, int] = {}
+        votes: dict[str, int] = {}
+        for m in members:
+            try:
+                data = status(m.address, timeout)
+            except NotReady:
+                continue
+            ids[_member_id(data)] = m.index
+            leader = str(data.get("leader", "0"))
+            votes[leader] = votes.get(leader, 0) + 1
+        for leader_id, _ in sorted(votes.items(), key=lambda kv: -kv[1]):
+            if leader_id in ids:
+                return ids[leader_id]
+        return None

@@ -1,0 +1,134 @@
+"""ZooKeeper: standalone, or an ensemble of N nodes, from the Debian ``zookeeper`` package's jars.
+
+tickTime is 200 ms so sessions of about 1 s are allowed (minimum session timeout = 2 ticks) and a dead
+client's ephemeral nodes vanish quickly (see DESIGN.md). The AdminServer is disabled so no node grabs
+port 8080, and all four-letter words are enabled because the health probe uses ``srvr``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from .errors import MissingBinary, NotReady
+from .ports import free_ports
+from .process import ProcessSpec
+from .service import Member, find_program
+
+_FIX = "apt-get install zookeeper default-jre-headless (Debian/Ubuntu), or run ./setup"
+TICK_MS = 200
+JVM_OPTS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.jmx.log4j.disable=true",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS")
+
+
+def classpath() -> str:
+    """zookeeper.jar (its manifest lists its dependencies) plus exactly one SLF4J binding.
+
+    ``/usr/share/java/*`` would put half a dozen SLF4J bindings on the classpath and let chance pick one.
+    """
+    jars = Path(os.environ.get("ELECT_ZOOKEEPER_JARS", "/usr/share/java"))  # where Debian puts them
+    main = jars / "zookeeper.jar"
+    if not main.is_file():
+        raise MissingBinary(f"ZooKeeper not found ({main} is missing). Fix: {_FIX}")
+    entries = [str(main)]
+    for binding in ("slf4j-simple.jar", "slf4j-nop.jar"):
+        if (jars / binding).is_file():
+            entries.append(str(jars / binding))
+            break
+    return ":".join(entries)
+
+
+def find_java() -> str:
+    """Path of java: ``$ELECT_JAVA_BIN``, else PATH, else /usr/bin/java."""
+    return find_program("java", "ELECT_JAVA_BIN", _FIX, "/usr/bin/java")
+
+
+def four_letter(host: str, port: int, command: str, timeout: float = 2.0) -> str:
+    """Send a four-letter word (``srvr``, ``ruok``, ``mntr``...) and return the whole answer."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(command.encode())
+            chunks = []
+            while chunk := sock.recv(4096):
+                chunks.append(chunk)
+    except OSError as exc:
+        raise NotReady(f"no ZooKeeper at {host}:{port}: {exc}") from exc
+    return b"".join(chunks).decode(errors="replace")
+
+
+def mode(host: str, port: int, timeout: float = 2.0) -> str:
+    """``standalone``, ``leader``, ``follower`` or ``observer`` from ``srvr``; NotReady if not serving."""
+    answer = four_letter(host, port, "srvr", timeout)
+    for line in answer.splitlines():
+        if line.startswith("Mode:"):
+            return line.split(":", 1)[1].strip()
+    raise NotReady(f"ZooKeeper {host}:{port}: {answer.strip() or 'empty answer to srvr'}")
+
+
+class ZooKeeperService:
+    """ZooKeeper nodes, each a JVM running QuorumPeerMain with its own zoo.cfg and data dir."""
+
+    name = "zookeeper"
+    max_members = 7
+
+    def preflight(self) -> None:
+        find_java()
+        classpath()
+
+    def plan(self, root: Path, host: str, count: int) -> list[Member]:
+        java, cp = find_java(), classpath()
+        ports = free_ports(3 * count, host)
+        clients, quorum, election = ports[:count], ports[count:2 * count], ports[2 * count:]
+        servers = [f"server.{i + 1}={host}:{quorum[i]}:{election[i]}" for i in range(count)] if count > 1 \
+            else []
+        members = []
+        for i in range(count):
+            node = root / f"zookeeper-{i}"
+            data = node / "data"
+            data.mkdir(parents=True, exist_ok=True)
+            (data / "myid").write_text(f"{i + 1}\n")
+            cfg = node / "zoo.cfg"
+            cfg.write_text("\n".join([
+                f"tickTime={TICK_MS}",
+                "initLimit=50",  # 10 s for a follower to connect and sync: generous on a loaded machine
+                "syncLimit=15",  # 3 s of silence before a follower is dropped
+                f"dataDir={data}",
+                f"clientPort={clients[i]}",
+                f"clientPortAddress={host}",
+                "admin.enableServer=false",
+                "4lw.commands.whitelist=*",
+                "maxClientCnxns=0",
+                *servers,
+            ]) + "\n")
+            argv = (java, *JVM_OPTS, "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg))
+            spec = ProcessSpec(argv=argv, cwd=str(node), log=str(root / f"zookeeper-{i}.log"),
+                               drop_env=("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "ZOO"))
+            ports_i = {"client": clients[i]}
+            if count > 1:
+                ports_i |= {"quorum": quorum[i], "election": election[i]}
+            members.append(Member("zookeeper", i, host, ports_i, spec))
+        return members
+
+    def probe(self, member: Member, timeout: float) -> str:
+        return mode(member.host, member.ports["client"], timeout)
+
+    def probe_group(self, members: list[Member], timeout: float) -> None:
+        modes = [mode(m.host, m.ports["client"], timeout) for m in members]
+        expected = ["standalone"] if len(members) == 1 else None
+        if expected is not None and modes != expected:
+            raise NotReady(f"ZooKeeper node is {modes[0]}, not standalone")
+        if expected is None and (modes.count("leader") != 1 or
+                                 modes.count("follower") != len(members) - 1):
+            raise NotReady(f"ZooKeeper ensemble modes are {modes}, want one leader and followers")
+
+    def leader(self, members: list[Member], timeout: float) -> int | None:
+        for m in members:
+            try:
+                if mode(m.host, m.ports["client"], timeout) in ("leader", "standalone"):
+                    return m.index
+            except NotReady:
+                continue
+        return None
