@@ -11,7 +11,7 @@ from elect.errors import ElectError, InfrastructureUnavailable
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from elect.cli import demo, member, schemes, watch
+    from elect.cli import bench, demo, member, schemes, watch
 
     parser = argparse.ArgumentParser(prog="elect", description="Leader election per role, and a harness that "
                                      "measures how each method hands over when things fail.")
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     member.register(sub)
     watch.register(sub)
     schemes.register(sub)
+    bench.register(sub)
     demo.register(sub)
     try:
         from elect.cluster import commands as cluster_commands

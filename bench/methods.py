@@ -1,0 +1,112 @@
+"""The methods the harness compares, and how each one's member URLs are made for a group.
+
+A method is an elector URL scheme plus settings, all stated at one *detection budget* (DESIGN.md:
+Raft election timeout = lease TTL = Kafka session timeout), so the comparison is like for like. The
+conformance suite builds its groups with the same `member_urls`, so what is benchmarked is what is
+tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from elect.cluster.endpoints import Endpoints
+from elect.cluster.ports import free_ports
+
+Addresses = Callable[[str], str]  # member id -> the address it binds and is reached at
+
+
+@dataclass(frozen=True)
+class Group:
+    """What a method needs to make URLs: member ids, the infrastructure, a name unique to this group."""
+
+    ids: Sequence[str]
+    roles: int
+    unique: str
+    endpoints: Endpoints | None = None
+    address: Addresses = field(default=lambda _id: "127.0.0.1")
+
+
+@dataclass(frozen=True)
+class Method:
+    """name: as in reports. needs: infrastructure services. exclusive: promises one leader per role.
+    params(budget): URL parameters at a detection budget. build: the member URLs of a group."""
+
+    name: str
+    scheme: str
+    summary: str
+    needs: tuple[str, ...]
+    exclusive: bool
+    params: Callable[[float], dict[str, str]]
+    build: Callable[[Group, Mapping[str, str]], dict[str, str]]
+
+    def member_urls(self, group: Group, budget: float, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        return self.build(group, {**self.params(budget), **(overrides or {})})
+
+
+def _q(params: Mapping[str, str]) -> str:
+    return urlencode(dict(params), safe=",@:")
+
+
+def _hosts(endpoints: Endpoints | None, service: str) -> str:
+    if endpoints is None:
+        raise ValueError(f"this method needs {service} endpoints")
+    hosts: Sequence[str] = getattr(endpoints, service)
+    return ",".join(hosts)
+
+
+def _kafka(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    query = _q({"group": group.unique, "partitions": str(group.roles), **params})
+    return {i: f"kafka://{_hosts(group.endpoints, 'kafka')}/{group.unique}?{query}" for i in group.ids}
+
+
+def _etcd(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    return {i: f"etcd://{_hosts(group.endpoints, 'etcd')}/{group.unique}?{_q(params)}" for i in group.ids}
+
+
+def _zookeeper(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    return {i: f"zookeeper://{_hosts(group.endpoints, 'zookeeper')}/{group.unique}?{_q(params)}" for i in group.ids}
+
+
+def _peer_urls(scheme: str) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
+    """Raft-style URLs: every member names itself and its peers, each with a port of its own."""
+
+    def build(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+        ports = dict(zip(group.ids, free_ports(len(group.ids)), strict=True))
+        where = {i: f"{group.address(i)}:{ports[i]}" for i in group.ids}
+        urls = {}
+        for i in group.ids:
+            peers = ",".join(f"{p}@{where[p]}" for p in group.ids if p != i)
+            query = _q({"peers": peers, "partitions": str(group.roles), **params})
+            urls[i] = f"{scheme}://{i}@{where[i]}?{query}"
+        return urls
+
+    return build
+
+
+def _secs(value: float) -> str:
+    return f"{value:g}"
+
+
+METHODS: dict[str, Method] = {m.name: m for m in [
+    Method("raft", "raft", "Raft per partition, balanced priorities, with the improvements over ZEP006", (),
+           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                            "priority": "balanced"}, _peer_urls("raft")),
+    Method("raft-zeebe", "raft", "Raft per partition, plain ZEP006 (zeebe priorities, no improvements)", (),
+           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                            "priority": "zeebe", "improvements": "off"}, _peer_urls("raft")),
+    Method("raft-stock", "raft", "stock Raft, randomized timeouts in [ET, 2 ET)", (),
+           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                            "priority": "off"}, _peer_urls("raft")),
+    Method("pysyncobj", "pysyncobj", "PySyncObj, one SyncObj per partition (an independent Raft)", (),
+           True, lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj")),
+    Method("kafka-fast", "kafka", "NELI fast (exclusive): partition owner leads", ("kafka",),
+           True, lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _kafka),
+    Method("kafka-full", "kafka", "NELI full (non-exclusive): vector of receipt times", ("kafka",),
+           False, lambda b: {"mode": "full", "session_timeout": _secs(b)}, _kafka),
+    Method("etcd", "etcd", "CAS lease on etcd", ("etcd",), True, lambda b: {"ttl": _secs(b)}, _etcd),
+    Method("zookeeper", "zookeeper", "ephemeral node on ZooKeeper", ("zookeeper",), True,
+           lambda b: {"session_timeout": _secs(b)}, _zookeeper),
+]}

@@ -1,0 +1,79 @@
+"""Scenarios: which methods, faults, sizes and how many trials, from a small YAML file or flags."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from elect.bench.methods import METHODS
+from elect.bench.trial import FAULTS
+from elect.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str = "custom"
+    budget: float = 1.0
+    members: int = 3
+    roles: int = 6
+    trials: int = 5
+    hold: float = 0.0
+    faults: tuple[str, ...] = ("kill",)
+    methods: tuple[str, ...] = ("etcd",)
+    overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # method -> URL params
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ConfigError(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}", parameter="methods")
+        bad = [f for f in self.faults if f not in FAULTS]
+        if bad:
+            raise ConfigError(f"unknown fault(s) {bad}; known: {', '.join(FAULTS)}", parameter="faults")
+        if self.members < 2 and any(f != "none" for f in self.faults):
+            raise ConfigError("a fault needs at least 2 members (a survivor to fail over to)", parameter="members")
+        if self.budget <= 0 or self.trials < 1 or self.roles < 1:
+            raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s for m in self.methods for s in METHODS[m].needs))
+
+    def with_flags(self, **flags: Any) -> Scenario:
+        """Command-line flags override the file; None means not given."""
+        given: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in flags.items()
+                                 if v is not None}
+        return replace(self, **given)
+
+
+def load(source: str | Path | Mapping[str, Any]) -> Scenario:
+    """A scenario from a mapping, a YAML path, or the name of a bundled one (`default`, `demo`)."""
+    if isinstance(source, Mapping):
+        data = dict(source)
+    else:
+        path = Path(source)
+        if not path.exists() and not str(source).endswith((".yaml", ".yml")):
+            bundled = resources.files("elect.bench").joinpath(f"{source}.yaml")
+            if not bundled.is_file():
+                raise ConfigError(f"no scenario file {source!r} and no bundled scenario of that name")
+            text = bundled.read_text()
+        else:
+            try:
+                text = path.read_text()
+            except OSError as exc:
+                raise ConfigError(f"cannot read scenario {path}: {exc.strerror}") from None
+        data = yaml.safe_load(text) or {}
+    for key in ("faults", "methods"):
+        if isinstance(data.get(key), str):
+            data[key] = [x.strip() for x in data[key].split(",") if x.strip()]
+        if key in data:
+            data[key] = tuple(data[key])
+    known = set(Scenario.__dataclass_fields__)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"unknown scenario key(s) {unknown}; known: {sorted(known)}")
+    return Scenario(**data)

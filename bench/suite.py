@@ -1,0 +1,168 @@
+"""Run a scenario: start the infrastructure it needs, every (method, fault) x trials, and summarize.
+
+Members of every trial are fresh processes in a fresh group (new topic, key prefix or ports), so
+trials do not leak into each other; the infrastructure is shared by the whole run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elect import registry
+from elect.bench.methods import METHODS
+from elect.bench.metrics import Summary
+from elect.bench.scenario import Scenario
+from elect.bench.trial import Environment, TrialResult, TrialSpec, run_trial
+from elect.cluster.local import LocalCluster
+from elect.errors import MissingExtra, UnknownScheme
+
+Progress = Callable[[str, int, int, str], None]  # (cell, trials done, trials total, status)
+
+
+@dataclass
+class Cell:
+    """All trials of one method under one fault, and their summary."""
+
+    method: str
+    fault: str
+    trials: list[TrialResult] = field(default_factory=list)
+
+    def summary(self, budget: float) -> dict[str, Any]:
+        ok = [t for t in self.trials if t.ok]
+        latencies = [x for t in ok for x in t.failover]
+        fo = Summary.of(latencies)
+        return {
+            "method": self.method, "fault": self.fault, "trials": len(self.trials), "ok": len(ok),
+            "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
+            "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan,
+            "unrecovered": sum(t.unrecovered for t in ok),
+            "gap_p50": Summary.of([t.gap for t in ok]).p50, "gap_max": Summary.of([t.gap for t in ok]).max,
+            "overlap_total": sum(t.overlap for t in ok), "overlap_max": max((t.max_overlap for t in ok), default=0.0),
+            "steady_balanced": _share([t.steady_balanced for t in ok]),
+            "steady_max_led": max((t.steady_max_led for t in ok), default=0),
+            "after_balanced": _share([t.after_balanced for t in ok]) if self.fault != "none" else math.nan,
+            "violations": sum(len(t.violations) for t in ok),
+            "startup_p50": Summary.of([t.startup for t in ok]).p50,
+            "cpu_mean": _mean([c for t in ok for c in t.cpu.values()]),
+            "rss_mb_mean": _mean([m for t in ok for m in t.rss_mb.values()]),
+            "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
+        }
+
+
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else math.nan
+
+
+def _mean(values: list[float]) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    cells: list[Cell]
+    skipped: dict[str, str]
+    command: str
+    started: float
+    seconds: float
+    machine: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        budget = self.scenario.budget
+        return {
+            "command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
+            "scenario": self.scenario.__dict__ | {"faults": list(self.scenario.faults),
+                                                  "methods": list(self.scenario.methods)},
+            "skipped": self.skipped,
+            "summary": [c.summary(budget) for c in self.cells],
+            "trials": [t.to_json() for c in self.cells for t in c.trials],
+        }
+
+
+def available(method: str) -> str | None:
+    """None if the method's elector is installed, else why not."""
+    try:
+        registry.get(METHODS[method].scheme).check_installed()
+    except (UnknownScheme, MissingExtra) as exc:
+        return str(exc)
+    return None
+
+
+def machine() -> dict[str, Any]:
+    import importlib.metadata as md
+
+    versions = {}
+    for dist in ("elect", "confluent-kafka", "grpcio", "etcd3gw", "kazoo", "pysyncobj"):
+        with contextlib.suppress(md.PackageNotFoundError):
+            versions[dist] = md.version(dist)
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import os
+
+    return {"host": platform.node(), "cpus": os.cpu_count(), "cpu": cpu, "python": sys.version.split()[0],
+            "platform": platform.platform(), "versions": versions}
+
+
+@contextlib.contextmanager
+def environment(scenario: Scenario, workdir: Path, store_members: int = 1) -> Iterator[Environment]:
+    """Start what the scenario needs; with a `cut` fault, members live on network-namespace hosts."""
+    hosts = None
+    if "cut" in scenario.faults:
+        from elect.cluster.netns import Hosts
+
+        hosts = Hosts([f"m{i}" for i in range(scenario.members)]).up()
+    try:
+        endpoints = None
+        cluster = None
+        if scenario.needs:
+            cluster = LocalCluster(workdir / "infra", services=scenario.needs, etcd_members=store_members,
+                                   zookeeper_nodes=store_members,
+                                   host=hosts.gateway if hosts else "127.0.0.1")
+            endpoints = cluster.up()
+        try:
+            if hosts is not None:
+                yield Environment(endpoints, workdir, prefix=hosts.exec_prefix, address=hosts.address,
+                                  cut=hosts.cut, heal=hosts.heal)
+            else:
+                yield Environment(endpoints, workdir)
+        finally:
+            if cluster is not None:
+                cluster.down()
+    finally:
+        if hosts is not None:
+            hosts.down()
+
+
+def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = "",
+        store_members: int = 1) -> RunResult:
+    started_wall, began = time.time(), time.monotonic()
+    skipped = {m: why for m in scenario.methods if (why := available(m))}
+    methods = [m for m in scenario.methods if m not in skipped]
+    cells = [Cell(m, f) for m in methods for f in scenario.faults]
+    total = len(cells) * scenario.trials
+    done = 0
+    with environment(scenario, workdir, store_members) as env:
+        for cell in cells:
+            spec = TrialSpec(METHODS[cell.method], cell.fault, scenario.budget, scenario.members, scenario.roles,
+                             scenario.hold, dict(scenario.overrides.get(cell.method, {})))
+            name = f"{cell.method} / {cell.fault}"
+            for i in range(scenario.trials):
+                unique = f"{cell.method}-{cell.fault}-{i}-{int(time.time() * 1000) % 10**8}"
+
+                def show(status: str, name: str = name, done: int = done) -> None:
+                    progress(name, done, total, status)
+
+                result = run_trial(spec, env, i, unique, progress=show)
+                cell.trials.append(result)
+                done += 1
+                progress(name, done, total, "ok" if result.ok else f"failed: {result.error.splitlines()[0]}")
+    return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine())

@@ -1,0 +1,239 @@
+"""One trial: start a group of real member processes, wait for steady state, inject one fault, watch
+the handover, stop, and turn the merged event lines into measurements.
+
+Faults (DESIGN.md): `kill` (SIGKILL), `pause` (SIGSTOP for a while, then SIGCONT), `stop` (graceful,
+SIGTERM), `cut` (the leader's network-namespace host loses its link), `none` (steady state only: cold
+start distribution and load). The victim is the member leading role 0 at steady state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elect.bench.checker import check
+from elect.bench.history import Fault, History
+from elect.bench.methods import Group, Method
+from elect.bench.metrics import balanced, failovers, leaderless, max_led, overlaps, total
+from elect.cluster.endpoints import Endpoints
+from elect.cluster.members import MemberProcess
+from elect.cluster.waiting import WaitTimeout, wait_until
+
+FAULTS = ("kill", "pause", "stop", "cut", "none")
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    method: Method
+    fault: str
+    budget: float = 1.0
+    members: int = 3
+    roles: int = 6
+    hold: float = 0.0  # pause / cut length; 0 = 3 x budget
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def hold_for(self) -> float:
+        return self.hold or 3 * self.budget
+
+
+@dataclass
+class TrialResult:
+    method: str
+    fault: str
+    trial: int
+    ok: bool
+    error: str = ""
+    failover: list[float] = field(default_factory=list)    # per role the victim led, seconds
+    unrecovered: int = 0                                  # roles no survivor acquired before the end
+    gap: float = 0.0                                      # leaderless seconds summed over roles, after the fault
+    overlap: float = 0.0                                  # seconds two or more led one role, summed over roles
+    max_overlap: float = 0.0                              # the longest single overlap
+    steady_max_led: int = 0                               # most roles one member led at steady state
+    steady_balanced: bool = False
+    after_max_led: int = 0                                # the same among survivors after the handover
+    after_balanced: bool = False
+    violations: list[str] = field(default_factory=list)
+    startup: float = 0.0                                  # seconds from start to every role led
+    cpu: dict[str, float] = field(default_factory=dict)   # member -> share of one core
+    rss_mb: dict[str, float] = field(default_factory=dict)
+    history: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Environment:
+    """Where a trial runs: infrastructure endpoints, and optionally network-namespace hosts."""
+
+    def __init__(self, endpoints: Endpoints | None, workdir: Path,
+                 prefix: Callable[[str], list[str]] | None = None,
+                 address: Callable[[str], str] | None = None,
+                 cut: Callable[[str], None] | None = None, heal: Callable[[str], None] | None = None) -> None:
+        self.endpoints = endpoints
+        self.workdir = workdir
+        self.prefix = prefix or (lambda _id: [])
+        self.address = address or (lambda _id: "127.0.0.1")
+        self.cut = cut
+        self.heal = heal
+
+
+def _leaders(procs: Sequence[MemberProcess], role: str) -> list[MemberProcess]:
+    return [p for p in procs if p.alive and role in p.log.leading()]
+
+
+def _usage(pid: int) -> tuple[float, float]:
+    """(average share of one core over its life, RSS in MB) of a live process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])
+        rss_pages = int(fields[21])
+    except (OSError, IndexError, ValueError):
+        return math.nan, math.nan
+    hz = os.sysconf("SC_CLK_TCK")
+    page = os.sysconf("SC_PAGE_SIZE")
+    started = int(fields[19]) / hz
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    alive_for = max(uptime - started, 1e-6)
+    return (ticks / hz) / alive_for, rss_pages * page / 1e6
+
+
+def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
+              progress: Callable[[str], None] = lambda _m: None) -> TrialResult:
+    """Run one trial; never raises for a failed trial (it comes back with ok=False and the reason)."""
+    result = TrialResult(spec.method.name, spec.fault, index, ok=False)
+    ids = [f"m{i}" for i in range(spec.members)]
+    roles = [str(r) for r in range(spec.roles)]
+    group = Group(ids, spec.roles, unique, env.endpoints, env.address)
+    urls = spec.method.member_urls(group, spec.budget, spec.overrides)
+    logdir = env.workdir / unique
+    procs = [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=logdir, prefix=env.prefix(i)) for i in ids]
+    faults: list[Fault] = []
+    bound = 10 * spec.budget + 20  # generous: anything slower is reported as unrecovered, not waited on
+    began = time.monotonic()
+    end = began
+    try:
+        progress("starting members")
+        for p in procs:
+            p.start()
+        wait_until(lambda: all(_leaders(procs, r) for r in roles), bound + 30, interval=0.05,
+                   what=f"{spec.method.name}: a leader for every role")
+        result.startup = time.monotonic() - began
+        progress("settling")
+        _settle(procs, quiet=max(1.0, 1.5 * spec.budget), limit=bound)
+        steady = time.monotonic()
+        steady_ivs = History([line for p in procs for line in p.log.lines], end=steady).intervals()
+        result.steady_max_led = max_led(steady_ivs, steady - 1e-6)
+        result.steady_balanced = balanced(result.steady_max_led, spec.roles, len(procs))
+        if spec.fault != "none":
+            victim = (_leaders(procs, "0") or [procs[0]])[0]
+            led = set(victim.log.leading())
+            progress(f"{spec.fault} {victim.member_id} (leads {len(led)} roles)")
+            at = _inject(spec, env, victim, faults)
+            survivors = [p for p in procs if p is not victim]
+
+            def recovered() -> bool:
+                return all(any(line["event"] == "acquired" and line["role"] == r and line["mono"] >= at
+                               for p in survivors for line in p.log.lines) for r in led)
+
+            with contextlib.suppress(WaitTimeout):  # what did not recover is reported as unrecovered
+                wait_until(recovered, bound, interval=0.02, what="survivors acquiring the victim's roles")
+            if spec.fault in ("pause", "cut"):
+                _wait_until_time(at + spec.hold_for)
+                faults.append(Fault(time.monotonic(), "resume" if spec.fault == "pause" else "heal",
+                                    victim.member_id))
+                if spec.fault == "pause":
+                    victim.resume()
+                elif env.heal is not None:
+                    env.heal(victim.member_id)
+                with contextlib.suppress(WaitTimeout):  # the woken victim reports how its leadership ended
+                    wait_until(lambda: not (set(victim.log.leading()) & led), bound, interval=0.02,
+                               what="the victim to fence itself")
+            _settle(procs, quiet=max(1.0, spec.budget), limit=bound)
+        end = time.monotonic()
+        for p in procs:
+            if p.alive:
+                result.cpu[p.member_id], result.rss_mb[p.member_id] = _usage(p.pid)
+        history = History([line for p in procs for line in p.log.lines if line["mono"] <= end], faults,
+                          start=began, end=end)
+        _measure(spec, history, faults, procs, result)
+        result.ok = True
+    except Exception as exc:  # a trial that could not run is a finding, not a crash of the suite
+        result.error = f"{type(exc).__name__}: {exc}"
+        for p in procs:
+            if p.returncode not in (None, 0):
+                result.error += f"\n--- {p.member_id} exited {p.returncode}:\n{p.stderr_tail(15)}"
+        history = History([line for p in procs for line in p.log.lines], faults, start=began,
+                          end=time.monotonic())
+    finally:
+        progress("stopping members")
+        for p in procs:
+            if env.heal is not None and spec.fault == "cut":
+                env.heal(p.member_id)
+            p.resume()
+        for p in procs:
+            p.stop(timeout=max(10.0, 5 * spec.budget))
+    result.history = history.to_json()
+    return result
+
+
+def _inject(spec: TrialSpec, env: Environment, victim: MemberProcess, faults: list[Fault]) -> float:
+    at = time.monotonic()
+    if spec.fault == "kill":
+        victim.kill()
+    elif spec.fault == "pause":
+        victim.pause()
+    elif spec.fault == "stop":
+        victim.signal(15)
+    elif spec.fault == "cut":
+        if env.cut is None:
+            raise RuntimeError("the cut fault needs members on network-namespace hosts (run as root)")
+        env.cut(victim.member_id)
+    else:
+        raise ValueError(f"unknown fault {spec.fault!r}; choose from {', '.join(FAULTS)}")
+    faults.append(Fault(at, spec.fault, victim.member_id))
+    return at
+
+
+def _measure(spec: TrialSpec, history: History, faults: list[Fault], procs: Sequence[MemberProcess],
+             result: TrialResult) -> None:
+    ivs = history.intervals()
+    if faults:
+        fault = faults[0]
+        fos = failovers(history, fault)
+        result.failover = [f.latency for f in fos if f.latency is not None]
+        result.unrecovered = sum(1 for f in fos if f.latency is None)
+        result.gap = sum(total(leaderless(ivs.get(str(r), []), fault.mono, history.end)) for r in range(spec.roles))
+        survivors = [p for p in procs if p.member_id != fault.target]
+        result.after_max_led = max_led({r: [i for i in v if i.member != fault.target] for r, v in ivs.items()},
+                                       history.end - 1e-6)
+        result.after_balanced = balanced(result.after_max_led, spec.roles, len(survivors))
+    spans = [o for r in ivs.values() for o in overlaps(r)]
+    result.overlap = sum(e - s for s, e, _ in spans)
+    result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)
+    result.violations = [str(v) for v in check(history, exclusive=spec.method.exclusive)]
+
+
+def _settle(procs: Sequence[MemberProcess], quiet: float, limit: float) -> None:
+    """Wait until no member has printed an event for `quiet` seconds (rebalances over), or `limit`."""
+    deadline = time.monotonic() + limit
+
+    def last_event() -> float:
+        return max((p.log.lines[-1]["mono"] for p in procs if p.log.lines), default=0.0)
+
+    while time.monotonic() < deadline:
+        idle = time.monotonic() - last_event()
+        if idle >= quiet:
+            return
+        time.sleep(min(quiet - idle, deadline - time.monotonic(), 0.2) + 0.001)
+
+
+def _wait_until_time(t: float) -> None:
+    while (left := t - time.monotonic()) > 0:
+        time.sleep(min(left, 0.1))
