@@ -1,0 +1,635 @@
+"""The pure Raft election state machine of one group on one node, with ZEP006 priority decay.
+
+No sockets, threads, sleeps, clocks or hidden randomness: time comes in as ``now`` (seconds, one
+monotonic clock per node) and randomness from the injected ``random.Random``, so the same code runs in
+a real process and in the deterministic simulator. There is no replicated log: the application may
+supply its log position (:meth:`RaftGroup.set_log_position`) so only an up-to-date member wins.
+
+Leases (check-quorum on): a leader's lease ends ``W`` after the send time of the newest heartbeat
+round a majority acknowledged (``W = lease_window``). A voter that heard a leader, or granted a vote,
+refuses every non-forced (pre-)vote for ``W`` from then, and a restarted member with a past term does
+the same for ``W`` after start. Any later leader needs one of those voters, so it cannot be elected
+before the old lease ends: an ``acquired`` never precedes the previous leader's ``revoked`` or
+``fenced`` time (with clocks that run at the same rate, up to ``lease_margin``).
+
+Transfers (TimeoutNow) bypass leases, so the leader revokes first and only then lets the TimeoutNow
+go. If the transfer does not finish, the leader abandons it, announces the abandonment in its
+heartbeats (voters then refuse that transfer's forced votes), and re-acquires only once a majority has
+acknowledged a heartbeat sent after the abandonment.
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from enum import IntEnum
+
+from raft_priority.config import GroupSpec, RaftConfig
+from raft_priority.messages import (
+    ChangeKind,
+    HardState,
+    Heartbeat,
+    HeartbeatResponse,
+    LeaderHint,
+    LeadershipChange,
+    Message,
+    Output,
+    PreVoteRequest,
+    PreVoteResponse,
+    TimeoutNow,
+    VoteRequest,
+    VoteResponse,
+)
+
+INF = math.inf
+
+
+class Role(IntEnum):
+    FOLLOWER = 0
+    PRE_CANDIDATE = 1
+    CANDIDATE = 2
+    LEADER = 3
+
+
+class RaftGroup:
+    """One member's view of one election group. Feed it messages and ticks; read ``deadline``.
+
+    Driver contract: after every :meth:`step` / :meth:`tick` (and the other mutators) handle the
+    :class:`Output` (persist, then leadership changes, then send) and make sure :meth:`tick` is called
+    again at or after ``deadline``. Calling ``tick`` early is harmless, so a driver may keep one lazy
+    timer entry per group and only re-arm it when ``deadline`` moved earlier.
+    """
+
+    __slots__ = (
+        "acks",
+        "campaign_due",
+        "cfg",
+        "closed",
+        "contact",
+        "deadline",
+        "first_timeout",
+        "group",
+        "hb_due",
+        "healthy_since",
+        "heard",
+        "leader",
+        "lease_until",
+        "log_index",
+        "log_term",
+        "max_priority",
+        "node",
+        "peer_priority",
+        "peers",
+        "positions",
+        "prioritized",
+        "priority",
+        "quiet_until",
+        "quorum",
+        "quorum_ack",
+        "resume_from",
+        "retry_at",
+        "rng",
+        "role",
+        "round",
+        "serving",
+        "succession",
+        "term",
+        "timeout_sent",
+        "transfer_closed",
+        "transfer_due",
+        "transfer_seq",
+        "transfer_to",
+        "vote_sent_at",
+        "voted_for",
+        "votes",
+        "window",
+    )
+
+    def __init__(
+        self,
+        spec: GroupSpec,
+        node: str,
+        config: RaftConfig,
+        rng: random.Random,
+        now: float,
+        hard_state: HardState | None = None,
+    ) -> None:
+        if node not in spec.priorities:
+            raise ValueError(f"{node!r} is not a member of group {spec.group}")
+        self.group = spec.group
+        self.node = node
+        self.cfg = config
+        self.rng = rng
+        order = {m: i for i, m in enumerate(spec.members)}
+        peers = sorted((m for m in spec.members if m != node), key=lambda m: (-spec.priorities[m], order[m]))
+        self.peers: tuple[str, ...] = tuple(peers)
+        self.peer_priority: tuple[int, ...] = tuple(spec.priorities[p] for p in peers)
+        self.priority = spec.priorities[node]
+        self.max_priority = spec.max_priority
+        self.quorum = spec.quorum
+        self.prioritized = config.priority_mode == "zeebe"
+        self.window = config.lease_window if config.check_quorum else INF
+        hs = hard_state or HardState()
+        self.term = hs.term
+        self.voted_for = hs.voted_for
+        self.role = Role.FOLLOWER
+        self.leader: str | None = None
+        self.log_index = 0
+        self.log_term = 0
+        # follower timer: the first timeout after ``contact``, then decay rounds
+        self.contact = now
+        self.round = 0
+        self.retry_at = INF
+        self.first_timeout = self._draw_first_timeout()
+        self.succession: tuple[int, ...] = ()
+        # a restarted member may have acked a leader just before it went down: honour that lease
+        self.quiet_until = now + config.lease_window if (config.check_quorum and hs.term > 0) else -INF
+        self.closed = 0
+        # candidate
+        self.votes: set[str] = set()
+        self.campaign_due = INF
+        self.vote_sent_at = now
+        # leader
+        self.acks: dict[str, float] = {}
+        self.heard: dict[str, float] = {}
+        self.healthy_since: dict[str, float] = {}
+        self.positions: dict[str, tuple[int, int]] = {}
+        self.quorum_ack = -INF
+        self.lease_until = -INF
+        self.serving = False
+        self.hb_due = INF
+        self.transfer_to: str | None = None
+        self.transfer_seq = 0
+        self.transfer_closed = 0
+        self.transfer_due = INF
+        self.timeout_sent = False
+        self.resume_from = INF
+        self.deadline = INF
+        self._refresh_deadline()
+
+    # ------------------------------------------------------------------ public API
+
+    def step(self, msg: Message, now: float, out: Output) -> None:
+        """Handle one message addressed to this member of this group."""
+        if self.role is Role.LEADER:
+            self._check_lease(now, out)
+        _HANDLERS[type(msg)](self, msg, now, out)
+        self._refresh_deadline()
+
+    def tick(self, now: float, out: Output) -> None:
+        """Advance timers to ``now``: election timeouts, decay rounds, heartbeats, lease, transfer."""
+        role = self.role
+        if role is Role.LEADER:
+            self._leader_tick(now, out)
+        elif role is Role.FOLLOWER:
+            self._follower_tick(now, out)
+        elif now >= self.campaign_due:
+            self._campaign(now, out)
+        self._refresh_deadline()
+
+    def set_log_position(self, last_index: int, last_term: int) -> None:
+        """The application's log position; votes go only to candidates at least as up to date."""
+        self.log_index = last_index
+        self.log_term = last_term
+
+    def transfer_leadership(self, to: str | None, now: float, out: Output) -> bool:
+        """Hand leadership to ``to`` (None: the best live, caught-up follower). False if impossible."""
+        if self.role is Role.LEADER:
+            self._check_lease(now, out)
+        if self.role is not Role.LEADER or not self.serving or self.transfer_to is not None:
+            return False
+        if to is None:
+            live = now - self.cfg.election_timeout
+            to = next((p for p in self.peers if self.heard[p] >= live and self._caught_up(p)), None)
+        if to is None or to not in self.heard:
+            return False
+        self.serving = False
+        self._emit(out, "revoked", now, f"transfer to {to}")
+        self.transfer_seq += 1
+        self.transfer_to = to
+        self.transfer_due = now + self.cfg.transfer_deadline
+        self.timeout_sent = False
+        if self._caught_up(to):
+            self._send_timeout_now(out)
+        self._refresh_deadline()
+        return True
+
+    def resign(self, now: float, out: Output) -> None:
+        """Give leadership up: transfer if a follower can take it, else step down and stay back."""
+        if self.role is not Role.LEADER or not self.serving:
+            return
+        if not self.transfer_leadership(None, now, out):
+            self._step_down(now, out, "revoked", "resign")
+            # let the others elect first; take it back only if nobody did
+            self.retry_at = now + 2 * self.cfg.election_timeout
+        self._refresh_deadline()
+
+    def campaign(self, now: float, out: Output) -> None:
+        """Start an election now (tests, or an operator); ignored while leading."""
+        if self.role is not Role.LEADER:
+            self._campaign(now, out)
+            self._refresh_deadline()
+
+    def is_leader(self, now: float) -> bool:
+        """Leading, not handing over, and the lease has not run out."""
+        return self.role is Role.LEADER and self.serving and now < self.lease_until
+
+    @property
+    def hard_state(self) -> HardState:
+        return HardState(self.term, self.voted_for)
+
+    @property
+    def leader_lease_until(self) -> float:
+        """Until when the leader we follow (or we, leading) is known to hold its lease."""
+        if self.role is Role.LEADER:
+            return self.lease_until if self.serving else -INF
+        return self.contact + self.window if self.leader is not None else -INF
+
+    def target_priority(self) -> int:
+        """ZEP006 ``targetPriority`` of the current decay round (introspection and tests)."""
+        return self._target(self.round)
+
+    # ------------------------------------------------------------------ timers
+
+    def _draw_first_timeout(self) -> float:
+        et = self.cfg.election_timeout
+        return et if self.prioritized else et + self.rng.random() * et
+
+    def _campaign_timeout(self) -> float:
+        et = self.cfg.election_timeout
+        if not self.prioritized:
+            return et + self.rng.random() * et
+        jitter = self.cfg.retry_jitter
+        return et + self.rng.random() * jitter * et if jitter > 0 else et
+
+    def _target(self, k: int) -> int:
+        """targetPriority after ``k`` decay rounds since the last leader contact."""
+        decay = self.cfg.priority_decay
+        s = self.succession
+        if s and self.cfg.fast_failover:
+            if k < len(s):
+                return s[k]
+            return s[-1] - (k - len(s) + 1) * decay
+        return self.max_priority - k * decay
+
+    def _follower_tick(self, now: float, out: Output) -> None:
+        if self.retry_at < INF:
+            if now >= self.retry_at:
+                self.retry_at = INF
+                self._campaign(now, out)
+            return
+        first = self.contact + self.first_timeout
+        if now < first:
+            return
+        if self.leader is not None:
+            self._set_leader(None, out)
+        if not self.prioritized:
+            self._campaign(now, out)
+            return
+        step = self.cfg.decay_round
+        while first + self.round * step <= now:
+            if self.priority >= self._target(self.round):
+                self._campaign(now, out)
+                return
+            self.round += 1
+
+    def _refresh_deadline(self) -> None:
+        role = self.role
+        if role is Role.LEADER:
+            d = self.hb_due
+            if self.lease_until < d:
+                d = self.lease_until
+            if self.transfer_due < d:
+                d = self.transfer_due
+            self.deadline = d
+        elif role is Role.FOLLOWER:
+            if self.retry_at < INF:
+                self.deadline = self.retry_at
+            else:
+                self.deadline = self.contact + self.first_timeout + self.round * self.cfg.decay_round
+        else:
+            self.deadline = self.campaign_due
+
+    # ------------------------------------------------------------------ elections
+
+    def _quiet(self, now: float) -> bool:
+        """Inside a lease: refuse non-forced (pre-)votes."""
+        if not self.cfg.check_quorum:
+            return False
+        return self.role is Role.LEADER or now < self.quiet_until
+
+    def _log_ok(self, last_index: int, last_term: int) -> bool:
+        return (last_term, last_index) >= (self.log_term, self.log_index)
+
+    def _campaign(self, now: float, out: Output, force: bool = False, seq: int = 0) -> None:
+        self._set_leader(None, out)
+        self.retry_at = INF
+        if self.cfg.pre_vote and not force:
+            self.role = Role.PRE_CANDIDATE
+            self.votes = {self.node}
+            self.campaign_due = now + self._campaign_timeout()
+            proposed = self.term + 1
+            for p in self.peers:
+                out.messages.append(
+                    PreVoteRequest(self.group, self.node, p, proposed, self.log_index, self.log_term)
+                )
+            if len(self.votes) >= self.quorum:
+                self._start_election(now, out, False, 0)
+        else:
+            self._start_election(now, out, force, seq)
+
+    def _start_election(self, now: float, out: Output, force: bool, seq: int) -> None:
+        self.term += 1
+        self.voted_for = self.node
+        self.closed = 0
+        self._persist(out)
+        self.role = Role.CANDIDATE
+        self.votes = {self.node}
+        self.vote_sent_at = now
+        self.campaign_due = now + self._campaign_timeout()
+        for p in self.peers:
+            out.messages.append(
+                VoteRequest(self.group, self.node, p, self.term, self.log_index, self.log_term, force, seq)
+            )
+        if len(self.votes) >= self.quorum:
+            self._become_leader(now, out)
+
+    def _become_leader(self, now: float, out: Output) -> None:
+        self.role = Role.LEADER
+        self.serving = True
+        self._set_leader(self.node, out)
+        sent = self.vote_sent_at
+        for p in self.peers:
+            voted = p in self.votes
+            self.acks[p] = sent if voted else -INF
+            self.heard[p] = now if voted else -INF
+            self.healthy_since[p] = now if voted else INF
+            self.positions[p] = (-1, -1)
+        self.transfer_to = None
+        self.transfer_due = INF
+        self.transfer_closed = 0
+        self.transfer_seq = 0
+        self.resume_from = INF
+        self._recompute_lease()
+        if now >= self.lease_until:
+            # the votes are older than a lease (this process was paused): they prove nothing now
+            self.serving = False
+            self._step_down(now, out, "fenced", "stale election")
+            return
+        self._emit(out, "acquired", now, "elected")
+        self._broadcast(now, out)
+
+    def _step_down(self, now: float, out: Output, kind: ChangeKind, reason: str) -> None:
+        if self.serving:
+            self._emit(out, kind, self.lease_until if kind == "fenced" else now, reason)
+        self.serving = False
+        self.transfer_to = None
+        self.transfer_due = INF
+        self.resume_from = INF
+        self.hb_due = INF
+        self.lease_until = -INF
+        self._become_follower(now, out, None)
+
+    def _become_follower(self, now: float, out: Output, leader: str | None) -> None:
+        if self.role is not Role.FOLLOWER:
+            self.role = Role.FOLLOWER
+            self.first_timeout = self._draw_first_timeout()
+        self._set_leader(leader, out)
+        self.contact = now
+        self.round = 0
+        self.retry_at = INF
+        self.succession = ()
+
+    def _adopt_term(self, term: int, out: Output) -> None:
+        self.term = term
+        self.voted_for = None
+        self.closed = 0
+        self._persist(out)
+
+    def _higher_term(self, now: float, term: int, out: Output) -> None:
+        """A message revealed a newer term: stop leading or campaigning in the old one."""
+        role = self.role
+        if role is Role.LEADER:
+            self._step_down(now, out, "revoked", "higher term")
+        elif role is not Role.FOLLOWER:
+            # still due to retry when the campaign would have timed out (ZEP006 keeps its target)
+            due = self.campaign_due
+            self._become_follower(now, out, None)
+            self.retry_at = due
+        else:
+            self._set_leader(None, out)  # whoever we followed led an older term
+        self._adopt_term(term, out)
+
+    # ------------------------------------------------------------------ leader
+
+    def _check_lease(self, now: float, out: Output) -> None:
+        if now >= self.lease_until:
+            self._step_down(now, out, "fenced", "check quorum")
+
+    def _recompute_lease(self) -> None:
+        need = self.quorum - 1
+        if need <= 0:
+            self.quorum_ack = INF
+        elif need == 1:
+            self.quorum_ack = max(self.acks.values())
+        else:
+            self.quorum_ack = sorted(self.acks.values(), reverse=True)[need - 1]
+        self.lease_until = INF if self.window == INF else self.quorum_ack + self.window
+
+    def _leader_tick(self, now: float, out: Output) -> None:
+        self._check_lease(now, out)
+        if self.role is not Role.LEADER:
+            return
+        if now >= self.transfer_due:
+            self._abandon_transfer(now, out)
+        if now >= self.hb_due:
+            resend = self.timeout_sent and self.transfer_to is not None
+            if self.cfg.rebalance and self.serving and self.prioritized:
+                self._maybe_rebalance(now, out)
+            self._broadcast(now, out)
+            if resend:
+                self._send_timeout_now(out)  # the first may have been lost; the target dedups by term
+
+    def _broadcast(self, now: float, out: Output) -> None:
+        if not self.peers:
+            self.hb_due = INF
+            return
+        succession: tuple[int, ...] = ()
+        if self.cfg.fast_failover and self.prioritized:
+            live = now - self.cfg.election_timeout
+            heard = self.heard
+            succession = tuple(pr for p, pr in zip(self.peers, self.peer_priority, strict=True) if heard[p] >= live)
+        term, group, node, closed = self.term, self.group, self.node, self.transfer_closed
+        msgs = out.messages
+        for p in self.peers:
+            msgs.append(Heartbeat(group, node, p, term, now, succession, closed))
+        self.hb_due = now + self.cfg.heartbeat_interval
+
+    def _caught_up(self, peer: str) -> bool:
+        t, i = self.positions[peer]
+        return (t, i + self.cfg.rebalance_max_lag) >= (self.log_term, self.log_index)
+
+    def _maybe_rebalance(self, now: float, out: Output) -> None:
+        steady = now - self.cfg.rebalance_hysteresis
+        live = now - self.cfg.ack_gap
+        for p, pr in zip(self.peers, self.peer_priority, strict=True):
+            if pr <= self.priority:
+                return
+            if self.heard[p] >= live and self.healthy_since[p] <= steady and self._caught_up(p):
+                self.transfer_leadership(p, now, out)
+                return
+
+    def _send_timeout_now(self, out: Output) -> None:
+        assert self.transfer_to is not None
+        self.timeout_sent = True
+        out.messages.append(TimeoutNow(self.group, self.node, self.transfer_to, self.term, self.transfer_seq))
+
+    def _abandon_transfer(self, now: float, out: Output) -> None:
+        to = self.transfer_to
+        self.transfer_closed = self.transfer_seq
+        self.transfer_to = None
+        self.transfer_due = INF
+        if to is not None:
+            self.healthy_since[to] = now  # start its hysteresis again: no flapping
+        self.resume_from = now
+        self._broadcast(now, out)
+        if self.quorum == 1:
+            self.resume_from = INF
+            self.serving = True
+            self._emit(out, "acquired", now, "transfer abandoned")
+
+    # ------------------------------------------------------------------ handlers
+
+    def _on_heartbeat(self, m: Heartbeat, now: float, out: Output) -> None:
+        if m.term < self.term:  # a deposed leader: tell it the newer term
+            out.messages.append(
+                HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term)
+            )
+            return
+        if m.term == self.term and self.role is Role.LEADER:
+            return  # cannot happen (one leader per term); never ack it
+        if m.term > self.term:
+            self._higher_term(now, m.term, out)
+        if self.role is not Role.FOLLOWER or self.leader != m.src:
+            self._become_follower(now, out, m.src)
+        else:
+            self.contact = now
+            self.round = 0
+            self.retry_at = INF
+        self.succession = m.succession
+        self.closed = m.transfer_closed
+        if self.quiet_until < now + self.window:
+            self.quiet_until = now + self.window
+        out.messages.append(
+            HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term)
+        )
+
+    def _on_heartbeat_response(self, m: HeartbeatResponse, now: float, out: Output) -> None:
+        if m.term > self.term:
+            self._higher_term(now, m.term, out)
+            return
+        if self.role is not Role.LEADER or m.term != self.term:
+            return
+        p = m.src
+        if now - self.heard[p] > self.cfg.ack_gap:
+            self.healthy_since[p] = now
+        self.heard[p] = now
+        self.positions[p] = (m.last_log_term, m.last_log_index)
+        if m.echo > self.acks[p]:
+            self.acks[p] = m.echo
+            if m.echo > self.quorum_ack:
+                self._recompute_lease()
+                if self.resume_from <= self.quorum_ack:
+                    self.resume_from = INF
+                    self.serving = True
+                    self._emit(out, "acquired", now, "transfer abandoned")
+        if p == self.transfer_to and not self.timeout_sent and self._caught_up(p):
+            self._send_timeout_now(out)
+
+    def _on_pre_vote(self, m: PreVoteRequest, now: float, out: Output) -> None:
+        if m.term < self.term or self._quiet(now):
+            return
+        ok = (
+            (self.voted_for == m.src or m.term > self.term or (self.voted_for is None and self.leader is None))
+            and self._log_ok(m.last_log_index, m.last_log_term)
+        )
+        out.messages.append(
+            PreVoteResponse(self.group, self.node, m.src, m.term if ok else self.term, ok)
+        )
+
+    def _on_pre_vote_response(self, m: PreVoteResponse, now: float, out: Output) -> None:
+        if m.granted:
+            if self.role is Role.PRE_CANDIDATE and m.term == self.term + 1:
+                self.votes.add(m.src)
+                if len(self.votes) >= self.quorum:
+                    self._start_election(now, out, False, 0)
+        elif m.term > self.term:
+            self._higher_term(now, m.term, out)
+
+    def _on_vote(self, m: VoteRequest, now: float, out: Output) -> None:
+        if m.term < self.term:
+            out.messages.append(VoteResponse(self.group, self.node, m.src, self.term, False))
+            return
+        if m.force:
+            closed = self.transfer_closed if self.role is Role.LEADER else self.closed
+            if m.term - 1 == self.term and m.transfer_seq <= closed:
+                return  # that transfer was abandoned; its leader is serving again
+        elif self._quiet(now) and not (m.term == self.term and self.voted_for == m.src):
+            return
+        if m.term > self.term:
+            self._higher_term(now, m.term, out)
+        ok = self.voted_for in (None, m.src) and self._log_ok(m.last_log_index, m.last_log_term)
+        if ok:
+            self.voted_for = m.src
+            self._persist(out)
+            if self.role is not Role.FOLLOWER:
+                self._become_follower(now, out, None)
+            else:
+                self.contact = now
+                self.round = 0
+                self.retry_at = INF
+            if self.quiet_until < now + self.window:
+                self.quiet_until = now + self.window
+        out.messages.append(VoteResponse(self.group, self.node, m.src, self.term, ok))
+
+    def _on_vote_response(self, m: VoteResponse, now: float, out: Output) -> None:
+        if m.term > self.term:
+            self._higher_term(now, m.term, out)
+            return
+        if self.role is Role.CANDIDATE and m.term == self.term and m.granted:
+            self.votes.add(m.src)
+            if len(self.votes) >= self.quorum:
+                self._become_leader(now, out)
+
+    def _on_timeout_now(self, m: TimeoutNow, now: float, out: Output) -> None:
+        if m.term < self.term or self.role is Role.LEADER:
+            return
+        if m.term == self.term and m.transfer_seq <= self.closed:
+            return
+        if m.term > self.term:
+            self._adopt_term(m.term, out)
+        self._campaign(now, out, force=True, seq=m.transfer_seq)
+
+    # ------------------------------------------------------------------ outputs
+
+    def _persist(self, out: Output) -> None:
+        out.persist[self.group] = HardState(self.term, self.voted_for)
+
+    def _emit(self, out: Output, kind: ChangeKind, at: float, reason: str) -> None:
+        out.changes.append(LeadershipChange(self.group, self.node, kind, self.term, at, reason))
+
+    def _set_leader(self, leader: str | None, out: Output) -> None:
+        if leader != self.leader:
+            self.leader = leader
+            out.hints.append(LeaderHint(self.group, self.node, leader, self.term))
+
+
+_HANDLERS: dict[type, Callable[[RaftGroup, object, float, Output], None]] = {
+    Heartbeat: RaftGroup._on_heartbeat,  # type: ignore[dict-item]
+    HeartbeatResponse: RaftGroup._on_heartbeat_response,  # type: ignore[dict-item]
+    PreVoteRequest: RaftGroup._on_pre_vote,  # type: ignore[dict-item]
+    PreVoteResponse: RaftGroup._on_pre_vote_response,  # type: ignore[dict-item]
+    VoteRequest: RaftGroup._on_vote,  # type: ignore[dict-item]
+    VoteResponse: RaftGroup._on_vote_response,  # type: ignore[dict-item]
+    TimeoutNow: RaftGroup._on_timeout_now,  # type: ignore[dict-item]
+}

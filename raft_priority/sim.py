@@ -1,0 +1,292 @@
+"""Deterministic simulator: many nodes x many groups on virtual time, driving the real core.
+
+One event heap holds message deliveries, node wake-ups and scheduled fault actions; every random
+choice (delays, loss, each node's core RNG) derives from one seed, so a seed replays the same history
+bit for bit. Faults: message loss, per-message delay from a distribution, cuts between node sets
+(one-way or both ways), crash + restart (a restart keeps the persisted term/vote and loses the rest),
+and pauses (a SIGSTOP: the node sees nothing until it resumes, then catches up late).
+
+Like the real driver, a node wakes on a timer granularity (default 1 ms) and sends each step's
+messages per destination as one batch (one delay sample), so ten thousand groups cost events per
+node pair, not per group, wherever their timers coincide.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import cast
+
+from raft_priority.config import GroupSpec, RaftConfig
+from raft_priority.core import Role
+from raft_priority.host import NodeHost
+from raft_priority.messages import HardState, LeadershipChange, Message, Output
+
+INF = math.inf
+_DELIVER, _WAKE, _ACTION = 0, 1, 2
+
+
+@dataclass(slots=True)
+class NetworkModel:
+    """Per-message (per-batch) delay, loss and ordering."""
+
+    delay_min: float = 0.0002
+    delay_max: float = 0.002
+    loss: float = 0.0
+    spike_probability: float = 0.0
+    """Chance that a batch is delayed by an extra ``spike_delay`` (a retransmission, a GC pause)."""
+    spike_delay: float = 0.05
+    fifo: bool = True
+    """Per (src, dst) link, batches arrive in the order sent (a TCP / gRPC stream)."""
+    batch: bool = True
+    """One delay sample for all messages of one step to one destination (one RPC)."""
+
+    def sample(self, rng: random.Random) -> float:
+        d = self.delay_min + rng.random() * (self.delay_max - self.delay_min)
+        if self.spike_probability and rng.random() < self.spike_probability:
+            d += self.spike_delay
+        return d
+
+
+@dataclass(slots=True)
+class _Node:
+    name: str
+    groups: list[int]
+    host: NodeHost | None = None
+    up: bool = False
+    incarnation: int = 0
+    wake_at: float = INF
+    paused_until: float = -INF
+    disk: dict[int, HardState] = field(default_factory=dict)
+
+
+class Simulation:
+    """Nodes hosting the groups of ``assignment`` (partition index -> {node: priority})."""
+
+    def __init__(
+        self,
+        assignment: Sequence[Mapping[str, int]],
+        config: RaftConfig,
+        seed: int,
+        network: NetworkModel | None = None,
+        *,
+        nodes: Sequence[str] | None = None,
+        start_at: Mapping[str, float] | None = None,
+        start_jitter: float = 0.0,
+        timer_granularity: float = 0.001,
+    ) -> None:
+        self.config = config
+        self.network = network or NetworkModel()
+        self.rng = random.Random(seed)
+        self.granularity = timer_granularity
+        self.now = 0.0
+        self.specs = [GroupSpec(i, dict(prios)) for i, prios in enumerate(assignment)]
+        names = list(nodes) if nodes is not None else list(dict.fromkeys(n for a in assignment for n in a))
+        self.nodes: dict[str, _Node] = {n: _Node(n, []) for n in names}
+        for spec in self.specs:
+            for m in spec.members:
+                self.nodes[m].groups.append(spec.group)
+        self.history: list[LeadershipChange] = []
+        self.crashes: list[tuple[float, str]] = []
+        self.messages_sent = 0
+        self.events_processed = 0
+        self._heap: list[tuple[float, int, int, object, object, object]] = []
+        self._seq = 0
+        self._blocked: set[tuple[str, str]] = set()
+        self._link_free: dict[tuple[str, str], float] = {}
+        self._out = Output()
+        for n in names:
+            t = (start_at or {}).get(n, self.rng.random() * start_jitter if start_jitter else 0.0)
+            self.at(t, partial(self._start, n))
+
+    # ------------------------------------------------------------------ scheduling and running
+
+    def at(self, t: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` at virtual time ``t`` (faults, probes)."""
+        self._push(t, _ACTION, fn, None, None)
+
+    def run_until(self, t: float) -> None:
+        heap = self._heap
+        while heap and heap[0][0] <= t:
+            self._dispatch(heapq.heappop(heap))
+        self.now = max(self.now, t)
+
+    def run_while(self, pred: Callable[[], bool], limit: float, step: float = 0.05) -> float:
+        """Run in slices of ``step`` until ``pred()`` is false or ``limit``; return the time reached."""
+        while pred() and self.now < limit:
+            self.run_until(min(limit, self.now + step))
+        return self.now
+
+    # ------------------------------------------------------------------ faults
+
+    def crash(self, node: str) -> None:
+        n = self.nodes[node]
+        if not n.up:
+            return
+        assert n.host is not None
+        for gid, g in n.host.groups.items():
+            if g.role is Role.LEADER and g.serving:
+                end = min(self.now, g.lease_until)
+                self.history.append(LeadershipChange(gid, node, "fenced", g.term, end, "crashed"))
+        n.host = None
+        n.up = False
+        n.incarnation += 1
+        n.wake_at = INF
+        self.crashes.append((self.now, node))
+
+    def restart(self, node: str) -> None:
+        if not self.nodes[node].up:
+            self._start(node)
+
+    def pause(self, node: str, duration: float) -> None:
+        """Freeze ``node`` (SIGSTOP) for ``duration``: nothing is processed until it resumes."""
+        n = self.nodes[node]
+        n.paused_until = max(n.paused_until, self.now + duration)
+
+    def cut(self, a: Iterable[str], b: Iterable[str], both_ways: bool = True) -> None:
+        bs = list(b)
+        for x in a:
+            for y in bs:
+                if x != y:
+                    self._blocked.add((x, y))
+                    if both_ways:
+                        self._blocked.add((y, x))
+
+    def isolate(self, node: str) -> None:
+        self.cut([node], [n for n in self.nodes if n != node])
+
+    def heal(self) -> None:
+        self._blocked.clear()
+
+    # ------------------------------------------------------------------ observation
+
+    def leaders(self) -> dict[int, list[str]]:
+        """Per group, the live nodes that believe they lead right now (by their own lease)."""
+        res: dict[int, list[str]] = {}
+        for n in self.nodes.values():
+            if n.up and n.host is not None:
+                for gid in n.host.leading(self.now):
+                    res.setdefault(gid, []).append(n.name)
+        return res
+
+    def leader_counts(self) -> dict[str, int]:
+        counts = {name: 0 for name, n in self.nodes.items() if n.up}
+        for nodes in self.leaders().values():
+            for name in nodes:
+                counts[name] += 1
+        return counts
+
+    def all_led(self) -> bool:
+        """Every group has exactly one leader that is up."""
+        led = self.leaders()
+        return len(led) == len(self.specs) and all(len(v) == 1 for v in led.values())
+
+    def live_nodes(self) -> list[str]:
+        return [name for name, n in self.nodes.items() if n.up]
+
+    # ------------------------------------------------------------------ internals
+
+    def _push(self, t: float, kind: int, a: object, b: object, c: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, a, b, c))
+
+    def _start(self, name: str) -> None:
+        n = self.nodes[name]
+        host = NodeHost(name, self.config, random.Random(self.rng.getrandbits(64)))
+        for gid in n.groups:
+            host.add_group(self.specs[gid], self.now, n.disk.get(gid))
+        n.host = host
+        n.up = True
+        n.incarnation += 1
+        n.wake_at = INF
+        self._arm(n)
+
+    def _dispatch(self, ev: tuple[float, int, int, object, object, object]) -> None:
+        t, _, kind, a, b, c = ev
+        self.now = t
+        self.events_processed += 1
+        if kind == _ACTION:
+            a()  # type: ignore[operator]
+            return
+        n = self.nodes[a]  # type: ignore[index]
+        if not n.up or n.incarnation != b:
+            return
+        if t < n.paused_until:
+            if kind == _WAKE:
+                if t != n.wake_at:
+                    return
+                n.wake_at = n.paused_until
+            self._push(n.paused_until, kind, a, b, c)
+            return
+        host = n.host
+        assert host is not None
+        out = self._out
+        if kind == _DELIVER:
+            src, msgs = cast("tuple[str, list[Message]]", c)
+            if (src, n.name) in self._blocked:
+                return
+            host.step_all(msgs, t, out)
+        else:
+            if t != n.wake_at:
+                return
+            n.wake_at = INF
+            host.tick(t, out)
+        self._handle_output(n, out)
+
+    def _handle_output(self, n: _Node, out: Output) -> None:
+        if out.persist:
+            n.disk.update(out.persist)
+        if out.changes:
+            self.history.extend(out.changes)
+        if out.messages:
+            self._send(n.name, out.messages)
+        out.clear()
+        self._arm(n)
+
+    def _send(self, src: str, msgs: list[Message]) -> None:
+        net, rng, now = self.network, self.rng, self.now
+        self.messages_sent += len(msgs)
+        if net.loss:
+            msgs = [m for m in msgs if rng.random() >= net.loss]
+        if net.batch:
+            batches: dict[str, list[Message]] = {}
+            for m in msgs:
+                batches.setdefault(m.dst, []).append(m)
+            items: Iterable[tuple[str, list[Message]]] = batches.items()
+        else:
+            items = ((m.dst, [m]) for m in msgs)
+        blocked = self._blocked
+        for dst, batch in items:
+            if (src, dst) in blocked:
+                continue
+            d = self.nodes.get(dst)
+            if d is None or not d.up:
+                continue
+            at = now + net.sample(rng)
+            if net.fifo:
+                link = (src, dst)
+                free = self._link_free.get(link, -INF)
+                if at < free:
+                    at = free
+                self._link_free[link] = at
+            self._push(at, _DELIVER, dst, d.incarnation, (src, batch))
+
+    def _arm(self, n: _Node) -> None:
+        if not n.up or n.host is None:
+            return
+        d = n.host.next_deadline()
+        if d == INF:
+            return
+        g = self.granularity
+        if g > 0:
+            q = math.ceil(d / g) * g
+            d = q if q >= d else q + g
+        if d < self.now:
+            d = self.now
+        if d < n.wake_at:
+            n.wake_at = d
+            self._push(d, _WAKE, n.name, n.incarnation, None)

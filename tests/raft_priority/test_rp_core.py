@@ -1,0 +1,240 @@
+"""Unit tests of the pure election core: votes, PreVote, CheckQuorum, persistence, log restriction."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from rp_harness import Bench
+
+from raft_priority.config import GroupSpec, RaftConfig
+from raft_priority.core import RaftGroup, Role
+from raft_priority.messages import (
+    HardState,
+    Heartbeat,
+    HeartbeatResponse,
+    Output,
+    PreVoteRequest,
+    PreVoteResponse,
+    VoteRequest,
+    VoteResponse,
+)
+
+P3 = {"a": 3, "b": 2, "c": 1}
+ZEP = RaftConfig.zep006()
+
+
+def elected(cfg: RaftConfig = ZEP) -> Bench:
+    b = Bench(P3, cfg)
+    b.run_to(1.0)  # the primary campaigns at exactly one ET
+    assert b.leaders() == ["a"]
+    return b
+
+
+def lone(cfg: RaftConfig = ZEP, node: str = "b", hs: HardState | None = None) -> RaftGroup:
+    return RaftGroup(GroupSpec(7, P3), node, cfg, random.Random(1), 0.0, hs)
+
+
+def test_cold_start_primary_wins_at_one_et_with_term_as_token() -> None:
+    b = elected()
+    assert b.events() == [("a", "acquired", 1, 1.0)]
+    assert b["b"].leader == "a" and b["c"].leader == "a"
+    assert b["b"].term == b["c"].term == 1
+
+
+def test_messages_carry_group_and_addresses() -> None:
+    b = elected()
+    hb = [m for m in b.sent if isinstance(m, Heartbeat)]
+    assert {(m.group, m.src, m.dst, m.term) for m in hb} == {(0, "a", "b", 1), (0, "a", "c", 1)}
+
+
+def test_one_vote_per_term_and_it_is_persisted_before_the_grant() -> None:
+    g = lone()
+    out = Output()
+    g.step(VoteRequest(7, "a", "b", 5, 0, 0), 2.0, out)
+    assert out.persist[7] == HardState(5, "a")
+    assert [(type(m), m.granted) for m in out.messages] == [(VoteResponse, True)]  # type: ignore[attr-defined]
+    out2 = Output()
+    g.step(VoteRequest(7, "c", "b", 5, 0, 0), 5.0, out2)  # same term, other candidate, lease over
+    assert [m.granted for m in out2.messages] == [False]  # type: ignore[attr-defined]
+    out3 = Output()
+    g.step(VoteRequest(7, "a", "b", 5, 0, 0), 5.0, out3)  # a retransmission is granted again
+    assert [m.granted for m in out3.messages] == [True]  # type: ignore[attr-defined]
+
+
+def test_restart_keeps_the_vote() -> None:
+    g = lone(hs=HardState(5, "a"))
+    out = Output()
+    g.step(VoteRequest(7, "c", "b", 5, 0, 0), 10.0, out)
+    assert [m.granted for m in out.messages] == [False]  # type: ignore[attr-defined]
+
+
+def test_restarted_member_honours_a_lease_it_may_have_acked() -> None:
+    g = lone(hs=HardState(5, None))  # restarted at t=0 with a past term
+    out = Output()
+    g.step(VoteRequest(7, "c", "b", 6, 0, 0), 0.5, out)
+    assert out.messages == [] and g.term == 5
+    g.step(VoteRequest(7, "c", "b", 6, 0, 0), 0.95, out)
+    assert [m.granted for m in out.messages] == [True]  # type: ignore[attr-defined]
+
+
+def test_majority_needed() -> None:
+    b = Bench({"a": 5, "b": 4, "c": 3, "d": 2, "e": 1}, ZEP)
+    b.crash("c")
+    b.crash("d")
+    b.run_to(1.0)
+    assert b.leaders() == ["a"]  # 3 of 5
+    b2 = Bench({"a": 5, "b": 4, "c": 3, "d": 2, "e": 1}, ZEP)
+    for n in "cde":
+        b2.crash(n)
+    b2.run_to(20.0)
+    assert b2.leaders() == []
+
+
+def test_log_position_restriction() -> None:
+    g = lone()
+    g.set_log_position(10, 3)
+    for (idx, term), ok in {(9, 3): False, (10, 2): False, (10, 3): True, (1, 4): True}.items():
+        g2 = lone()
+        g2.set_log_position(10, 3)
+        out = Output()
+        g2.step(VoteRequest(7, "a", "b", 5, idx, term), 2.0, out)
+        assert [m.granted for m in out.messages] == [ok]  # type: ignore[attr-defined]
+        out = Output()
+        g.step(PreVoteRequest(7, "a", "b", 5, idx, term), 2.0, out)
+        assert [m.granted for m in out.messages] == [ok]  # type: ignore[attr-defined]
+
+
+def test_stale_primary_cannot_win_and_an_up_to_date_member_does() -> None:
+    b = Bench(P3, ZEP)
+    b["a"].set_log_position(5, 1)
+    b["b"].set_log_position(9, 1)
+    b["c"].set_log_position(9, 1)
+    b.run_to(2.5)
+    assert b.leaders() == ["b"]  # a campaigned at 1.0 and was refused; b's turn came at 2.0
+
+
+def test_pre_vote_changes_no_state() -> None:
+    g = lone()
+    out = Output()
+    g.step(PreVoteRequest(7, "c", "b", 9, 0, 0), 2.0, out)
+    assert g.term == 0 and g.voted_for is None and not out.persist
+    assert [(m.term, m.granted) for m in out.messages] == [(9, True)]  # type: ignore[attr-defined]
+
+
+def test_followers_in_lease_refuse_pre_votes() -> None:
+    b = elected()
+    out = Output()
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.5, out)
+    assert out.messages == []
+    b.run_to(1.95)
+    b.crash("a")  # last heartbeat b heard: 1.9 (one every 0.1 s from 1.0)
+    out = Output()
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 - 0.01, out)
+    assert out.messages == []  # W = ET * (1 - lease_margin) = 0.9
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 + 0.01, out)
+    assert [m.granted for m in out.messages] == [True]  # type: ignore[attr-defined]
+
+
+def test_rejoining_node_does_not_disturb_a_healthy_leader() -> None:
+    b = elected()
+    b.cut("a", "c")
+    b.cut("b", "c")
+    b.run_to(12.0)  # c times out and pre-votes over and over, unheard
+    assert b["c"].term == 1 and b["c"].role is Role.PRE_CANDIDATE
+    b.blocked.clear()
+    b.run_to(14.0)
+    assert b.leaders() == ["a"] and b["a"].term == 1
+    assert b.events() == [("a", "acquired", 1, 1.0)]
+
+
+def test_heartbeats_at_interval_and_deadline_is_next_heartbeat() -> None:
+    b = elected()
+    b.run_to(2.05)
+    beats = [m.sent_at for m in b.sent if isinstance(m, Heartbeat) and m.dst == "b"]  # type: ignore[attr-defined]
+    assert beats == pytest.approx([1.0 + 0.1 * k for k in range(11)])
+    assert b["a"].deadline == pytest.approx(2.1)  # a driver's one timer: the next heartbeat
+    assert b["b"].leader_lease_until == pytest.approx(2.0 + 0.9)
+
+
+def test_check_quorum_fences_at_lease_end_even_when_noticed_late() -> None:
+    b = elected()
+    b.run_to(2.05)  # last heartbeat acked: sent at 2.0
+    b.cut("a", "b")
+    b.cut("a", "c")
+    b.now = 7.0  # the leader's process was frozen: its first tick after the cut comes late
+    b.out("a", lambda g, o: g.tick(7.0, o))
+    assert b.events("fenced") == [("a", "fenced", 1, pytest.approx(2.0 + 0.9))]
+    assert b["a"].role is Role.FOLLOWER and not b["a"].is_leader(7.0)
+
+
+def test_check_quorum_fences_a_cut_off_leader_before_anyone_else_can_win() -> None:
+    b = elected()
+    b.run_to(2.05)  # last heartbeat acked: sent at 2.0
+    b.cut("a", "b")
+    b.cut("a", "c")
+    b.run_to(6.0)
+    fenced = b.events("fenced")
+    assert fenced == [("a", "fenced", 1, pytest.approx(2.0 + 0.9))]
+    new = [e for e in b.events("acquired") if e[0] != "a"]
+    assert new and new[0][3] >= fenced[0][3]
+
+
+def test_higher_term_revokes() -> None:
+    b = elected()
+    out = Output()
+    b["a"].step(HeartbeatResponse(0, "b", "a", 4, 0.0), 1.5, out)
+    assert [(c.kind, c.at, c.reason) for c in out.changes] == [("revoked", 1.5, "higher term")]
+    assert b["a"].term == 4 and out.persist[0] == HardState(4, None)
+
+
+def test_leader_ignores_non_forced_votes_inside_its_lease() -> None:
+    b = elected()
+    out = Output()
+    b["a"].step(VoteRequest(0, "c", "a", 7, 0, 0), 1.5, out)
+    assert out.messages == [] and b["a"].is_leader(1.5) and b["a"].term == 1
+
+
+def test_stale_pre_vote_response_with_higher_term_is_adopted() -> None:
+    g = lone()
+    out = Output()
+    g.campaign(1.0, out)
+    assert g.role is Role.PRE_CANDIDATE
+    g.step(PreVoteResponse(7, "a", "b", 6, False), 1.1, out)
+    assert g.term == 6 and g.role is Role.FOLLOWER
+    assert g.deadline == pytest.approx(2.0)  # still retries when its campaign would have timed out
+
+
+def test_single_member_group_leads_alone_and_never_fences() -> None:
+    g = RaftGroup(GroupSpec(1, {"a": 1}), "a", ZEP, random.Random(0), 0.0)
+    out = Output()
+    g.tick(1.0, out)
+    assert [c.kind for c in out.changes] == ["acquired"] and g.is_leader(1e9)
+    assert g.deadline == float("inf")
+
+
+def test_stock_mode_randomizes_timeouts_in_et_to_2et() -> None:
+    cfg = RaftConfig.stock()
+    firsts = [RaftGroup(GroupSpec(0, P3), "a", cfg, random.Random(s), 0.0).deadline for s in range(200)]
+    assert all(1.0 <= d < 2.0 for d in firsts)
+    assert max(firsts) - min(firsts) > 0.8
+
+
+def test_vote_response_counting_ignores_other_terms() -> None:
+    g = lone(cfg=ZEP.__class__.zep006(pre_vote=False))
+    out = Output()
+    g.campaign(1.0, out)
+    assert g.role is Role.CANDIDATE and g.term == 1 and out.persist[7] == HardState(1, "b")
+    g.step(VoteResponse(7, "a", "b", 0, True), 1.01, out)
+    assert g.role is Role.CANDIDATE
+    g.step(VoteResponse(7, "a", "b", 1, True), 1.02, out)
+    assert g.role is Role.LEADER and [c.kind for c in out.changes] == ["acquired"]
+
+
+def test_leader_hints_follow_the_leader_and_expire_with_the_timeout() -> None:
+    b = elected()
+    out = Output()
+    b["b"].step(Heartbeat(0, "a", "b", 1, 1.5), 1.5, out)
+    assert out.hints == []  # unchanged
+    b["b"].tick(2.5, out)
+    assert [(x.node, x.leader) for x in out.hints] == [("b", None)]

@@ -1,0 +1,159 @@
+"""Leadership transfer (TimeoutNow), its abandonment, and automatic rebalancing with hysteresis (c)."""
+
+from __future__ import annotations
+
+import pytest
+from rp_harness import Bench
+
+from raft_priority.config import RaftConfig
+from raft_priority.core import Role
+from raft_priority.messages import Message, Output, PreVoteRequest, TimeoutNow, VoteRequest
+
+P3 = {"a": 3, "b": 2, "c": 1}
+ZEP = RaftConfig.zep006()
+REB = RaftConfig.zep006(rebalance=True, rebalance_hysteresis=3.0)
+
+
+def elected(cfg: RaftConfig = ZEP) -> Bench:
+    b = Bench(P3, cfg)
+    b.run_to(2.05)
+    assert b.leaders() == ["a"]
+    return b
+
+
+def transfer(b: Bench, to: str | None) -> Output:
+    out = Output()
+    assert b["a"].transfer_leadership(to, b.now, out)
+    b.collect("a", out)
+    return out
+
+
+def test_transfer_revokes_first_then_the_target_campaigns_without_pre_vote() -> None:
+    b = elected()
+    out = transfer(b, "c")
+    assert [(c.kind, c.reason) for c in out.changes] == [("revoked", "transfer to c")]
+    assert [type(m) for m in out.messages] == [TimeoutNow]  # leaves only after the revoked callback
+    b.sent.clear()
+    b.flush()
+    from_c = [m for m in b.sent if m.src == "c"]
+    assert not any(isinstance(m, PreVoteRequest) for m in from_c)
+    assert all(m.force for m in from_c if isinstance(m, VoteRequest))
+    assert b.leaders() == ["c"] and b["a"].role is Role.FOLLOWER
+    assert b.events() == [
+        ("a", "acquired", 1, 1.0),
+        ("a", "revoked", 1, 2.05),
+        ("c", "acquired", 2, 2.05),
+    ]
+
+
+def test_transfer_waits_for_the_target_to_catch_up() -> None:
+    b = Bench(P3, ZEP)
+    b["a"].set_log_position(5, 1)
+    b.run_to(2.05)
+    transfer(b, "c")
+    b.run_to(2.45)
+    assert not any(isinstance(m, TimeoutNow) for m in b.sent) and b.leaders() == []
+    b["c"].set_log_position(5, 1)
+    b.run_to(2.55)
+    assert b.leaders() == ["c"]  # TimeoutNow went with c's first caught-up heartbeat ack
+    assert b.events("acquired")[-1] == ("c", "acquired", 2, pytest.approx(2.5))
+
+
+def test_unfinished_transfer_is_abandoned_and_the_old_leader_resumes() -> None:
+    b = elected()
+    b.drop = lambda m: isinstance(m, TimeoutNow)
+    transfer(b, "c")
+    b.run_to(2.5)
+    assert b.leaders() == []  # handing over: nobody leads
+    b.run_to(3.2)
+    assert b.leaders() == ["a"]
+    assert b.events()[-2:] == [("a", "revoked", 1, 2.05), ("a", "acquired", 1, pytest.approx(3.05))]
+    assert b.changes[-1].reason == "transfer abandoned"
+
+
+def test_a_late_timeout_now_cannot_win_after_abandonment() -> None:
+    b = elected()
+    b.blocked.add(("a", "c"))  # c hears nothing more from a, so it cannot know the transfer ended
+    late: list[Message] = [m for m in transfer(b, "c").messages if isinstance(m, TimeoutNow)]
+    b.run_to(3.1)
+    assert b.leaders() == ["a"]  # resumed on b's acks of the post-abandonment heartbeats
+    b.out("c", lambda g, o: g.step(late[0], b.now, o))  # ... and now the TimeoutNow arrives, an ET late
+    b.flush()
+    assert b["c"].role is Role.CANDIDATE and b["c"].term == 2  # it tried, forced ...
+    assert (b["b"].term, b["b"].voted_for) == (1, "a")  # ... and the voters refused that transfer
+    b.run_to(3.5)
+    assert b.leaders() == ["a"]
+
+
+def test_rebalance_hands_back_to_the_primary_after_hysteresis() -> None:
+    b = Bench(P3, REB)
+    b.crash("a")
+    b.run_to(5.0)
+    assert b.leaders() == ["b"]
+    b.restart("a")
+    b.run_to(7.9)
+    assert b.leaders() == ["b"]  # not before 3 s of steady acks
+    b.run_to(8.5)
+    assert b.leaders() == ["a"]
+    moved = [e for e in b.events() if e[3] > 5.0]
+    assert [(n, k) for n, k, _, _ in moved] == [("b", "revoked"), ("a", "acquired")]
+    assert 8.0 <= moved[0][3] <= 8.2
+
+
+def test_rebalance_never_goes_to_a_flapping_member() -> None:
+    b = Bench(P3, REB)
+    b.crash("a")
+    b.run_to(4.0)
+    t = 4.0
+    while t < 20.0:  # up 2.5 s, down 0.5 s: never steady for the 3 s hysteresis
+        b.restart("a")
+        b.run_to(t + 2.5)
+        b.crash("a")
+        b.run_to(t + 3.0)
+        t += 3.0
+    assert b.leaders() == ["b"]
+    assert not [c for c in b.changes if c.reason.startswith("transfer")]
+
+
+def test_rebalance_retries_only_after_another_hysteresis_when_abandoned() -> None:
+    b = Bench(P3, REB)
+    b.crash("a")
+    b.run_to(5.0)
+    b.restart("a")
+    b.drop = lambda m: isinstance(m, TimeoutNow)
+    b.run_to(16.0)
+    starts = [c.at for c in b.changes if c.reason.startswith("transfer to")]
+    resumes = [c.at for c in b.changes if c.reason == "transfer abandoned"]
+    assert len(starts) == len(resumes) == 2
+    assert 8.0 <= starts[0] <= 8.3  # a's first ack came with the first heartbeat after 5.0
+    assert resumes[0] == pytest.approx(starts[0] + 1.0) and resumes[1] == pytest.approx(starts[1] + 1.0)
+    assert 3.0 <= starts[1] - resumes[0] <= 3.15  # a full hysteresis again after each give-up
+    assert b.leaders() == ["b"]
+
+
+def test_no_rebalance_towards_lower_priority_or_when_switched_off() -> None:
+    b = elected(REB)
+    b.run_to(10.0)
+    assert b.leaders() == ["a"] and len(b.changes) == 1
+    b2 = Bench(P3, ZEP)
+    b2.crash("a")
+    b2.run_to(3.0)
+    b2.restart("a")
+    b2.run_to(12.0)
+    assert b2.leaders() == ["b"]
+
+
+def test_resign_transfers_to_the_best_live_follower() -> None:
+    b = elected()
+    b.out("a", lambda g, o: g.resign(b.now, o))
+    b.flush()
+    assert b.leaders() == ["b"]
+
+
+def test_resign_without_successor_steps_back() -> None:
+    b = elected()
+    b["a"].set_log_position(9, 1)  # nobody has caught up with the leader
+    out = Output()
+    b["a"].resign(b.now, out)
+    assert [(c.kind, c.reason) for c in out.changes] == [("revoked", "resign")]
+    assert b["a"].role is Role.FOLLOWER and b["a"].deadline == pytest.approx(b.now + 2.0)
