@@ -19,6 +19,7 @@ from typing import Any
 from elect import registry
 from elect.bench.methods import METHODS
 from elect.bench.metrics import Summary
+from elect.bench.placement import DockerPlacement, NetnsPlacement
 from elect.bench.scenario import Scenario
 from elect.bench.trial import Environment, TrialResult, TrialSpec, run_trial
 from elect.cluster.local import LocalCluster
@@ -113,8 +114,18 @@ def machine() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def environment(scenario: Scenario, workdir: Path, store_members: int = 1) -> Iterator[Environment]:
-    """Start what the scenario needs; with a `cut` fault, members live on network-namespace hosts."""
+def environment(scenario: Scenario, workdir: Path, store_members: int = 1,
+                placement: str = "local") -> Iterator[Environment]:
+    """Start what the scenario needs; with a `cut` fault, members live on network-namespace hosts.
+
+    With placement "docker" the infrastructure is the compose project's (already up) and members are
+    containers of it.
+    """
+    if placement == "docker":
+        from elect.cluster import compose
+
+        yield Environment(compose.endpoints(), workdir, DockerPlacement(str(compose.COMPOSE_FILE)))
+        return
     hosts = None
     if "cut" in scenario.faults:
         from elect.cluster.netns import Hosts
@@ -129,11 +140,7 @@ def environment(scenario: Scenario, workdir: Path, store_members: int = 1) -> It
                                    host=hosts.gateway if hosts else "127.0.0.1")
             endpoints = cluster.up()
         try:
-            if hosts is not None:
-                yield Environment(endpoints, workdir, prefix=hosts.exec_prefix, address=hosts.address,
-                                  cut=hosts.cut, heal=hosts.heal)
-            else:
-                yield Environment(endpoints, workdir)
+            yield Environment(endpoints, workdir, NetnsPlacement(hosts) if hosts is not None else None)
         finally:
             if cluster is not None:
                 cluster.down()
@@ -143,14 +150,14 @@ def environment(scenario: Scenario, workdir: Path, store_members: int = 1) -> It
 
 
 def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = "",
-        store_members: int = 1) -> RunResult:
+        store_members: int = 1, placement: str = "local") -> RunResult:
     started_wall, began = time.time(), time.monotonic()
     skipped = {m: why for m in scenario.methods if (why := available(m))}
     methods = [m for m in scenario.methods if m not in skipped]
     cells = [Cell(m, f) for m in methods for f in scenario.faults]
     total = len(cells) * scenario.trials
     done = 0
-    with environment(scenario, workdir, store_members) as env:
+    with environment(scenario, workdir, store_members, placement) as env:
         for cell in cells:
             spec = TrialSpec(METHODS[cell.method], cell.fault, scenario.budget, scenario.members, scenario.roles,
                              scenario.hold, dict(scenario.overrides.get(cell.method, {})))

@@ -21,6 +21,7 @@ from elect.bench.checker import check
 from elect.bench.history import Fault, History
 from elect.bench.methods import Group, Method
 from elect.bench.metrics import balanced, failovers, leaderless, max_led, overlaps, total
+from elect.bench.placement import LocalPlacement, Placement
 from elect.cluster.endpoints import Endpoints
 from elect.cluster.members import MemberProcess
 from elect.cluster.waiting import WaitTimeout, wait_until
@@ -70,18 +71,12 @@ class TrialResult:
 
 
 class Environment:
-    """Where a trial runs: infrastructure endpoints, and optionally network-namespace hosts."""
+    """Where a trial runs: the infrastructure's endpoints and the members' placement."""
 
-    def __init__(self, endpoints: Endpoints | None, workdir: Path,
-                 prefix: Callable[[str], list[str]] | None = None,
-                 address: Callable[[str], str] | None = None,
-                 cut: Callable[[str], None] | None = None, heal: Callable[[str], None] | None = None) -> None:
+    def __init__(self, endpoints: Endpoints | None, workdir: Path, placement: Placement | None = None) -> None:
         self.endpoints = endpoints
         self.workdir = workdir
-        self.prefix = prefix or (lambda _id: [])
-        self.address = address or (lambda _id: "127.0.0.1")
-        self.cut = cut
-        self.heal = heal
+        self.placement: Placement = placement or LocalPlacement()
 
 
 def _leaders(procs: Sequence[MemberProcess], role: str) -> list[MemberProcess]:
@@ -110,10 +105,11 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
     result = TrialResult(spec.method.name, spec.fault, index, ok=False)
     ids = [f"m{i}" for i in range(spec.members)]
     roles = [str(r) for r in range(spec.roles)]
-    group = Group(ids, spec.roles, unique, env.endpoints, env.address)
+    group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address)
     urls = spec.method.member_urls(group, spec.budget, spec.overrides)
     logdir = env.workdir / unique
-    procs = [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=logdir, prefix=env.prefix(i)) for i in ids]
+    procs = [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=logdir, prefix=env.placement.prefix(i),
+                           python=env.placement.python) for i in ids]
     faults: list[Fault] = []
     bound = 10 * spec.budget + 20  # generous: anything slower is reported as unrecovered, not waited on
     began = time.monotonic()
@@ -149,9 +145,9 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
                 faults.append(Fault(time.monotonic(), "resume" if spec.fault == "pause" else "heal",
                                     victim.member_id))
                 if spec.fault == "pause":
-                    victim.resume()
-                elif env.heal is not None:
-                    env.heal(victim.member_id)
+                    env.placement.resume(victim)
+                else:
+                    env.placement.heal(victim.member_id)
                 with contextlib.suppress(WaitTimeout):  # the woken victim reports how its leadership ended
                     wait_until(lambda: not (set(victim.log.leading()) & led), bound, interval=0.02,
                                what="the victim to fence itself")
@@ -174,9 +170,11 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
     finally:
         progress("stopping members")
         for p in procs:
-            if env.heal is not None and spec.fault == "cut":
-                env.heal(p.member_id)
-            p.resume()
+            with contextlib.suppress(Exception):  # put every member back in a state where it can stop
+                if spec.fault == "cut":
+                    env.placement.heal(p.member_id)
+                elif spec.fault == "pause":
+                    env.placement.resume(p)
         for p in procs:
             p.stop(timeout=max(10.0, 5 * spec.budget))
     result.history = history.to_json()
@@ -184,19 +182,16 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
 
 
 def _inject(spec: TrialSpec, env: Environment, victim: MemberProcess, faults: list[Fault]) -> float:
-    at = time.monotonic()
-    if spec.fault == "kill":
-        victim.kill()
-    elif spec.fault == "pause":
-        victim.pause()
-    elif spec.fault == "stop":
-        victim.signal(15)
-    elif spec.fault == "cut":
-        if env.cut is None:
-            raise RuntimeError("the cut fault needs members on network-namespace hosts (run as root)")
-        env.cut(victim.member_id)
-    else:
+    actions: dict[str, Callable[[], None]] = {
+        "kill": lambda: env.placement.kill(victim),
+        "pause": lambda: env.placement.pause(victim),
+        "stop": lambda: env.placement.stop(victim),
+        "cut": lambda: env.placement.cut(victim.member_id),
+    }
+    if spec.fault not in actions:
         raise ValueError(f"unknown fault {spec.fault!r}; choose from {', '.join(FAULTS)}")
+    at = time.monotonic()
+    actions[spec.fault]()
     faults.append(Fault(at, spec.fault, victim.member_id))
     return at
 

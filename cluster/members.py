@@ -142,13 +142,13 @@ class MemberProcess:
 
     def __init__(self, url: str, member_id: str, roles: Sequence[Role], *, log_dir: Path,
                  extra_args: Sequence[str] = (), prefix: Sequence[str] = (),
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, python: str = sys.executable) -> None:
         self.url = url
         self.member_id = member_id
         self.roles = list(roles)
         self.log = EventLog()
         self.stderr_path = Path(log_dir) / f"member-{member_id}.log"
-        self._argv = [*prefix, sys.executable, "-m", "elect", "member", url, "--id", member_id, "--control",
+        self._argv = [*prefix, python, "-m", "elect", "member", url, "--id", member_id, "--control",
                       *extra_args]
         if self.roles:
             self._argv += ["--roles", ",".join(str(r) for r in self.roles)]

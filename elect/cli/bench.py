@@ -31,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=float, help="detection budget in seconds (election timeout = TTL = session)")
     p.add_argument("--hold", type=float, help="pause / cut length in seconds (default 3 x budget)")
     p.add_argument("--store-members", type=int, default=1, choices=(1, 3), help="etcd / ZooKeeper members")
+    p.add_argument("--placement", choices=("local", "docker"), default="local",
+                   help="local processes (network namespaces for cuts), or containers of cluster/docker-compose.yml")
     p.add_argument("--out", type=Path, default=Path("results"), help="where results.json, report.md and plots go")
 
 
@@ -44,7 +46,8 @@ def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     command = "elect " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "elect bench"
     show = _progress()
     with tempfile.TemporaryDirectory(prefix="elect-bench-") as tmp:
-        result = suite.run(chosen, Path(tmp), show, command=command, store_members=args.store_members)
+        result = suite.run(chosen, Path(tmp), show, command=command, store_members=args.store_members,
+                           placement=args.placement)
     print(file=sys.stderr)
     for method, why in result.skipped.items():
         print(f"skipped {method}: {why}", file=sys.stderr)

@@ -1,0 +1,31 @@
+"""The many-hosts files are valid compose files with what the benchmark needs (no engine runs here)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import yaml
+
+from elect.cluster.compose import COMPOSE_FILE, endpoints
+
+
+def test_compose_file_is_valid_and_complete() -> None:
+    validator = shutil.which("docker-compose")
+    assert validator, "docker-compose (the validator) is missing: run ./setup"
+    result = subprocess.run([validator, "-f", str(COMPOSE_FILE), "config"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    config = yaml.safe_load(result.stdout)
+    services = config["services"]
+    assert {"kafka1", "kafka2", "kafka3", "etcd1", "etcd2", "etcd3", "zk1", "zk2", "zk3", "member"} <= set(services)
+    for k in ("kafka1", "kafka2", "kafka3"):
+        env = services[k]["environment"]
+        assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft, no ZooKeeper for Kafka
+        assert int(env["KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS"]) <= 100  # the NELI paper's advice
+    assert services["member"]["build"]["dockerfile"].endswith("cluster/Dockerfile")
+    assert config["networks"]["net"]["name"] == "elect_net"
+    # the endpoints the harness hands members are the compose service names
+    hosts = {h.split(":")[0] for h in (*endpoints().kafka, *endpoints().etcd, *endpoints().zookeeper)}
+    assert hosts <= set(services), json.dumps(sorted(hosts - set(services)))
