@@ -37,6 +37,9 @@ class Placement(Protocol):
     def stop(self, proc: MemberProcess) -> None: ...
     def cut(self, member: str) -> None: ...
     def heal(self, member: str) -> None: ...
+    def sent(self, member: str) -> tuple[int, int] | None:
+        """(packets, bytes) the member's host has sent so far, or None where it cannot be counted."""
+        ...
 
 
 class LocalPlacement:
@@ -69,6 +72,9 @@ class LocalPlacement:
 
     heal = cut
 
+    def sent(self, member: str) -> tuple[int, int] | None:
+        return None
+
 
 class NetnsPlacement(LocalPlacement):
     """Members on their own network-namespace hosts; cut/heal act on the host's link."""
@@ -89,6 +95,9 @@ class NetnsPlacement(LocalPlacement):
 
     def heal(self, member: str) -> None:
         self.hosts.heal(member)
+
+    def sent(self, member: str) -> tuple[int, int] | None:
+        return self.hosts.sent(member)
 
 
 class DockerPlacement:
@@ -130,3 +139,6 @@ class DockerPlacement:
 
     def heal(self, member: str) -> None:
         self.run(["docker", "network", "connect", self.network, self.container(member)])
+
+    def sent(self, member: str) -> tuple[int, int] | None:
+        return None

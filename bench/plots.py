@@ -59,6 +59,24 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         plt.close(fig)
         paths.append(path)
 
+    loaded = [c for c in result.cells if any(t.sent_pps for t in c.trials)]
+    if loaded:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for method in dict.fromkeys(c.method for c in loaded):
+            points = sorted((c.members, sum(x for t in c.trials for x in t.sent_pps.values())
+                             / max(1, sum(len(t.sent_pps) for t in c.trials))) for c in loaded if c.method == method)
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
+        ax.set_xlabel("members in the group")
+        ax.set_ylabel("packets/s sent per member (counted on its link)")
+        ax.set_title("Load as the group grows (steady state)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        path = out / "load.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+
     timeline = [c.trials[0] for c in cells if c.trials and c.trials[0].ok and c.fault != "none"]
     if timeline:
         fig, axes = plt.subplots(len(timeline), 1, figsize=(8, 1.6 * len(timeline) + 0.6), squeeze=False)

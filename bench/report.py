@@ -11,12 +11,13 @@ from typing import Any
 from elect.bench.suite import RunResult
 
 COLUMNS = [
-    ("method", "method", "{}"), ("fault", "fault", "{}"), ("ok", "trials", "{}"),
+    ("method", "method", "{}"), ("fault", "fault", "{}"), ("members", "members", "{}"), ("ok", "trials", "{}"),
     ("failover_p50", "failover p50", "{:.2f} s"), ("failover_p99", "p99", "{:.2f} s"),
     ("failover_max", "max", "{:.2f} s"), ("failover_p99_ratio", "p99/budget", "{:.2f}"),
     ("gap_max", "gap max", "{:.2f} s"), ("overlap_total", "overlap", "{:.3f} s"),
     ("steady_balanced", "balanced", "{:.0%}"), ("after_balanced", "balanced after", "{:.0%}"),
     ("violations", "violations", "{}"), ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
+    ("sent_pps_mean", "sent pkts/s/member", "{:.0f}"),
 ]
 
 
@@ -30,7 +31,7 @@ def rows(result: RunResult) -> list[list[str]]:
     out = []
     for summary in (c.summary(result.scenario.budget) for c in result.cells):
         row = [_cell(summary[key], fmt) for key, _, fmt in COLUMNS]
-        row[2] = f"{summary['ok']}/{summary['trials']}"
+        row[3] = f"{summary['ok']}/{summary['trials']}"
         out.append(row)
     return out
 

@@ -26,6 +26,17 @@ class Scenario:
     faults: tuple[str, ...] = ("kill",)
     methods: tuple[str, ...] = ("etcd",)
     overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # method -> URL params
+    sizes: tuple[int, ...] = ()  # group sizes to run each cell at (load as the group grows); () = (members,)
+    hosts: bool = False  # members on network-namespace hosts even without a cut (needed to count load)
+    load_window: float = 0.0  # seconds of steady state over which sent packets are counted (needs hosts)
+
+    @property
+    def group_sizes(self) -> tuple[int, ...]:
+        return self.sizes or (self.members,)
+
+    @property
+    def on_hosts(self) -> bool:
+        return self.hosts or "cut" in self.faults or self.load_window > 0
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
@@ -34,7 +45,7 @@ class Scenario:
         bad = [f for f in self.faults if f not in FAULTS]
         if bad:
             raise ConfigError(f"unknown fault(s) {bad}; known: {', '.join(FAULTS)}", parameter="faults")
-        if self.members < 2 and any(f != "none" for f in self.faults):
+        if min(self.group_sizes) < 2 and any(f != "none" for f in self.faults):
             raise ConfigError("a fault needs at least 2 members (a survivor to fail over to)", parameter="members")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
@@ -67,7 +78,7 @@ def load(source: str | Path | Mapping[str, Any]) -> Scenario:
             except OSError as exc:
                 raise ConfigError(f"cannot read scenario {path}: {exc.strerror}") from None
         data = yaml.safe_load(text) or {}
-    for key in ("faults", "methods"):
+    for key in ("faults", "methods", "sizes"):
         if isinstance(data.get(key), str):
             data[key] = [x.strip() for x in data[key].split(",") if x.strip()]
         if key in data:

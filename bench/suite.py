@@ -34,6 +34,7 @@ class Cell:
 
     method: str
     fault: str
+    members: int
     trials: list[TrialResult] = field(default_factory=list)
 
     def summary(self, budget: float) -> dict[str, Any]:
@@ -41,7 +42,8 @@ class Cell:
         latencies = [x for t in ok for x in t.failover]
         fo = Summary.of(latencies)
         return {
-            "method": self.method, "fault": self.fault, "trials": len(self.trials), "ok": len(ok),
+            "method": self.method, "fault": self.fault, "members": self.members, "trials": len(self.trials),
+            "ok": len(ok),
             "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
             "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan,
             "unrecovered": sum(t.unrecovered for t in ok),
@@ -54,6 +56,8 @@ class Cell:
             "startup_p50": Summary.of([t.startup for t in ok]).p50,
             "cpu_mean": _mean([c for t in ok for c in t.cpu.values()]),
             "rss_mb_mean": _mean([m for t in ok for m in t.rss_mb.values()]),
+            "sent_pps_mean": _mean([x for t in ok for x in t.sent_pps.values()]),
+            "sent_bps_mean": _mean([x for t in ok for x in t.sent_bps.values()]),
             "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
         }
 
@@ -127,10 +131,10 @@ def environment(scenario: Scenario, workdir: Path, store_members: int = 1,
         yield Environment(compose.endpoints(), workdir, DockerPlacement(str(compose.COMPOSE_FILE)))
         return
     hosts = None
-    if "cut" in scenario.faults:
+    if scenario.on_hosts:
         from elect.cluster.netns import Hosts
 
-        hosts = Hosts([f"m{i}" for i in range(scenario.members)]).up()
+        hosts = Hosts([f"m{i}" for i in range(max(scenario.group_sizes))]).up()
     try:
         endpoints = None
         cluster = None
@@ -154,16 +158,16 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
     started_wall, began = time.time(), time.monotonic()
     skipped = {m: why for m in scenario.methods if (why := available(m))}
     methods = [m for m in scenario.methods if m not in skipped]
-    cells = [Cell(m, f) for m in methods for f in scenario.faults]
+    cells = [Cell(m, f, n) for m in methods for f in scenario.faults for n in scenario.group_sizes]
     total = len(cells) * scenario.trials
     done = 0
     with environment(scenario, workdir, store_members, placement) as env:
         for cell in cells:
-            spec = TrialSpec(METHODS[cell.method], cell.fault, scenario.budget, scenario.members, scenario.roles,
-                             scenario.hold, dict(scenario.overrides.get(cell.method, {})))
-            name = f"{cell.method} / {cell.fault}"
+            spec = TrialSpec(METHODS[cell.method], cell.fault, scenario.budget, cell.members, scenario.roles,
+                             scenario.hold, scenario.load_window, dict(scenario.overrides.get(cell.method, {})))
+            name = f"{cell.method} / {cell.fault} / {cell.members} members"
             for i in range(scenario.trials):
-                unique = f"{cell.method}-{cell.fault}-{i}-{int(time.time() * 1000) % 10**8}"
+                unique = f"{cell.method}-{cell.fault}-{cell.members}-{i}-{int(time.time() * 1000) % 10**8}"
 
                 def show(status: str, name: str = name, done: int = done) -> None:
                     progress(name, done, total, status)

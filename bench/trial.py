@@ -37,6 +37,7 @@ class TrialSpec:
     members: int = 3
     roles: int = 6
     hold: float = 0.0  # pause / cut length; 0 = 3 x budget
+    load_window: float = 0.0  # seconds of steady state over which each member's sent packets are counted
     overrides: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -64,6 +65,9 @@ class TrialResult:
     startup: float = 0.0                                  # seconds from start to every role led
     cpu: dict[str, float] = field(default_factory=dict)   # member -> share of one core
     rss_mb: dict[str, float] = field(default_factory=dict)
+    members: int = 0
+    sent_pps: dict[str, float] = field(default_factory=dict)  # member -> packets/s it sent at steady state
+    sent_bps: dict[str, float] = field(default_factory=dict)  # member -> bytes/s
     history: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -102,7 +106,7 @@ def _usage(pid: int) -> tuple[float, float]:
 def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
               progress: Callable[[str], None] = lambda _m: None) -> TrialResult:
     """Run one trial; never raises for a failed trial (it comes back with ok=False and the reason)."""
-    result = TrialResult(spec.method.name, spec.fault, index, ok=False)
+    result = TrialResult(spec.method.name, spec.fault, index, ok=False, members=spec.members)
     ids = [f"m{i}" for i in range(spec.members)]
     roles = [str(r) for r in range(spec.roles)]
     group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address)
@@ -127,6 +131,9 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         steady_ivs = History([line for p in procs for line in p.log.lines], end=steady).intervals()
         result.steady_max_led = max_led(steady_ivs, steady - 1e-6)
         result.steady_balanced = balanced(result.steady_max_led, spec.roles, len(procs))
+        if spec.load_window > 0:
+            progress(f"counting load for {spec.load_window:g} s")
+            _count_load(spec, env, procs, result)
         if spec.fault != "none":
             victim = (_leaders(procs, "0") or [procs[0]])[0]
             led = set(victim.log.leading())
@@ -179,6 +186,18 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
             p.stop(timeout=max(10.0, 5 * spec.budget))
     result.history = history.to_json()
     return result
+
+
+def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], result: TrialResult) -> None:
+    before = {p.member_id: env.placement.sent(p.member_id) for p in procs}
+    t0 = time.monotonic()
+    _wait_until_time(t0 + spec.load_window)
+    elapsed = time.monotonic() - t0
+    for p in procs:
+        a, b = before[p.member_id], env.placement.sent(p.member_id)
+        if a is not None and b is not None:
+            result.sent_pps[p.member_id] = (b[0] - a[0]) / elapsed
+            result.sent_bps[p.member_id] = (b[1] - a[1]) / elapsed
 
 
 def _inject(spec: TrialSpec, env: Environment, victim: MemberProcess, faults: list[Fault]) -> float:

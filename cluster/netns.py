@@ -10,6 +10,7 @@ partitioned machine sees — and a heal brings the link back. Everything carries
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Sequence
@@ -107,6 +108,12 @@ class Hosts:
 
     def heal(self, name: str) -> None:
         _ip("link", "set", self._veth(name), "up")
+
+    def sent(self, name: str) -> tuple[int, int]:
+        """(packets, bytes) host `name` has sent on its link so far: the harness's own count of its load."""
+        stats = json.loads(_ip("-n", self.namespace(name), "-s", "-j", "link", "show", "eth0").stdout)[0]
+        tx = stats["stats64"]["tx"]
+        return int(tx["packets"]), int(tx["bytes"])
 
     def down(self) -> None:
         """Remove everything this LAN created (idempotent; deleting a veth end deletes its peer)."""
