@@ -29,9 +29,11 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(7, 4))
         for cell in cells:
             xs = sorted(x / budget for t in cell.trials for x in t.failover)
-            ax.step(xs, [(i + 1) / len(xs) for i in range(len(xs))], where="post", label=cell.method)
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.step([xs[0], *xs], [0.0, *ys], where="post", label=cell.method)
         ax.set_xlabel(f"failover latency / detection budget ({budget:g} s)")
         ax.set_ylabel("share of failovers")
+        ax.set_ylim(0, 1.02)
         ax.set_title(f"Failover latency CDF — fault: {fault}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
