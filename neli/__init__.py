@@ -1,0 +1,46 @@
+"""NELI over Kafka: leadership per role induced by consumer-group partition assignment (`kafka://`).
+
+    kafka://HOST:PORT[,HOST:PORT]/TOPIC?group=G&mode=fast|full&session_timeout=1.0&heartbeat_interval=0.1
+        &heartbeat_timeout=0.6&group_heartbeat_interval=0.1&poll_interval=0.05&partitions=M
+        &assignment=cooperative-sticky|range|roundrobin&static_membership=false&connect_timeout=10
+        &revoke_timeout=30&rejoin_delay=2.0&replication=-1
+
+The members subscribe to TOPIC (M partitions, created on first use) in consumer group G. Role j maps to
+partition `j mod M` (names by a stable hash); the member that owns partition k leads the roles on k.
+
+mode=fast (default; goNELI's variant, for many roles): the owner of k publishes a heartbeat to k every
+heartbeat_interval and reads it back; it leads from its first own heartbeat and until heartbeat_timeout
+after the last one it sent that came back (`Fenced` then; `Acquired` again if its heartbeats return
+while it still owns k). Only its own current heartbeats count (member, run, assignment epoch), so a
+member cut off from the broker cannot lead on its successor's records. An orderly revocation emits
+`Revoked` inside the rebalance callback, which waits for the application: the successor starts after.
+Exclusive, enforced by the rule heartbeat_timeout + group_heartbeat_interval < session_timeout: a
+cut-off owner fences itself before the coordinator can expire its session and give k away.
+
+mode=full (the paper's non-exclusive variant): every member publishes to every partition each
+heartbeat_interval and leads partition i while its latest record on i (any member of the group) is
+younger than T = heartbeat_timeout. With T above the exclusivity bound (default T = 2 x session_timeout)
+an owner keeps leading after it loses k until its evidence is T old, so successive leaders overlap by
+at most T instead of leaving a gap (`Revoked` when T runs out after an orderly revocation, `Fenced`
+otherwise). With heartbeat_timeout + group_heartbeat_interval < session_timeout it behaves exclusively
+like fast mode (gaps instead of overlap) and ends leadership in the rebalance callback.
+
+Tokens: the offset of a leadership's first evidence record in its partition; offsets only grow, so
+tokens strictly increase across the successive owners of a partition.
+
+Limits that come from Kafka: a member cannot give back one partition, so `resign` and removing a led
+role leave the group and rejoin after rejoin_delay (all of the member's partitions move; the assignor
+may hand the partition back). Members should contend for the same roles, as in the paper: a role on a
+partition owned by a member that does not contend for it has no leader. While a `Revoked` callback
+blocks, the poll thread does not read heartbeats, so leaderships on the member's other partitions
+lapse if it blocks longer than heartbeat_timeout.
+
+Apache Kafka: the broker must allow the session timeout (group.min.session.timeout.ms, 6 s by default;
+the paper suggests 100 ms) and group.initial.rebalance.delay.ms=0 avoids a 3 s wait when a group forms;
+give the topic a short retention.ms, heartbeats are only read live. static_membership=true keeps a
+restarted member's partitions, but a stopped member then hands over only when its session expires.
+"""
+
+from neli.options import KafkaOptions
+
+__all__ = ["KafkaOptions"]

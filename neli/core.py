@@ -1,0 +1,265 @@
+"""NELI as a pure state machine: no I/O, threads, sleeps or clock reads.
+
+Inputs are the consumer group's verdicts (`assign`, `revoke`, lost partitions), heartbeat records read
+back from the leader topic (`received`) and clock ticks (`tick`), each with the time `now`; outputs are
+records to publish and leadership changes per role. The Kafka driver feeds it from one poll thread; the
+unit tests feed it on virtual time.
+
+Both variants of the paper share the machine and differ in three rules:
+
+- evidence: fast mode counts only the member's *own current* heartbeats (its member id, this run's
+  instance, the epoch of the current assignment); full mode counts any record of the group on the
+  partition, dated by the sender's wall clock (own records by the exact monotonic send time).
+- publishing: fast mode publishes to the partitions it owns; full mode to every partition.
+- orderly revocation: exclusive configurations end leadership in the rebalance callback (`Revoke`, so a
+  blocking callback holds the successor back); full mode with T above the exclusivity bound keeps
+  leading until its evidence is T old, the paper's overlap that avoids a gap.
+
+A partition is led from the first evidence after its assignment until `evidence + timeout` passes
+without newer evidence. Evidence is dated by when it was *sent*, so records that sat in a frozen
+process's socket buffer cannot extend a leadership that already lapsed, and a lapsed leadership resumes
+only on evidence sent after it lapsed. The token of a leadership is the offset of its first evidence
+record: offsets in a partition only grow, and a successor's first record is written after its
+assignment, so tokens strictly increase across the owners of a partition whatever the group's
+generation does (cooperative rebalances advance it without moving partitions; an emptied group may
+even restart it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from elect.roles import Role, partition_of
+from neli.heartbeat import Heartbeat
+
+Mode = Literal["fast", "full"]
+
+
+@dataclass(frozen=True)
+class Publish:
+    partition: int
+    heartbeat: Heartbeat
+
+
+@dataclass(frozen=True)
+class Acquire:
+    role: Role
+    token: int
+    deadline: float
+
+
+@dataclass(frozen=True)
+class Extend:
+    role: Role
+    deadline: float
+
+
+@dataclass(frozen=True)
+class Revoke:
+    role: Role
+
+
+@dataclass(frozen=True)
+class Fence:
+    role: Role
+    until: float
+
+
+Output = Publish | Acquire | Extend | Revoke | Fence
+
+
+@dataclass
+class _Ownership:
+    """One partition this member owns (or, in overlap mode, still leads after an orderly revoke)."""
+
+    epoch: int
+    token: int | None = None  # offset of the first evidence; None while not leading
+    deadline: float = -math.inf
+    fenced_at: float = -math.inf  # a lapsed leadership resumes only on evidence sent after this
+    roles: list[Role] = field(default_factory=list)  # the roles acquired under this leadership
+    orderly: bool = True  # released by a revoke (Revoke just before the deadline) or lost (Fence at it)
+
+    @property
+    def leading(self) -> bool:
+        return self.token is not None
+
+
+class NeliCore:
+    """The NELI state of one member for one group.
+
+    `timeout` is fast mode's heartbeat timeout or full mode's threshold T. `overlap` (full mode above
+    the exclusivity bound) keeps leading after an orderly revoke until the evidence is `timeout` old;
+    the `Revoke` then comes `release_margin` before that, ahead of the elector's own deadline timer.
+    """
+
+    def __init__(self, *, group: str, member: str, instance: str, mode: Mode, partitions: int, interval: float,
+                 timeout: float, overlap: bool = False, release_margin: float = 0.1, roles: Iterable[Role] = ()):
+        if mode == "fast" and overlap:
+            raise ValueError("fast mode is exclusive; overlap is a full-mode behaviour")
+        self.group, self.member, self.instance, self.mode = group, member, instance, mode
+        self.partitions, self.interval, self.timeout = partitions, interval, timeout
+        self.overlap, self.release_margin = overlap, release_margin
+        self._roles: list[Role] = list(dict.fromkeys(roles))
+        self._owned: dict[int, _Ownership] = {}
+        self._released: dict[int, _Ownership] = {}
+        self._epoch = 0
+        self._next_beat = -math.inf
+        self.publishing = True
+
+    # ----------------------------------------------------------------- views
+    @property
+    def owned(self) -> frozenset[int]:
+        return frozenset(self._owned)
+
+    def leading_partitions(self) -> frozenset[int]:
+        return frozenset(k for k, o in self._all() if o.leading)
+
+    def leading_roles(self) -> frozenset[Role]:
+        return frozenset(r for _, o in self._all() for r in o.roles)
+
+    def token(self, partition: int) -> int | None:
+        own = self._owned.get(partition) or self._released.get(partition)
+        return None if own is None else own.token
+
+    def next_wakeup(self) -> float:
+        """The next time `tick` has something to do (a heartbeat due, a deadline, a release)."""
+        times = [self._next_beat] if self.publishing and (self._owned or self.mode == "full") else []
+        times += [o.deadline for _, o in self._all() if o.leading]
+        times += [o.deadline - self.release_margin for o in self._released.values() if o.orderly]
+        return min(times, default=math.inf)
+
+    # ----------------------------------------------------------------- inputs
+    def assign(self, partitions: Iterable[int], now: float, wall_now: float) -> list[Output]:
+        """The group gave this member `partitions`; fast mode heartbeats to each at once."""
+        out = self._expire(now)
+        for k in partitions:
+            if k in self._owned:
+                continue
+            released = self._released.pop(k, None)
+            if released is not None:  # back before its release ran out: end it, start afresh
+                out += self._end(released, fence=not released.orderly, until=now)
+            self._epoch += 1
+            self._owned[k] = _Ownership(epoch=self._epoch)
+            if self.mode == "fast" and self.publishing:
+                out.append(Publish(k, self._beat(self._epoch, now, wall_now)))
+        return out
+
+    def revoke(self, partitions: Iterable[int], now: float, *, lost: bool = False) -> list[Output]:
+        """The group took `partitions` away: in order (`lost=False`) or behind our back (`lost=True`)."""
+        out = self._expire(now)
+        for k in partitions:
+            own = self._owned.pop(k, None)
+            if own is None or not own.leading:
+                continue
+            if self.overlap:
+                own.orderly = not lost
+                self._released[k] = own
+            else:
+                out += self._end(own, fence=lost, until=min(now, own.deadline))
+        return out
+
+    def received(self, partition: int, offset: int, heartbeat: Heartbeat, now: float, wall_now: float) -> list[Output]:
+        """A record read back from `partition` at `offset`."""
+        out = self._expire(now)
+        own = self._owned.get(partition)
+        if own is None or heartbeat.group != self.group:
+            return out
+        sent = self._evidence(own, heartbeat, now, wall_now)
+        if sent is None or sent <= own.fenced_at:
+            return out
+        deadline = sent + self.timeout
+        if deadline <= now:
+            return out  # stale: it says nothing about now
+        if not own.leading:
+            own.token, own.deadline = offset, deadline
+            own.roles = self._roles_of(partition)
+            out += [Acquire(role, offset, deadline) for role in own.roles]
+        elif deadline > own.deadline:
+            own.deadline = deadline
+            out += [Extend(role, deadline) for role in own.roles]
+        return out
+
+    def tick(self, now: float, wall_now: float) -> list[Output]:
+        """Time passed: fence lapsed leaderships, end released ones, publish heartbeats that are due."""
+        out = self._expire(now)
+        for k, own in list(self._released.items()):
+            if own.orderly and now >= own.deadline - self.release_margin:
+                del self._released[k]
+                out += self._end(own, fence=False, until=now)
+        if self.publishing and now >= self._next_beat:
+            if self.mode == "fast":
+                out += [Publish(k, self._beat(o.epoch, now, wall_now)) for k, o in self._owned.items()]
+            else:
+                beat = self._beat(0, now, wall_now)
+                out += [Publish(k, beat) for k in range(self.partitions)]
+            self._next_beat = now + self.interval
+        return out
+
+    def set_roles(self, roles: Iterable[Role], now: float) -> list[Output]:
+        """The roles this member contends for changed: acquire added ones it leads, revoke removed ones."""
+        out = self._expire(now)
+        new = list(dict.fromkeys(roles))
+        self._roles = new
+        for k, own in self._all():
+            token = own.token
+            if token is None:
+                continue
+            for role in [r for r in own.roles if r not in new]:
+                own.roles.remove(role)
+                out.append(Revoke(role))
+            if k in self._owned:  # a released leadership takes on no new roles
+                for role in self._roles_of(k):
+                    if role not in own.roles:
+                        own.roles.append(role)
+                        out.append(Acquire(role, token, own.deadline))
+        return out
+
+    def drop(self, roles: Iterable[Role], now: float) -> list[Output]:
+        """End `roles` now (resign) while the rest of their partition's leadership carries on."""
+        out = self._expire(now)
+        for role in roles:
+            for _, own in self._all():
+                if role in own.roles:
+                    own.roles.remove(role)
+                    out.append(Revoke(role))
+        return out
+
+    # ----------------------------------------------------------------- rules
+    def _evidence(self, own: _Ownership, hb: Heartbeat, now: float, wall_now: float) -> float | None:
+        """When the record was sent, on this member's monotonic clock, if it counts as evidence."""
+        mine = hb.member == self.member and hb.instance == self.instance
+        if self.mode == "fast":
+            return hb.sent if mine and hb.epoch == own.epoch else None
+        if mine:
+            return hb.sent
+        return now - max(0.0, wall_now - hb.wall)
+
+    def _expire(self, now: float) -> list[Output]:
+        out: list[Output] = []
+        for own in self._owned.values():
+            if own.leading and own.deadline <= now:
+                own.fenced_at = own.deadline
+                out += self._end(own, fence=True, until=own.deadline)
+        for k, own in list(self._released.items()):
+            if own.deadline <= now:
+                del self._released[k]
+                out += self._end(own, fence=True, until=own.deadline)
+        return out
+
+    def _end(self, own: _Ownership, *, fence: bool, until: float) -> list[Output]:
+        out: list[Output] = [Fence(r, until) if fence else Revoke(r) for r in own.roles]
+        own.roles, own.token = [], None
+        return out
+
+    def _roles_of(self, partition: int) -> list[Role]:
+        return [r for r in self._roles if partition_of(r, self.partitions) == partition]
+
+    def _all(self) -> list[tuple[int, _Ownership]]:
+        return [*self._owned.items(), *self._released.items()]
+
+    def _beat(self, epoch: int, now: float, wall_now: float) -> Heartbeat:
+        return Heartbeat(group=self.group, member=self.member, instance=self.instance, epoch=epoch, sent=now,
+                         wall=wall_now)

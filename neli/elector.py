@@ -1,0 +1,338 @@
+"""`KafkaElector`: the NELI core driven by a Kafka consumer group, a producer and one poll thread.
+
+Everything Kafka and everything that touches the core happens on the poll thread, in order: rebalance
+callbacks (they run inside `consume`), records read back, clock ticks, and the commands that API calls
+(`resign`, role changes, `stop`) queue for it. A revocation is handed to the application inside the
+rebalance callback and the callback waits for its `Revoked` callbacks, so the group cannot give the
+partition to a successor before the application has finished (goNELI's barrier). The base elector's
+deadline timer fences a leadership on the member's own clock if its evidence stops, even while this
+thread is blocked in a broker call.
+
+A member cannot give a single partition back to the group, so `resign` and removing a led role leave
+the group and rejoin after `rejoin_delay`: every partition of the member is handed over, and the
+assignor may give the partition back on rejoin (leadership in NELI is what the assignor decides).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from elect.base import BaseElector
+from elect.contract import Characteristics
+from elect.errors import ElectError
+from elect.roles import Role
+from neli.core import Acquire, Extend, Fence, NeliCore, Output, Publish, Revoke
+from neli.heartbeat import Heartbeat
+from neli.kafka_errors import config_error
+from neli.options import KafkaOptions
+from neli.topic import ensure_topic
+
+log = logging.getLogger("neli")
+_TAIL = -2000 - 100  # librdkafka's logical offset "100 records before the end" (RD_KAFKA_OFFSET_TAIL)
+kafka_log = logging.getLogger("neli.librdkafka")
+
+
+@dataclass
+class _Command:
+    kind: str  # "roles", "resign", "stop"
+    roles: tuple[Role, ...] = ()
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class KafkaElector(BaseElector):
+    """One member of a NELI group (see neli/__init__.py for the modes and what each promises)."""
+
+    scheme = "kafka"
+
+    def __init__(self, options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> None:
+        super().__init__(member, roles)
+        self.options = options
+        self.revoke_timeout = options.revoke_timeout
+        self.instance = uuid.uuid4().hex[:12]
+        self.partitions = 0
+        self._core: NeliCore | None = None
+        self._consumer: Consumer | None = None
+        self._producer: Producer | None = None
+        self._commands: queue.SimpleQueue[_Command] = queue.SimpleQueue()
+        self._wakeup = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._joined = threading.Event()
+        self._fatal: ElectError | None = None
+        self._stopping = False
+        self._stop_by: float | None = None
+        self._rejoin_at: float | None = None
+        self.publish_errors = 0
+
+    @property
+    def characteristics(self) -> Characteristics:
+        o = self.options
+        token = "offset of the leadership's first heartbeat record in the partition"
+        if o.exclusive:
+            return Characteristics(exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=True,
+                                   token=token)
+        return Characteristics(exclusive=False, max_overlap=o.timeout, max_failover=None, graceful_handover=False,
+                               token=token)
+
+    # ----------------------------------------------------------------- lifecycle hooks
+    def _on_start(self) -> None:
+        o = self.options
+        self.partitions = ensure_topic(o)
+        self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance, mode=o.mode,
+                              partitions=self.partitions, interval=o.interval, timeout=o.timeout,
+                              overlap=not o.exclusive, release_margin=max(0.1, 2 * o.poll_interval),
+                              roles=self.roles)
+        self._producer = Producer(self._producer_config())
+        self._consumer = self._new_consumer()
+        self._thread = threading.Thread(target=self._run, name=f"neli-{self.member}", daemon=True)
+        self._thread.start()
+        joined = self._joined.wait(o.connect_timeout)
+        if self._fatal is not None:
+            self._call(_Command("stop"))
+            raise self._fatal
+        if not joined:
+            log.warning("neli: %s has not joined group %r within %g s; it keeps trying", self.member, o.group_id,
+                        o.connect_timeout)
+
+    def _on_stop(self, timeout: float | None) -> None:
+        self._call(_Command("stop"), timeout)
+
+    def _on_resign(self, role: Role) -> None:
+        self._call(_Command("resign", (role,)))
+
+    def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
+        self._call(_Command("roles", removed))
+
+    def _call(self, command: _Command, timeout: float | None = None) -> None:
+        """Queue a command for the poll thread; wait for it unless that would deadlock."""
+        if command.kind == "stop" and timeout is not None:
+            self._stop_by = time.monotonic() + timeout  # an overlap-mode stop leads out T at most this long
+        self._commands.put(command)
+        self._wakeup.set()
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        if threading.current_thread() is thread or self._dispatcher.on_dispatch_thread():
+            return  # called from a callback: the poll thread may be waiting for that very callback
+        if command.kind == "stop":
+            thread.join(timeout)
+        else:
+            command.done.wait(self.options.revoke_timeout + self.options.session_timeout + 5)
+
+    # ----------------------------------------------------------------- the poll thread
+    def _run(self) -> None:
+        try:
+            while self._step():
+                pass
+        except Exception:
+            log.exception("neli: %s: poll loop failed; leaving the group", self.member)
+        finally:
+            self._close_consumer()
+            if self._producer is not None:
+                self._producer.flush(1.0)
+            self._joined.set()
+            while not self._commands.empty():  # nobody waits forever on a command after the end
+                self._commands.get_nowait().done.set()
+
+    def _step(self) -> bool:
+        """One round of the poll loop; False when the member has stopped."""
+        core = self._require_core()
+        self._handle_commands()
+        now = time.monotonic()
+        if self._stopping and (not core.leading_partitions() or (self._stop_by is not None and now > self._stop_by)):
+            return False
+        self._apply(core.tick(now, time.time()))
+        if self._consumer is None and not self._stopping and self._rejoin_at is not None and now >= self._rejoin_at:
+            self._rejoin_at = None
+            self._consumer = self._new_consumer()
+        wait = min(max(0.0, core.next_wakeup() - time.monotonic()), self.options.poll_interval)
+        if self._consumer is not None:
+            for msg in self._consumer.consume(500, wait):
+                self._on_message(msg)
+        else:
+            self._wakeup.wait(wait)
+            self._wakeup.clear()
+        if self._producer is not None:
+            self._producer.poll(0)
+        return True
+
+    def _handle_commands(self) -> None:
+        core = self._require_core()
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if command.kind == "stop":
+                    self._stopping = True
+                    core.publishing = False
+                    self._close_consumer()
+                elif command.kind == "resign":
+                    self._handover(command.roles)
+                elif command.kind == "roles":
+                    led = core.leading_roles()
+                    self._apply(core.set_roles(self.roles, time.monotonic()))
+                    if any(r in led for r in command.roles):
+                        self._handover(())  # let a member that still contends take the partition
+            finally:
+                command.done.set()
+
+    def _handover(self, roles: tuple[Role, ...]) -> None:
+        """Give every partition back to the group and rejoin after `rejoin_delay`."""
+        self._apply(self._require_core().drop(roles, time.monotonic()))
+        if self._consumer is None or self._stopping:
+            return
+        self._close_consumer()
+        self._rejoin_at = time.monotonic() + self.options.rejoin
+
+    # ----------------------------------------------------------------- Kafka callbacks
+    def _new_consumer(self) -> Consumer:
+        consumer = Consumer(self._consumer_config())
+        consumer.subscribe([self.options.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                           on_lost=self._on_lost)
+        return consumer
+
+    def _close_consumer(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is None:
+            return
+        try:
+            consumer.close()  # runs on_revoke (the barrier), then leaves the group
+        except (KafkaException, RuntimeError) as exc:
+            log.warning("neli: %s: closing the consumer failed: %s", self.member, exc)
+        core = self._require_core()
+        if core.owned:  # close could not run the revoke callback (e.g. the session was already lost)
+            self._apply(core.revoke(core.owned, time.monotonic(), lost=True))
+
+    def _partitions(self, parts: list[TopicPartition]) -> list[int]:
+        return [p.partition for p in parts if p.topic == self.options.topic]
+
+    def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self._joined.set()
+        self._guarded(lambda: self._require_core().assign(self._partitions(parts), time.monotonic(), time.time()))
+        if self.options.mode == "fast":
+            self._read_from_tail(consumer, parts)
+
+    def _read_from_tail(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        """Start reading a few records before the end, not at it.
+
+        The heartbeat published on assignment usually lands before the fetcher has looked up the end
+        offset, so starting at the end would miss it and delay leadership by a heartbeat interval. Older
+        records are harmless in fast mode: only this assignment's own heartbeats count, and those are
+        all written after it, so the token rule holds.
+        """
+        start = [TopicPartition(p.topic, p.partition, _TAIL) for p in parts]
+        try:
+            if self.options.assignment == "cooperative-sticky":
+                consumer.incremental_assign(start)
+            else:
+                consumer.assign(start)
+        except KafkaException as exc:
+            log.warning("neli: %s: could not set start offsets (%s); reading from the end", self.member, exc)
+
+    def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self._guarded(lambda: self._require_core().revoke(self._partitions(parts), time.monotonic()))
+
+    def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        log.warning("neli: %s lost partitions %s (session expired behind its back)", self.member,
+                    self._partitions(parts))
+        self._guarded(lambda: self._require_core().revoke(self._partitions(parts), time.monotonic(), lost=True))
+
+    def _guarded(self, step: Any) -> None:
+        try:
+            self._apply(step())
+        except Exception:  # an exception must not escape into librdkafka's callback machinery
+            log.exception("neli: %s: rebalance callback failed", self.member)
+
+    def _on_message(self, msg: Message) -> None:
+        err = msg.error()
+        if err is not None:
+            self._on_kafka_error(err)
+            return
+        heartbeat = Heartbeat.decode(msg.value())
+        partition, offset = msg.partition(), msg.offset()
+        if heartbeat is None or partition is None or offset is None:
+            return
+        self._apply(self._require_core().received(partition, offset, heartbeat, time.monotonic(), time.time()))
+
+    def _on_kafka_error(self, err: KafkaError) -> None:
+        problem = config_error(err, self.options)
+        if problem is not None:
+            log.error("neli: %s: %s", self.member, problem)
+            if not self._joined.is_set():
+                self._fatal = problem
+                self._joined.set()
+            return
+        level = logging.ERROR if err.fatal() else logging.WARNING
+        log.log(level, "neli: %s: Kafka: %s", self.member, err.str())
+
+    # ----------------------------------------------------------------- outputs
+    def _apply(self, outputs: list[Output]) -> None:
+        last_revoke = max((i for i, o in enumerate(outputs) if isinstance(o, Revoke)), default=-1)
+        for i, out in enumerate(outputs):
+            if isinstance(out, Publish):
+                self._publish(out)
+            elif isinstance(out, Acquire):
+                self._acquire(out.role, out.token, out.deadline)
+            elif isinstance(out, Extend):
+                self._extend(out.role, out.deadline)
+            elif isinstance(out, Revoke):
+                self._revoke(out.role, wait=i == last_revoke)
+            elif isinstance(out, Fence):
+                self._fence(out.role, out.until)
+
+    def _publish(self, out: Publish) -> None:
+        if self._producer is None:
+            return
+        try:
+            self._producer.produce(self.options.topic, out.heartbeat.encode(), partition=out.partition)
+        except (BufferError, KafkaException) as exc:
+            self.publish_errors += 1  # the broker is unreachable: leadership lapses by its deadline
+            if self.publish_errors in (1, 10, 100) or self.publish_errors % 1000 == 0:
+                log.warning("neli: %s: heartbeat not queued (%d so far): %s", self.member, self.publish_errors, exc)
+
+    # ----------------------------------------------------------------- configuration
+    def _require_core(self) -> NeliCore:
+        assert self._core is not None, "the elector was not started"
+        return self._core
+
+    def _common_config(self) -> dict[str, Any]:
+        o = self.options
+        return {"bootstrap.servers": o.bootstrap, "client.id": self.member, "reconnect.backoff.ms": 20,
+                "reconnect.backoff.max.ms": 500, "socket.connection.setup.timeout.ms": int(o.connect_timeout * 1000),
+                "error_cb": self._on_kafka_error, "logger": kafka_log}
+
+    def _consumer_config(self) -> dict[str, Any]:
+        o = self.options
+        config = {**self._common_config(),
+                  "group.id": o.group_id,
+                  "session.timeout.ms": round(o.session_timeout * 1000),
+                  "heartbeat.interval.ms": max(1, round(o.group_interval * 1000)),
+                  "partition.assignment.strategy": o.assignment,
+                  "max.poll.interval.ms": round(max(o.session_timeout, o.revoke_timeout + 10) * 1000),
+                  "enable.auto.commit": False,
+                  "enable.auto.offset.store": False,
+                  "auto.offset.reset": "latest",
+                  "fetch.wait.max.ms": max(1, min(100, round(o.interval * 500))),
+                  "fetch.error.backoff.ms": 50}
+        if o.static_membership:
+            config["group.instance.id"] = self.member
+        return config
+
+    def _producer_config(self) -> dict[str, Any]:
+        o = self.options
+        return {**self._common_config(), "linger.ms": 0, "acks": 1, "enable.idempotence": False,
+                "message.timeout.ms": max(1, round(o.timeout * 1000)),
+                "queue.buffering.max.messages": 10000}
+
+
+def create(options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> KafkaElector:
+    return KafkaElector(options, member, roles)

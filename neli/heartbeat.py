@@ -1,0 +1,41 @@
+"""The heartbeat record NELI members publish to the leader topic, and its wire form.
+
+A record names its sender precisely enough that a member counts only its *own current* heartbeats:
+`member` and `instance` (one per elector run, so a restarted process does not count its predecessor's
+records), the sender's `epoch` for the partition (bumped at every assignment, so records from an
+earlier ownership do not count for a later one) and the `group` (several groups may share a topic).
+`sent` is the sender's monotonic clock, which dates its own evidence exactly; `wall` dates a record
+for other readers (full mode), whose monotonic clocks differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    group: str
+    member: str
+    instance: str
+    epoch: int
+    sent: float
+    wall: float
+
+    def encode(self) -> bytes:
+        return json.dumps({"g": self.group, "m": self.member, "i": self.instance, "e": self.epoch,
+                           "s": round(self.sent, 6), "w": round(self.wall, 6)},
+                          separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> Heartbeat | None:
+        """The record, or None for anything that is not a NELI heartbeat (the topic may be shared)."""
+        if not data:
+            return None
+        try:
+            raw = json.loads(data)
+            return cls(group=str(raw["g"]), member=str(raw["m"]), instance=str(raw["i"]), epoch=int(raw["e"]),
+                       sent=float(raw["s"]), wall=float(raw["w"]))
+        except (ValueError, KeyError, TypeError):
+            return None

@@ -1,0 +1,130 @@
+"""`kafka://` options: what the URL or YAML may say, and every combination that cannot work.
+
+Durations are seconds. Unset timings are derived from `session_timeout`, so one knob (the failure
+detection budget shared with the other methods) sets a consistent configuration. Importing this module
+must not import confluent_kafka: the registry loads it to validate a URL before the extra is needed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from elect.options import rule
+
+Mode = Literal["fast", "full"]
+Assignment = Literal["cooperative-sticky", "range", "roundrobin"]
+
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+DEFAULT_PARTITIONS = 12  # divisible by 1, 2, 3, 4 and 6 members, so small groups share roles evenly
+
+
+@dataclass(frozen=True)
+class KafkaOptions:
+    """Options of the NELI elector (see neli/__init__.py for what each mode promises).
+
+    servers: bootstrap `host:port` list. topic: the leader topic (created with `partitions` partitions
+    on first use). group: the consumer group (default: the topic's name); several groups may share a
+    topic. mode: `fast` (exclusive, owner heartbeats to itself) or `full` (every member publishes to
+    every partition; overlap instead of gaps when `heartbeat_timeout` exceeds the session timeout).
+    session_timeout: Kafka's consumer session timeout (failure detection). heartbeat_interval: how
+    often NELI heartbeat records are published. heartbeat_timeout: fast mode: how long an owner leads
+    without reading back its own heartbeat; full mode: the paper's threshold T. group_heartbeat_interval:
+    Kafka's consumer heartbeat to the group coordinator. poll_interval: longest block in one poll.
+    partitions: M (None: the existing topic's count, else 12). assignment: the partition assignor.
+    static_membership: use the member id as `group.instance.id`. connect_timeout: bound on reaching
+    the broker at start. revoke_timeout: longest wait for blocking Revoked callbacks. rejoin_delay: how
+    long a member stays out of the group after `resign` / `remove_roles` so that others take over.
+    replication: replication factor when creating the topic (-1: the broker's default).
+    """
+
+    servers: tuple[str, ...] = ("127.0.0.1:9092",)
+    topic: str = "elect.neli"
+    group: str | None = None
+    mode: Mode = "fast"
+    session_timeout: float = 1.0
+    heartbeat_interval: float | None = None
+    heartbeat_timeout: float | None = None
+    group_heartbeat_interval: float | None = None
+    poll_interval: float = 0.05
+    partitions: int | None = None
+    assignment: Assignment = "cooperative-sticky"
+    static_membership: bool = False
+    connect_timeout: float = 10.0
+    revoke_timeout: float = 30.0
+    rejoin_delay: float | None = None
+    replication: int = -1
+
+    def __post_init__(self) -> None:
+        rule(bool(self.servers) and all(_host_port(s) for s in self.servers), "servers",
+             f"expected HOST:PORT[,HOST:PORT...], got {','.join(self.servers) or '(none)'}")
+        rule(bool(_TOPIC.match(self.topic)), "topic",
+             f"{self.topic!r} is not a valid Kafka topic name (1-249 of letters, digits, '.', '_', '-')")
+        rule(self.group is None or bool(self.group.strip()), "group", "cannot be empty")
+        for name in ("session_timeout", "poll_interval", "connect_timeout", "revoke_timeout"):
+            rule(getattr(self, name) > 0, name, "must be > 0")
+        for name in ("heartbeat_interval", "heartbeat_timeout", "group_heartbeat_interval"):
+            value = getattr(self, name)
+            rule(value is None or value > 0, name, "must be > 0")
+        rule(self.rejoin_delay is None or self.rejoin_delay >= 0, "rejoin_delay", "must be >= 0")
+        rule(self.partitions is None or 1 <= self.partitions <= 10000, "partitions", "must be 1..10000")
+        rule(self.replication == -1 or self.replication >= 1, "replication", "must be -1 (broker default) or >= 1")
+        session = self.session_timeout
+        rule(session >= 0.001 and abs(session * 1000 - round(session * 1000)) < 1e-6, "session_timeout",
+             "Kafka takes whole milliseconds >= 1 ms")
+
+        interval, timeout, group_interval = self.interval, self.timeout, self.group_interval
+
+        rule(group_interval < session, "group_heartbeat_interval",
+             f"Kafka requires the consumer heartbeat ({group_interval:g} s) below session_timeout ({session:g} s)")
+        rule(timeout >= 2 * interval, "heartbeat_timeout",
+             f"must be at least 2 x heartbeat_interval ({timeout:g} s < 2 x {interval:g} s): one late heartbeat "
+             "would fence a healthy leader")
+        rule(self.poll_interval <= interval, "poll_interval",
+             f"must not exceed heartbeat_interval ({self.poll_interval:g} s > {interval:g} s): heartbeats are "
+             "published from the poll loop and would go out late")
+        if self.mode == "fast":
+            rule(timeout + group_interval < session, "heartbeat_timeout",
+                 f"fast mode is exclusive only if an owner fences itself before the coordinator can give its "
+                 f"partitions away: heartbeat_timeout + group_heartbeat_interval ({timeout:g} + "
+                 f"{group_interval:g} s) must be < session_timeout ({session:g} s); use mode=full for "
+                 "overlap instead")
+        rule(not self.static_membership or self.rejoin >= session, "rejoin_delay",
+             f"with static_membership the coordinator keeps a departed member's partitions for "
+             f"session_timeout ({session:g} s), so rejoin_delay ({self.rejoin:g} s) must be at least that")
+
+    # Resolved values: what the elector uses when an option was left unset.
+    @property
+    def interval(self) -> float:
+        return self.heartbeat_interval or self.session_timeout / (10 if self.mode == "fast" else 5)
+
+    @property
+    def timeout(self) -> float:
+        return self.heartbeat_timeout or self.session_timeout * (0.6 if self.mode == "fast" else 2.0)
+
+    @property
+    def group_interval(self) -> float:
+        return self.group_heartbeat_interval or self.session_timeout / 10
+
+    @property
+    def group_id(self) -> str:
+        return self.group or self.topic
+
+    @property
+    def rejoin(self) -> float:
+        return 2 * self.session_timeout if self.rejoin_delay is None else self.rejoin_delay
+
+    @property
+    def exclusive(self) -> bool:
+        """Fast mode always; full mode when T fences a cut-off owner before it can be replaced."""
+        return self.mode == "fast" or self.timeout + self.group_interval < self.session_timeout
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.servers)
+
+
+def _host_port(text: str) -> bool:
+    host, sep, port = text.rpartition(":")
+    return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)

@@ -1,0 +1,82 @@
+"""The leader topic: reach the broker (bounded), then create the topic or check the one that exists.
+
+M cannot change while a group runs (every member maps roles by `j mod M`), so an existing topic with a
+different partition count is an error that says which count to use, never a silent resize.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from elect.errors import ConfigError, InfrastructureUnavailable
+from neli.options import DEFAULT_PARTITIONS, KafkaOptions
+
+
+def admin_client(options: KafkaOptions) -> AdminClient:
+    timeout_ms = int(options.connect_timeout * 1000)
+    return AdminClient({"bootstrap.servers": options.bootstrap, "socket.connection.setup.timeout.ms": timeout_ms,
+                        "reconnect.backoff.max.ms": 500, "log_level": 3})
+
+
+def partition_count(admin: AdminClient, options: KafkaOptions, deadline: float) -> int | None:
+    """Partitions of the topic, or None if it does not exist; InfrastructureUnavailable by `deadline`."""
+    remaining = max(0.1, deadline - time.monotonic())
+    try:
+        metadata: Any = admin.list_topics(timeout=remaining)  # all topics: naming one might auto-create it
+    except KafkaException as exc:
+        raise InfrastructureUnavailable(
+            f"no Kafka broker answered at {options.bootstrap} within {options.connect_timeout:g} s "
+            f"(connect_timeout): {_words(exc)}") from None
+    found = metadata.topics.get(options.topic)
+    if found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+        return None
+    return len(found.partitions)
+
+
+def ensure_topic(options: KafkaOptions) -> int:
+    """Create the leader topic with M partitions if missing; return M (checked against `partitions`)."""
+    admin = admin_client(options)
+    deadline = time.monotonic() + options.connect_timeout
+    count = partition_count(admin, options, deadline)
+    if count is None:
+        wanted = options.partitions or DEFAULT_PARTITIONS
+        future = admin.create_topics([NewTopic(options.topic, num_partitions=wanted,
+                                               replication_factor=options.replication)],
+                                     request_timeout=max(0.1, deadline - time.monotonic()))[options.topic]
+        try:
+            future.result(timeout=max(0.1, deadline - time.monotonic()))
+        except KafkaException as exc:
+            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if code != KafkaError.TOPIC_ALREADY_EXISTS:  # a peer created it first: fine, check it below
+                raise InfrastructureUnavailable(f"could not create topic {options.topic!r} with {wanted} "
+                                                f"partitions on {options.bootstrap}: {_words(exc)}") from None
+        except TimeoutError:
+            raise InfrastructureUnavailable(f"creating topic {options.topic!r} on {options.bootstrap} did not "
+                                            f"finish within connect_timeout ({options.connect_timeout:g} s)") from None
+        count = _await_count(admin, options, deadline)
+    if options.partitions is not None and count != options.partitions:
+        raise ConfigError(f"topic {options.topic!r} exists with {count} partitions, not {options.partitions}; "
+                          f"M cannot change while a group uses the topic: use partitions={count}, or another topic",
+                          parameter="partitions")
+    return count
+
+
+def _await_count(admin: AdminClient, options: KafkaOptions, deadline: float) -> int:
+    """A created topic shows up in metadata a moment later."""
+    while True:
+        count = partition_count(admin, options, deadline)
+        if count:
+            return count
+        if time.monotonic() >= deadline:
+            raise InfrastructureUnavailable(f"topic {options.topic!r} was created but does not show in the "
+                                            f"metadata of {options.bootstrap} within {options.connect_timeout:g} s")
+        time.sleep(0.05)
+
+
+def _words(exc: KafkaException) -> str:
+    err = exc.args[0] if exc.args else None
+    return err.str() if isinstance(err, KafkaError) else str(exc)

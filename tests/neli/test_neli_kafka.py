@@ -1,0 +1,95 @@
+"""The kafka:// elector against the real broker, in this process: topic rules, errors, shared topics."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import elect
+from elect.cluster.endpoints import Endpoints
+from elect.cluster.members import InProcessMember
+from elect.cluster.ports import free_port
+from elect.cluster.waiting import wait_until
+from elect.errors import ConfigError, InfrastructureUnavailable
+
+pytestmark = pytest.mark.infra
+
+
+@pytest.fixture
+def started() -> Iterator[list[InProcessMember]]:
+    members: list[InProcessMember] = []
+    try:
+        yield members
+    finally:
+        for m in members:
+            m.stop(20)
+
+
+def fresh() -> str:
+    return f"neli-{uuid.uuid4().hex[:8]}"
+
+
+def test_topic_is_created_with_M_partitions_then_reused(infra: Endpoints, started: list[InProcessMember]) -> None:
+    topic = fresh()
+    url = f"kafka://{infra.kafka[0]}/{topic}?partitions=5"
+    for member in ("a", "b"):  # the second finds the topic the first created
+        m = InProcessMember(elect.connect(url, [0], member=member))
+        m.start()
+        started.append(m)
+    metadata = AdminClient({"bootstrap.servers": infra.kafka[0]}).list_topics(timeout=10)
+    assert len(metadata.topics[topic].partitions) == 5
+    wait_until(lambda: sum("0" in m.log.leading() for m in started) == 1, 30, what="one leader of role 0")
+
+
+def test_existing_topic_with_another_partition_count_is_refused(infra: Endpoints) -> None:
+    topic = fresh()
+    admin = AdminClient({"bootstrap.servers": infra.kafka[0]})  # kept alive until its future resolves
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])[topic].result(30)
+    elector = elect.connect(f"kafka://{infra.kafka[0]}/{topic}?partitions=4", [0], member="a")
+    with pytest.raises(ConfigError) as caught:
+        elector.start()
+    assert caught.value.parameter == "partitions" and "partitions=3" in str(caught.value)
+
+
+def test_unreachable_broker_fails_within_the_connect_timeout() -> None:
+    port = free_port()  # nothing listens there
+    elector = elect.connect(f"kafka://127.0.0.1:{port}/t?connect_timeout=1", [0], member="a")
+    began = time.monotonic()
+    with pytest.raises(InfrastructureUnavailable, match="connect_timeout"):
+        elector.start()
+    assert time.monotonic() - began < 10
+
+
+def test_two_groups_share_one_topic_and_each_leads_every_role(infra: Endpoints,
+                                                               started: list[InProcessMember]) -> None:
+    topic = fresh()
+    roles = [0, 1, 2, "x"]
+    for group in ("p1", "p2"):  # the paper's continuously available setup: two disjoint groups
+        for member in ("a", "b"):
+            url = f"kafka://{infra.kafka[0]}/{topic}?group={group}&partitions=4"
+            m = InProcessMember(elect.connect(url, roles, member=f"{group}-{member}"))
+            m.start()
+            started.append(m)
+    for group in ("p1", "p2"):
+        mine = [m for m in started if m.member_id.startswith(group)]
+        wait_until(lambda mine=mine: all(sum(str(r) in m.log.leading() for m in mine) == 1 for r in roles), 40,
+                   what=f"one leader per role in group {group}")
+
+
+def test_resign_hands_over_and_the_elector_stops_cleanly(infra: Endpoints, started: list[InProcessMember]) -> None:
+    url = f"kafka://{infra.kafka[0]}/{fresh()}?partitions=2&rejoin_delay=3"
+    a = InProcessMember(elect.connect(url, [0, 1], member="a"))
+    a.start()
+    started.append(a)
+    wait_until(lambda: a.log.leading() == {"0", "1"}, 30, what="a leading both roles")
+    b = InProcessMember(elect.connect(url, [0, 1], member="b"))
+    b.start()
+    started.append(b)
+    wait_until(lambda: len(b.log.leading()) == 1, 30, what="the newcomer taking one partition")
+    a.resign(int(next(iter(a.log.leading()))))  # event lines carry roles as text
+    wait_until(lambda: b.log.leading() == {"0", "1"}, 30, what="b leading everything while a is out")
+    wait_until(lambda: len(a.log.leading()) == 1, 30, what="a back in the group with one partition")
