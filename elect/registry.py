@@ -56,22 +56,36 @@ class Plugin:
 
 
 @cache
+def _discover() -> tuple[dict[str, Plugin], dict[str, str]]:
+    """Installed implementations by scheme, and entry points that failed to load (with why).
+
+    A broken third-party entry point must not take every other implementation down with it.
+    """
+    found: dict[str, Plugin] = {}
+    broken: dict[str, str] = {}
+    for ep in entry_points(group=GROUP):
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            broken[ep.name] = f"entry point {ep.name} = {ep.value} failed to load: {type(exc).__name__}: {exc}"
+            continue
+        if not isinstance(plugin, Plugin) or plugin.scheme != ep.name:
+            broken[ep.name] = f"entry point {ep.name} = {ep.value} is not an elect Plugin for scheme {ep.name!r}"
+            continue
+        found[plugin.scheme] = plugin
+    return found, broken
+
+
 def plugins() -> dict[str, Plugin]:
     """Every installed implementation by scheme."""
-    found: dict[str, Plugin] = {}
-    for ep in entry_points(group=GROUP):
-        plugin = ep.load()
-        if not isinstance(plugin, Plugin):
-            raise TypeError(f"entry point {ep.name} = {ep.value} in group {GROUP} is not an elect Plugin")
-        if plugin.scheme != ep.name:
-            raise ConfigError(f"entry point {ep.name} serves scheme {plugin.scheme!r}; names must match")
-        found[plugin.scheme] = plugin
-    return found
+    return _discover()[0]
 
 
 def get(scheme: str) -> Plugin:
     """The implementation for `scheme`; an unknown scheme lists the known ones."""
-    known = plugins()
+    known, broken = _discover()
+    if scheme in broken:
+        raise UnknownScheme(broken[scheme], parameter="url")
     if scheme not in known:
         listing = ", ".join(f"{s}://" for s in sorted(known)) or "none (is elect installed? pip install -e .)"
         raise UnknownScheme(f"no elector for {scheme}://; known schemes: {listing}", parameter="url")
