@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from elect.contract import Elector
-from elect.errors import ConfigError, MissingExtra, UnknownScheme
+from elect.errors import MissingExtra, UnknownScheme
 from elect.roles import Role
 
 GROUP = "elect.electors"
