@@ -1,0 +1,579 @@
+"""The lease elector's pure core: one member's view of a store's role keys, and what to do next.
+
+Fed with observations of the store (role keys, membership entries), the outcome of the actions it
+asked for, commands (roles changed, resign, stop) and the time; returns store actions and leadership
+changes. No I/O, threads or sleeps, so the etcd and ZooKeeper drivers share every decision and tests
+run it on virtual time.
+
+Safety: a leadership's deadline is `sent + renew_deadline`, `sent` being when the last heartbeat that
+succeeded was sent (and never past the store's own lease). A contender takes a key over only after
+the holder's membership entry has not changed for `ttl` on the contender's clock, and only with a
+compare on that very entry, so a heartbeat that lands first defeats the takeover. As
+`renew_deadline < ttl`, the old leader has stopped by its own clock before any successor starts.
+A heartbeat confirms only keys it saw as still ours, so one racing a takeover extends nothing.
+
+Fair sharing: each member publishes the roles it contends for. A member leading its share
+`ceil(roles the live group contends for / live members)` leaves a free role for `fair_delay` to a live
+member below its share that wants it, and sheds (orderly) roles beyond its share to such a member once
+the imbalance has lasted `fair_delay`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from elect.lease.model import (
+    Acquire,
+    Create,
+    Delete,
+    Expire,
+    Extend,
+    Fence,
+    Heartbeat,
+    Holder,
+    KeepAlive,
+    LeaseSeen,
+    MemberRecord,
+    MemberSeen,
+    Observation,
+    Output,
+    Publish,
+    Release,
+    RoleSeen,
+    Snapshot,
+    StoreAction,
+)
+from elect.options import rule
+from elect.roles import Role
+
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The core's clocks, in seconds.
+
+    ttl: a holder silent this long (on the contender's clock) may be taken over; for ZooKeeper the
+    session timeout. renew_interval: heartbeat period. renew_deadline: a leader whose last successful
+    heartbeat was sent this long ago stops. fair_delay: how long a member at its fair share leaves a
+    free role to one below its share. resign_backoff: how long a resigned role is left to others
+    (and how soon a shed role may be shed again). retry_interval: pause after a failed request.
+    silence_takeover: contenders time holders (etcd) rather than trusting the store to delete their
+    keys (ZooKeeper sessions). keepalive_interval: period of the store's backstop lease renewal
+    (None: no lease).
+    """
+
+    ttl: float
+    renew_interval: float
+    renew_deadline: float
+    fair: bool = True
+    fair_delay: float = 0.25
+    resign_backoff: float = 1.0
+    retry_interval: float = 0.05
+    silence_takeover: bool = True
+    keepalive_interval: float | None = None
+    ttl_name: str = "ttl"
+
+    def __post_init__(self) -> None:
+        check_timing(self.ttl, self.renew_interval, self.renew_deadline, self.ttl_name)
+        rule(self.fair_delay >= 0, "fair_delay", "must be >= 0")
+        rule(self.resign_backoff >= 0, "resign_backoff", "must be >= 0")
+        rule(self.retry_interval > 0, "retry_interval", "must be > 0")
+        rule(self.keepalive_interval is None or self.keepalive_interval > 0, "keepalive_interval", "must be > 0")
+
+
+def check_timing(ttl: float, renew_interval: float, renew_deadline: float, ttl_name: str = "ttl") -> None:
+    """renew_interval < renew_deadline < ttl: a leader retries before it must stop, and stops before
+    anyone may take over."""
+    rule(ttl > 0, ttl_name, "must be > 0")
+    rule(renew_interval > 0, "renew_interval", "must be > 0")
+    rule(renew_interval < renew_deadline, "renew_deadline",
+         f"must be longer than renew_interval ({renew_deadline:g} <= {renew_interval:g}): "
+         "a leader must get to retry a failed renewal before it has to stop")
+    rule(renew_deadline < ttl, "renew_deadline",
+         f"must be shorter than {ttl_name} ({renew_deadline:g} >= {ttl:g}): a leader must stop before "
+         "a contender may take over")
+
+
+@dataclass
+class _RoleView:
+    holder: Holder | None
+    as_of: int
+
+
+@dataclass
+class _MemberView:
+    record: MemberRecord | None  # None: no entry in the directory
+    version: int
+    as_of: int
+    changed_at: float  # when this member first saw the current version (or absence)
+
+
+@dataclass
+class _Lead:
+    token: int
+    deadline: float
+    since: float = -math.inf
+    fenced: bool = False
+
+
+class LeaseCore:
+    """The state machine of one member (one session) of a lease group.
+
+    Inputs mutate state and return nothing; `evaluate(now)` returns what to do, and must be called
+    after inputs. Store actions stay in flight until `done(action, ok, sent, now)`.
+    """
+
+    def __init__(self, member: str, session: str, timing: Timing, roles: Iterable[Role], now: float,
+                 lease_until: float = INF) -> None:
+        self.member = member
+        self.session = session
+        self.timing = timing
+        self._wanted: tuple[Role, ...] = ()
+        self._order: tuple[Role, ...] = ()
+        self._roles: dict[Role, _RoleView] = {}
+        self._members: dict[str, _MemberView] = {}
+        self._leading: dict[Role, _Lead] = {}
+        self._releasing: dict[Role, _Lead] = {}  # handed to the handover thread: kept valid until released
+        self._to_release: set[Role] = set()      # decided, Release not yet emitted
+        self._must_delete: dict[Role, int] = {}  # released: delete the key with this token, whatever else
+        self._deleting: set[Role] = set()
+        self._abandoned: set[Role] = set()       # stopping and the store did not answer: leave to expiry
+        self._creating: set[Role] = set()
+        self._expiring: set[Role] = set()
+        self._retry_at: dict[Role, float] = {}
+        self._free_since: dict[Role, float] = {}
+        self._backoff: dict[Role, float] = {}   # resigned: left to others, and published as such
+        self._shed_at: dict[Role, float] = {}   # when a role was last shed: not shed again for a while
+        self._excess_since: float | None = None  # since when this member has led more than its share
+        self._pending: list[Output] = []
+        self._stopping = False
+        self._hb_inflight = False
+        self._hb_ok_sent: float | None = None
+        self._next_hb = now
+        self._ka_inflight = False
+        self._next_ka = now + (timing.keepalive_interval or 0.0)
+        self._lease_until = lease_until
+        self._record_dirty = False
+        self._publishing = False
+        self._publish_at = now
+        self._published: MemberRecord | None = None
+        self._wake = now
+        self.set_roles(roles, now)
+        self._published = self.record(now)
+        self._record_dirty = False
+
+    # ------------------------------------------------------------------------------------------ queries
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    @property
+    def finished(self) -> bool:
+        """Stopping and nothing of this session is left in the store (but abandoned keys)."""
+        if not self._stopping:
+            return False
+        busy = self._leading or self._releasing or self._to_release or self._deleting or self._publishing
+        return not busy and not (set(self._owned()) - self._abandoned)
+
+    def leading(self) -> dict[Role, int]:
+        return {role: lead.token for role, lead in self._leading.items()}
+
+    def busy(self, role: Role) -> bool:
+        """A handover of `role` is still under way (Revoked not finished, or the key not deleted)."""
+        return role in self._to_release or role in self._releasing or role in self._deleting or \
+            role in self._must_delete
+
+    def next_wakeup(self) -> float:
+        """When `evaluate` next has something to do even if nothing else happens."""
+        return self._wake
+
+    def valid_until(self) -> float:
+        """How long leaderships may last on what the store has confirmed so far."""
+        if self._hb_ok_sent is None:
+            return -INF
+        return min(self._hb_ok_sent + self.timing.renew_deadline, self._lease_until)
+
+    def record(self, now: float) -> MemberRecord:
+        """The membership record to publish: the roles contended for now."""
+        return MemberRecord(self.member, frozenset(r for r in self._wanted if self._contending(r, now)))
+
+    def share(self, now: float) -> float:
+        """ceil(roles the live group contends for / live members); infinite when fair sharing is off."""
+        live = self._live_others(now)
+        return self._share_of(live, self._universe(live))
+
+    # ------------------------------------------------------------------------------------------ inputs
+    def observe(self, obs: Observation, now: float) -> None:
+        if isinstance(obs, RoleSeen):
+            self._see_role(obs.role, obs.holder, obs.rev, now)
+        elif isinstance(obs, MemberSeen):
+            self._see_member(obs.session, obs.record, obs.version, obs.rev, now)
+        elif isinstance(obs, Snapshot):
+            for role in set(self._roles) | set(obs.roles):
+                self._see_role(role, obs.roles.get(role), obs.rev, now)
+            for session in set(self._members) | set(obs.members):
+                entry = obs.members.get(session)
+                record, version = entry if entry is not None else (None, 0)
+                self._see_member(session, record, version, obs.rev, now)
+        elif isinstance(obs, LeaseSeen):
+            self._lease_until = max(self._lease_until, obs.until)
+
+    def done(self, action: StoreAction, ok: bool, sent: float, now: float) -> None:
+        """A store action finished (`ok`) or failed with an unknown outcome."""
+        retry = now + self.timing.retry_interval
+        if isinstance(action, Heartbeat):
+            self._hb_inflight = False
+            if ok:
+                self._hb_ok_sent = sent if self._hb_ok_sent is None else max(self._hb_ok_sent, sent)
+                self._next_hb = sent + self.timing.renew_interval
+            else:
+                self._next_hb = max(retry, now + self.timing.renew_interval / 4)
+        elif isinstance(action, KeepAlive):
+            self._ka_inflight = False
+            interval = self.timing.keepalive_interval or 0.0
+            self._next_ka = sent + interval if ok else retry
+        elif isinstance(action, Create):
+            self._creating.discard(action.role)
+            if not ok:
+                self._retry_at[action.role] = retry
+        elif isinstance(action, Expire):
+            self._expiring.discard(action.role)
+            if not ok:
+                self._retry_at[action.role] = retry
+        elif isinstance(action, Delete):
+            self._deleting.discard(action.role)
+            if ok:
+                self._must_delete.pop(action.role, None)
+            elif self._stopping:
+                self._abandoned.add(action.role)
+            else:
+                self._retry_at[action.role] = retry
+        elif isinstance(action, Publish):
+            self._publishing = False
+            if ok:
+                self._published = action.record
+            else:
+                self._record_dirty = True
+                self._publish_at = retry
+
+    def set_roles(self, roles: Iterable[Role], now: float) -> None:
+        """Contend for exactly `roles` from now on; led roles no longer wanted are handed over."""
+        wanted = tuple(dict.fromkeys(roles))
+        removed = set(self._wanted) - set(wanted)
+        self._wanted = wanted
+        self._order = tuple(sorted(wanted, key=self._rank))
+        self._to_release |= removed & set(self._leading)
+        self._record_dirty = True
+
+    def resign(self, role: Role, now: float) -> None:
+        """Hand `role` over and leave it to others for `resign_backoff`."""
+        self._backoff[role] = now + self.timing.resign_backoff
+        if role in self._leading:
+            self._to_release.add(role)
+        self._record_dirty = True
+
+    def stop(self, now: float) -> None:
+        """Hand every role over, contend for nothing, and finish when the store holds nothing of ours."""
+        self._stopping = True
+        self._to_release |= set(self._leading)
+        self._record_dirty = True
+
+    def released(self, role: Role, now: float) -> None:
+        """The Revoked callbacks of `role` returned: its key can go."""
+        lead = self._releasing.pop(role, None)
+        if lead is not None:
+            self._must_delete[role] = lead.token
+            if role in self._backoff:
+                self._backoff[role] = now + self.timing.resign_backoff
+
+    def lapsed(self, role: Role, now: float, at: float | None = None) -> None:
+        """The elector fenced `role` itself at `at` (its deadline passed before the core extended it); a
+        notice about a leadership older than the current one is ignored."""
+        lead = self._leading.get(role)
+        if lead is not None and (at is None or lead.since <= at):
+            del self._leading[role]
+
+    def suspended(self, now: float) -> None:
+        """The store connection is gone (ZooKeeper SUSPENDED): stop at once; renew before leading again."""
+        for role, lead in list(self._leading.items()):  # a leadership already past due ended at its deadline
+            del self._leading[role]
+            self._pending.append(Fence(role, min(now, lead.deadline)))
+        for role, lead in self._releasing.items():
+            if not lead.fenced:
+                lead.fenced = True
+                self._pending.append(Fence(role, min(now, lead.deadline)))
+        self._hb_ok_sent = None
+        self._next_hb = min(self._next_hb, now)
+
+    def rebind(self, session: str, now: float, lease_until: float = INF) -> None:
+        """The session is gone and a new one began: what the old one held belongs to no one we know."""
+        self.suspended(now)
+        self.session = session
+        self._order = tuple(sorted(self._wanted, key=self._rank))
+        for state in (self._releasing, self._retry_at):
+            state.clear()
+        self._must_delete.clear()
+        for roles in (self._to_release, self._deleting, self._creating, self._expiring, self._abandoned):
+            roles.clear()
+        self._hb_inflight = self._ka_inflight = self._publishing = False
+        self._lease_until = lease_until
+        self._record_dirty = True
+
+    # ------------------------------------------------------------------------------------------ decisions
+    def evaluate(self, now: float) -> list[Output]:
+        out, self._pending = self._pending, []
+        wake = [INF]
+        valid = self.valid_until()
+        self._check_leaderships(now, valid, out, wake)
+        for role, until in list(self._backoff.items()):
+            if now >= until:
+                del self._backoff[role]
+                self._record_dirty = True
+            else:
+                wake.append(until)
+        healthy = valid > now and not self._stopping
+        live = self._live_others(now, wake)
+        universe = self._universe(live)
+        share = self._share_of(live, universe)
+        counts = Counter(v.holder.session for r, v in self._roles.items() if v.holder and r in universe)
+        if healthy and self.timing.fair:
+            self._shed(now, live, share, counts, wake)
+        else:
+            self._excess_since = None
+        self._upkeep(now, out, wake)
+        for role in sorted(self._to_release, key=str):
+            lead = self._leading.pop(role, None)
+            if lead is not None:
+                self._releasing[role] = lead
+                out.append(Release(role, lead.token))
+        self._to_release.clear()
+        self._own_keys(now, valid, out, wake)
+        if healthy:
+            self._contend(now, live, share, counts, out, wake)
+        self._wake = min(wake)
+        return out
+
+    def _check_leaderships(self, now: float, valid: float, out: list[Output], wake: list[float]) -> None:
+        for role, lead in self._releasing.items():  # until Revoked is issued, they are still led
+            if lead.fenced or now >= lead.deadline:
+                continue
+            if not self._is_ours(role, lead.token):
+                lead.fenced = True
+                out.append(Fence(role, now))
+            elif valid > lead.deadline:
+                lead.deadline = valid
+                out.append(Extend(role, valid))
+        for role, lead in list(self._leading.items()):
+            if now >= lead.deadline:
+                del self._leading[role]
+                out.append(Fence(role, lead.deadline))
+            elif not self._is_ours(role, lead.token):
+                del self._leading[role]
+                out.append(Fence(role, now))
+            else:
+                if valid > lead.deadline:
+                    lead.deadline = valid
+                    out.append(Extend(role, valid))
+                wake.append(lead.deadline)
+
+    def _upkeep(self, now: float, out: list[Output], wake: list[float]) -> None:
+        # a stopping member renews only while it still leads something it is handing over
+        renewing = not self._stopping or bool(self._leading or self._releasing or self._to_release)
+        if not self._hb_inflight and renewing:
+            if now >= self._next_hb:
+                self._hb_inflight = True
+                out.append(Heartbeat())
+            else:
+                wake.append(self._next_hb)
+        if self.timing.keepalive_interval is not None and not self._ka_inflight and renewing:
+            if now >= self._next_ka:
+                self._ka_inflight = True
+                out.append(KeepAlive())
+            else:
+                wake.append(self._next_ka)
+        if self._record_dirty and not self._publishing:
+            if now < self._publish_at:
+                wake.append(self._publish_at)
+            else:
+                self._record_dirty = False
+                record = self.record(now)
+                if record != self._published:
+                    self._publishing = True
+                    out.append(Publish(record))
+
+    def _own_keys(self, now: float, valid: float, out: list[Output], wake: list[float]) -> None:
+        """Adopt keys of this session that are not led (created, or confirmed again); delete unwanted ones."""
+        owned = self._owned()
+        for role, token in list(self._must_delete.items()):
+            if role not in self._deleting and (role not in owned or owned[role].token != token):
+                del self._must_delete[role]  # gone already (or long since replaced): nothing to delete
+        for role, holder in owned.items():
+            if role in self._leading or role in self._releasing or role in self._deleting or \
+                    role in self._abandoned:
+                continue
+            if role in self._must_delete or not self._contending(role, now):
+                if self._retry_at.get(role, -INF) > now:
+                    wake.append(self._retry_at[role])
+                    continue
+                self._deleting.add(role)
+                out.append(Delete(role, holder.token))
+            elif valid > now and not self._stopping:
+                self._leading[role] = _Lead(holder.token, valid, since=now)
+                out.append(Acquire(role, holder.token, valid))
+                wake.append(valid)
+
+    def _shed(self, now: float, live: dict[str, MemberRecord], share: float, counts: Counter[str],
+              wake: list[float]) -> None:
+        """Hand roles beyond the share to members below it that want them, once the imbalance has
+        lasted `fair_delay` (a passing state, say mid-handover, moves nothing). A shed role is not shed
+        again within `resign_backoff`, so a member that cannot take what it is offered causes no
+        ping-pong; it is not avoided either, so the shedder stays a fallback."""
+        excess = len(self._leading) - share
+        under = {s: rec for s, rec in live.items() if counts[s] < share}
+        budget = min(excess, sum(share - counts[s] for s in under))
+        if budget <= 0:
+            self._excess_since = None
+            return
+        if self._excess_since is None:
+            self._excess_since = now
+        if now < self._excess_since + self.timing.fair_delay:
+            wake.append(self._excess_since + self.timing.fair_delay)
+            return
+        for role in reversed(self._order):
+            if budget <= 0:
+                break
+            if role in self._leading and role not in self._to_release and \
+                    self._shed_at.get(role, -INF) + self.timing.resign_backoff <= now and \
+                    any(_wants(rec, role) for rec in under.values()):
+                self._to_release.add(role)
+                self._shed_at[role] = now
+                budget -= 1
+
+    def _contend(self, now: float, live: dict[str, MemberRecord], share: float, counts: Counter[str],
+                 out: list[Output], wake: list[float]) -> None:
+        mine = len([r for r in self._owned() if r in self._wanted_set and not self.busy(r)]) + len(self._creating)
+        under = [rec for s, rec in live.items() if counts[s] < share]
+        created = bool(self._creating)  # one create at a time: each decision sees the last one's outcome
+        for role in self._order:
+            if not self._contending(role, now) or role in self._creating or role in self._expiring:
+                continue
+            if self._retry_at.get(role, -INF) > now:
+                wake.append(self._retry_at[role])
+                continue
+            view = self._roles.get(role)
+            holder = view.holder if view is not None else None
+            if holder is None:
+                if created:
+                    continue
+                if mine >= share and any(_wants(rec, role) for rec in under):
+                    since = self._free_since.setdefault(role, now)
+                    if now < since + self.timing.fair_delay:
+                        wake.append(since + self.timing.fair_delay)
+                        continue
+                self._free_since.pop(role, None)
+                self._creating.add(role)
+                out.append(Create(role))
+                created = True
+                mine += 1
+            else:
+                self._free_since.pop(role, None)
+                if holder.session != self.session and self.timing.silence_takeover:
+                    member = self._member_view(holder.session, now)
+                    silent_from = member.changed_at + self.timing.ttl
+                    if now >= silent_from:
+                        self._expiring.add(role)
+                        out.append(Expire(role, holder, member.version))
+                    else:
+                        wake.append(silent_from)
+
+    # ------------------------------------------------------------------------------------------ helpers
+    @property
+    def _wanted_set(self) -> frozenset[Role]:
+        return frozenset(self._wanted)
+
+    def _rank(self, role: Role) -> bytes:
+        """A per-session order of roles, so simultaneous contenders start on different roles."""
+        return hashlib.blake2b(f"{self.session}\0{type(role).__name__}\0{role}".encode(), digest_size=8).digest()
+
+    def _contending(self, role: Role, now: float) -> bool:
+        return not self._stopping and role in self._wanted_set and self._backoff.get(role, -INF) <= now
+
+    def _owned(self) -> dict[Role, Holder]:
+        return {r: v.holder for r, v in self._roles.items() if v.holder is not None and
+                v.holder.session == self.session}
+
+    def _is_ours(self, role: Role, token: int) -> bool:
+        view = self._roles.get(role)
+        return view is not None and view.holder is not None and view.holder.session == self.session and \
+            view.holder.token == token
+
+    def _member_view(self, session: str, now: float) -> _MemberView:
+        view = self._members.get(session)
+        if view is None:  # a holder never seen in the directory: time its silence from now
+            view = self._members[session] = _MemberView(None, 0, -1, now)
+        return view
+
+    def _live_others(self, now: float, wake: list[float] | None = None) -> dict[str, MemberRecord]:
+        """Live members other than this one that contend for at least one of this member's roles."""
+        live: dict[str, MemberRecord] = {}
+        wanted = self._wanted_set
+        for session, view in self._members.items():
+            if session == self.session or view.record is None:
+                continue
+            if self.timing.silence_takeover:
+                dies = view.changed_at + self.timing.ttl
+                if now >= dies:
+                    continue
+                if wake is not None:
+                    wake.append(dies)
+            roles = view.record.roles
+            if roles is None or roles & wanted:
+                live[session] = view.record
+        return live
+
+    def _universe(self, live: dict[str, MemberRecord]) -> set[Role]:
+        """The roles this member and the live members it shares roles with contend for."""
+        roles = set(self._wanted)
+        for record in live.values():
+            roles |= record.roles or set()
+        return roles
+
+    def _share_of(self, live: dict[str, MemberRecord], universe: set[Role]) -> float:
+        if not self.timing.fair:
+            return INF
+        return math.ceil(len(universe) / (1 + len(live)))
+
+    def _see_role(self, role: Role, holder: Holder | None, rev: int, now: float) -> None:
+        view = self._roles.get(role)
+        if view is not None and rev < view.as_of:
+            return
+        if view is None:
+            if holder is None:
+                return  # absent and never seen: nothing to remember
+            self._roles[role] = view = _RoleView(holder, rev)
+        view.holder, view.as_of = holder, rev
+        if holder is not None and holder.session != self.session:
+            self._member_view(holder.session, now)
+
+    def _see_member(self, session: str, record: MemberRecord | None, version: int, rev: int,
+                    now: float) -> None:
+        view = self._members.get(session)
+        if view is None:
+            if record is None:
+                return
+            self._members[session] = _MemberView(record, version, rev, now)
+            return
+        if rev < view.as_of:
+            return
+        if version != view.version or (record is None) != (view.record is None):
+            view.changed_at = now
+        view.record, view.version, view.as_of = record, version, rev
+
+
+def _wants(record: MemberRecord, role: Role) -> bool:
+    return record.roles is None or role in record.roles

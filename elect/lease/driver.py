@@ -1,0 +1,368 @@
+"""Runs a `LeaseCore` against a store: one loop thread owns the core and does the store's I/O.
+
+Everything that happens elsewhere (watch events, connection states, user commands, the end of a
+handover, a deadline that passed) is queued to the loop, applied to the core, and the core's
+decisions are executed there: leadership changes through `BaseElector`, store actions through the
+`Store` (blocking, each with a timeout). Revoked callbacks run on a handover thread, so a slow
+callback holds back only its own role's successor, never the heartbeats that keep the other roles.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from elect.base import BaseElector
+from elect.contract import Characteristics
+from elect.lease.core import LeaseCore, Timing
+from elect.lease.model import (
+    Acquire,
+    Extend,
+    Fence,
+    MemberRecord,
+    Observation,
+    Output,
+    Release,
+    StoreAction,
+)
+from elect.lease.options import _LeaseOptions
+from elect.roles import Role
+
+log = logging.getLogger("elect.lease")
+
+
+class StoreError(Exception):
+    """A request failed; whether it took effect is unknown."""
+
+
+class SessionLost(StoreError):
+    """The store no longer knows this member's session (lease expired, session expired)."""
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A session began: its id, how long the store's lease surely lasts, and what was seen at once."""
+
+    session: str
+    lease_until: float
+    observations: list[Observation] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Suspended:
+    """The store connection dropped; the session may survive (ZooKeeper SUSPENDED)."""
+
+
+@dataclass(frozen=True)
+class Gone:
+    """The session is gone (ZooKeeper LOST)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """Run `fn` on the loop thread (a store's own housekeeping, e.g. re-arming watches)."""
+
+    fn: Callable[[], None]
+
+
+Sink = Callable[[object], None]
+
+
+class Store(Protocol):
+    """The I/O a lease elector needs from a store; every call but `track` comes from the loop thread."""
+
+    @property
+    def requests(self) -> int:
+        """Requests sent so far."""
+
+    def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
+        """Start a session, register `record`, watch; raise InfrastructureUnavailable after `timeout`."""
+
+    def reopen(self, record: MemberRecord, timeout: float) -> Opened:
+        """A new session after the old one was lost (raise StoreError if not now)."""
+
+    def track(self, roles: Iterable[Role]) -> None:
+        """Make sure changes of these roles' keys are observed."""
+
+    def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
+        """Do one action; return what it showed. Raise StoreError / SessionLost on failure."""
+
+    def close(self, timeout: float) -> None:
+        """End the session (the store drops what is left of it) and stop watching."""
+
+
+@dataclass(frozen=True)
+class _Roles:
+    roles: tuple[Role, ...]
+
+
+@dataclass(frozen=True)
+class _Resign:
+    role: Role
+    done: threading.Event
+
+
+@dataclass(frozen=True)
+class _Stop:
+    pass
+
+
+@dataclass(frozen=True)
+class _Released:
+    role: Role
+
+
+@dataclass(frozen=True)
+class _Lapsed:
+    role: Role
+    at: float
+
+
+class LeaseElector(BaseElector):
+    """A member of a lease group on some store; `etcd.create` and `zookeeper.create` build one."""
+
+    def __init__(self, scheme: str, options: _LeaseOptions, member: str, roles: tuple[Role, ...], store: Store,
+                 timing: Timing, characteristics: Characteristics) -> None:
+        super().__init__(member, roles)
+        self.scheme = scheme
+        self.options = options
+        self.revoke_timeout = options.revoke_timeout
+        self._store = store
+        self._timing = timing
+        self._characteristics = characteristics
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._handovers: queue.SimpleQueue[Release | None] = queue.SimpleQueue()
+        self._core: LeaseCore | None = None
+        self._session_down = False
+        self._reopen_at = 0.0
+        self._abort = threading.Event()
+        self._finished = threading.Event()
+        self._waiters: list[_Resign] = []
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def characteristics(self) -> Characteristics:
+        return self._characteristics
+
+    @property
+    def requests(self) -> int:
+        """Requests sent to the store so far (the load this member puts on it)."""
+        return self._store.requests
+
+    # ------------------------------------------------------------------------------------------ hooks
+    def _on_start(self) -> None:
+        record = MemberRecord(self.member, frozenset(self.roles))
+        opened = self._store.open(record, self._queue.put, self.options.connect_timeout)
+        now = time.monotonic()
+        core = LeaseCore(self.member, opened.session, self._timing, self.roles, now, opened.lease_until)
+        for obs in opened.observations:
+            core.observe(obs, now)
+        self._core = core
+        for target, name in ((self._run, "loop"), (self._run_handovers, "handover")):
+            thread = threading.Thread(target=target, name=f"elect-lease-{name}-{self.member}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _on_stop(self, timeout: float | None) -> None:
+        self._queue.put(_Stop())
+        limit = timeout if timeout is not None else self.options.revoke_timeout + 5 * self.options.timeout + 5
+        if not self._finished.wait(limit):
+            log.warning("elect: %s: handover not finished after %.1f s; closing the session", self.member, limit)
+            self._abort.set()
+            self._queue.put(_Stop())
+            self._finished.wait(self.options.timeout * 4 + 1)
+        self._handovers.put(None)
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(self.options.timeout * 4 + 1)
+
+    def _on_resign(self, role: Role) -> None:
+        done = threading.Event()
+        self._queue.put(_Resign(role, done))
+        if not self._dispatcher.on_dispatch_thread() and not self._on_loop_thread():
+            done.wait(self.options.revoke_timeout + 4 * self.options.timeout)
+
+    def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
+        self._queue.put(_Roles(tuple(self.roles)))
+
+    def _on_lapsed(self, role: Role) -> None:
+        self._queue.put(_Lapsed(role, time.monotonic()))
+
+    def _on_loop_thread(self) -> bool:
+        return bool(self._threads) and threading.current_thread() is self._threads[0]
+
+    # ------------------------------------------------------------------------------------------ loop
+    def _run(self) -> None:
+        assert self._core is not None
+        core = self._core
+        try:
+            while not self._abort.is_set():
+                timeout = max(0.0, (self._reopen_at if self._session_down else core.next_wakeup())
+                              - time.monotonic())
+                try:
+                    item: object | None = self._queue.get(timeout=min(timeout, 3600.0))
+                except queue.Empty:
+                    item = None
+                if item is not None:
+                    self._apply(item)
+                self._drain()
+                if self._session_down:
+                    if core.stopping:
+                        break  # the session is gone, and with it everything it held
+                    self._try_reopen()
+                else:
+                    self._step()
+                self._wake_waiters()
+                if core.finished:
+                    break
+        except Exception:
+            log.exception("elect: %s: lease loop failed; fencing every role", self.member)
+        finally:
+            for role in list(self._leaderships):
+                self._fence(role)
+            try:
+                self._store.close(self.options.timeout)
+            except Exception as exc:
+                log.warning("elect: %s: closing the store session failed: %s", self.member, exc)
+            self._finished.set()
+            for waiter in self._waiters:
+                waiter.done.set()
+
+    def _apply(self, item: object) -> None:
+        core = self._core
+        assert core is not None
+        now = time.monotonic()
+        if isinstance(item, _Released):
+            core.released(item.role, now)
+        elif isinstance(item, _Lapsed):
+            core.lapsed(item.role, now, item.at)
+        elif isinstance(item, _Roles):
+            self._store.track(item.roles)
+            core.set_roles(item.roles, now)
+        elif isinstance(item, _Resign):
+            core.resign(item.role, now)
+            self._waiters.append(item)
+        elif isinstance(item, _Stop):
+            core.stop(now)
+        elif isinstance(item, Suspended):
+            core.suspended(now)
+        elif isinstance(item, Gone):
+            self._lose_session(now)
+        elif isinstance(item, Task):
+            item.fn()
+        else:
+            core.observe(item, now)  # type: ignore[arg-type]
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            self._apply(item)
+
+    def _step(self) -> None:
+        """Execute the core's decisions, feeding each store action's outcome back before the next.
+
+        Leadership changes and handovers cost no I/O and take effect at once; store actions queue in
+        order, so a store that times out every request slows them all alike and starves none.
+        """
+        core = self._core
+        assert core is not None
+        work: deque[StoreAction] = deque(self._apply_decisions(core.evaluate(time.monotonic())))
+        while work and not self._abort.is_set() and not core.finished and not self._session_down:
+            action = work.popleft()
+            self._drain()
+            if self._session_down:
+                break  # dropped: rebind() forgets what was in flight
+            self._execute(action)
+            if not self._session_down:
+                work.extend(self._apply_decisions(core.evaluate(time.monotonic())))
+
+    def _apply_decisions(self, outputs: list[Output]) -> list[StoreAction]:
+        """Apply leadership changes and start handovers; return the store actions, in order."""
+        core = self._core
+        assert core is not None
+        actions: list[StoreAction] = []
+        for out in outputs:
+            if isinstance(out, Acquire):
+                self._acquire(out.role, out.token, out.deadline)
+            elif isinstance(out, Extend):
+                if not self._extend(out.role, out.deadline):
+                    core.lapsed(out.role, time.monotonic())
+            elif isinstance(out, Fence):
+                self._fence(out.role, out.until)
+            elif isinstance(out, Release):
+                self._handovers.put(out)
+            else:
+                actions.append(out)
+        return actions
+
+    def _execute(self, action: StoreAction) -> None:
+        core = self._core
+        assert core is not None
+        sent = time.monotonic()
+        ok, seen = True, []
+        try:
+            seen = self._store.execute(action, self.options.timeout)
+        except SessionLost as exc:
+            log.warning("elect: %s: session lost (%s)", self.member, exc)
+            core.done(action, False, sent, time.monotonic())
+            self._lose_session(time.monotonic())
+            return
+        except StoreError as exc:
+            log.info("elect: %s: %s failed: %s", self.member, type(action).__name__, exc)
+            ok = False
+        now = time.monotonic()
+        for obs in seen:
+            core.observe(obs, now)
+        core.done(action, ok, sent, now)
+
+    def _lose_session(self, now: float) -> None:
+        core = self._core
+        assert core is not None
+        core.suspended(now)
+        self._apply_decisions(core.evaluate(now))  # fence now; store actions wait for the new session
+        self._session_down = True
+        self._reopen_at = now
+
+    def _try_reopen(self) -> None:
+        core = self._core
+        assert core is not None
+        record = core.record(time.monotonic())
+        try:
+            opened = self._store.reopen(record, self.options.timeout)
+        except StoreError as exc:
+            log.info("elect: %s: no new session yet: %s", self.member, exc)
+            self._reopen_at = time.monotonic() + self._timing.renew_interval
+            return
+        now = time.monotonic()
+        core.rebind(opened.session, now, opened.lease_until)
+        for obs in opened.observations:
+            core.observe(obs, now)
+        self._session_down = False
+        log.warning("elect: %s: new session %s", self.member, opened.session)
+
+    def _wake_waiters(self) -> None:
+        core = self._core
+        assert core is not None
+        pending = []
+        for waiter in self._waiters:
+            (pending.append(waiter) if core.busy(waiter.role) else waiter.done.set())
+        self._waiters = pending
+
+    def _run_handovers(self) -> None:
+        while True:
+            item = self._handovers.get()
+            if item is None:
+                return
+            try:
+                self._revoke(item.role, wait=True)
+            finally:
+                self._queue.put(_Released(item.role))

@@ -1,0 +1,331 @@
+"""`etcd://`: the lease core on etcd, through the v3 JSON gateway.
+
+Layout under /PREFIX/: `roles/<role>` (value: holder; bound to the holder's lease; created only if
+absent, so its creation revision is the fencing token) and `members/<lease id>` (value: member and the
+roles it contends for). Each heartbeat is one transaction that touches the member's own entry (new
+mod revision: the holder is alive) and reads every key, so it both proves liveness and refreshes the
+member's view even when the watch lags. The watch makes handovers immediate. etcd's lease (whole
+seconds, expiry swept coarsely) is only the backstop that clears a dead member's keys: contenders time
+a silent holder themselves (see `elect.lease.core`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from elect.contract import Characteristics
+from elect.errors import InfrastructureUnavailable
+from elect.lease.driver import LeaseElector, Opened, SessionLost, Sink, StoreError
+from elect.lease.etcd_gateway import (
+    JSON,
+    Gateway,
+    GatewayError,
+    Unreachable,
+    WatchStream,
+    b64,
+    range_end,
+    revision,
+    unb64,
+)
+from elect.lease.model import (
+    Create,
+    Delete,
+    Expire,
+    Heartbeat,
+    Holder,
+    KeepAlive,
+    LeaseSeen,
+    MemberRecord,
+    MemberSeen,
+    Observation,
+    Publish,
+    RoleSeen,
+    Snapshot,
+    StoreAction,
+)
+from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name, role_of
+from elect.lease.options import EtcdOptions
+from elect.roles import Role
+
+log = logging.getLogger("elect.lease")
+
+
+class EtcdStore:
+    """The `Store` of `elect.lease.driver` on etcd."""
+
+    def __init__(self, options: EtcdOptions, member: str) -> None:
+        self.options = options
+        self.member = member
+        self._gw = Gateway(options.endpoints)
+        self._prefix = options.key_prefix
+        self._roles = self._prefix + "roles/"
+        self._members = self._prefix + "members/"
+        self._lease = 0
+        self.session = ""
+        self._sink: Sink | None = None
+        self._closed = threading.Event()
+        self._watch: WatchStream | None = None
+        self._watch_thread: threading.Thread | None = None
+        self._watch_lock = threading.Lock()
+        self._watch_rev = 0          # the newest revision the watch has delivered
+        self._next_rev = 0           # where a restarted watch resumes
+        self._unseen: tuple[int, float] | None = None  # (own heartbeat revision, when) not yet watched
+        self._watch_requests = 0
+
+    @property
+    def requests(self) -> int:
+        return self._gw.requests + self._watch_requests
+
+    # ------------------------------------------------------------------------------------------ session
+    def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
+        self._sink = sink
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                opened = self._register(record, max(0.05, deadline - time.monotonic()))
+                break
+            except StoreError as exc:
+                if time.monotonic() >= deadline:
+                    self._gw.close()
+                    where = ",".join(self.options.endpoints)
+                    raise InfrastructureUnavailable(
+                        f"etcd at {where} did not answer within {timeout:g} s (connect_timeout): {exc}") from None
+                self._closed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+        snapshot = opened.observations[0]
+        assert isinstance(snapshot, Snapshot)
+        self._next_rev = snapshot.rev + 1
+        self._watch_thread = threading.Thread(target=self._watch_loop, name=f"elect-etcd-watch-{self.member}",
+                                              daemon=True)
+        self._watch_thread.start()
+        return opened
+
+    def reopen(self, record: MemberRecord, timeout: float) -> Opened:
+        return self._register(record, timeout)
+
+    def _register(self, record: MemberRecord, timeout: float) -> Opened:
+        """Grant a lease, enter the membership directory under it, and read everything."""
+        sent = time.monotonic()
+        grant = self._call("lease/grant", {"TTL": self.options.lease_seconds}, timeout)
+        lease, ttl = int(grant.get("ID", 0)), int(grant.get("TTL", 0))
+        if not lease or ttl <= 0:
+            raise StoreError(f"lease not granted: {grant}")
+        self._lease, self.session = lease, f"{lease:x}"
+        self._call("kv/put", {"key": b64(self._member_key(self.session)), "value": b64(encode_record(record)),
+                              "lease": lease}, timeout)
+        data = self._txn([], [self._range(self._roles), self._range(self._members)], [], timeout)
+        return Opened(self.session, sent + ttl, [self._snapshot(data, 0)])
+
+    def track(self, roles: Iterable[Role]) -> None:
+        """Nothing to do: the watch covers the whole prefix."""
+
+    def close(self, timeout: float) -> None:
+        self._closed.set()
+        try:
+            if self._lease:
+                self._call("lease/revoke", {"ID": self._lease}, timeout)  # drops every key of the session
+        except StoreError:
+            pass
+        finally:
+            with self._watch_lock:
+                if self._watch is not None:
+                    self._watch.close()
+            self._gw.close()
+            if self._watch_thread is not None and self._watch_thread is not threading.current_thread():
+                self._watch_thread.join(timeout + 1)
+
+    # ------------------------------------------------------------------------------------------ actions
+    def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
+        if isinstance(action, Heartbeat):
+            return self._heartbeat(timeout)
+        if isinstance(action, KeepAlive):
+            sent = time.monotonic()
+            data = self._call("lease/keepalive", {"ID": self._lease}, timeout).get("result", {})
+            ttl = int(data.get("TTL", 0))
+            if ttl <= 0:
+                raise SessionLost(f"lease {self.session} expired")
+            return [LeaseSeen(sent + ttl)]
+        if isinstance(action, Create):
+            key = self._role_key(action.role)
+            put = {"request_put": {"key": b64(key), "value": b64(encode_holder(self.member, self.session)),
+                                   "lease": self._lease}}
+            data = self._txn([_compare(key, "CREATE", 0)], [put], [self._range(key, prefix=False)], timeout)
+            if data.get("succeeded"):
+                rev = revision(data)
+                return [RoleSeen(action.role, Holder(self.session, self.member, rev), rev)]
+            return [self._role_seen(action.role, data)]
+        if isinstance(action, Expire):
+            key, member = self._role_key(action.role), self._member_key(action.holder.session)
+            data = self._txn([_compare(key, "CREATE", action.holder.token), _compare(member, "MOD", action.version)],
+                             [{"request_delete_range": {"key": b64(key)}}],
+                             [self._range(key, prefix=False), self._range(member, prefix=False)], timeout)
+            if data.get("succeeded"):
+                return [RoleSeen(action.role, None, revision(data))]
+            return [self._role_seen(action.role, data), self._member_seen(action.holder.session, data)]
+        if isinstance(action, Delete):
+            key = self._role_key(action.role)
+            data = self._txn([_compare(key, "CREATE", action.token)], [{"request_delete_range": {"key": b64(key)}}],
+                             [self._range(key, prefix=False)], timeout)
+            if data.get("succeeded"):
+                return [RoleSeen(action.role, None, revision(data))]
+            return [self._role_seen(action.role, data)]
+        if isinstance(action, Publish):
+            self._call("kv/put", {"key": b64(self._member_key(self.session)),
+                                  "value": b64(encode_record(action.record)), "lease": self._lease}, timeout)
+            return []
+        raise StoreError(f"etcd cannot {type(action).__name__}")
+
+    def _heartbeat(self, timeout: float) -> list[Observation]:
+        key = self._member_key(self.session)
+        touch = {"request_put": {"key": b64(key), "ignore_value": True, "ignore_lease": True}}
+        data = self._txn([_compare(key, "CREATE", 0, "GREATER")],
+                         [touch, self._range(self._roles), self._range(self._members)], [], timeout)
+        if not data.get("succeeded"):
+            raise SessionLost(f"membership entry of session {self.session} is gone (lease expired)")
+        self._check_watch(revision(data))
+        return [self._snapshot(data, 1)]
+
+    # ------------------------------------------------------------------------------------------ watch
+    def _watch_loop(self) -> None:
+        """Follow the prefix from the last delivered revision on, moving between endpoints on failure."""
+        read_timeout = max(1.0, 4 * self.options.interval)
+        index = self._gw.current
+        while not self._closed.is_set():
+            stream = WatchStream(self._gw.endpoints[index], self._prefix, self._next_rev,
+                                 self.options.timeout, read_timeout)
+            with self._watch_lock:
+                if self._closed.is_set():
+                    return
+                self._watch = stream
+            self._watch_requests += 1
+            try:
+                for result in stream.results():
+                    self._on_watch(result)
+            except Exception as exc:  # any failure of the stream means: reconnect where it stopped
+                log.debug("elect: etcd watch ended: %s", exc)
+            finally:
+                stream.close()
+            index = (index + 1) % len(self._gw.endpoints)
+            self._closed.wait(0.05)
+
+    def _on_watch(self, result: JSON) -> None:
+        assert self._sink is not None
+        if result.get("compact_revision"):
+            self._next_rev = 0  # resume from now; the next heartbeat's snapshot fills the gap
+            raise OSError("watch compacted")
+        if result.get("canceled"):
+            raise OSError(f"watch canceled: {result.get('cancel_reason', '')}")
+        for event in result.get("events", []):
+            kv = event.get("kv", {})
+            rev = int(kv.get("mod_revision", 0))
+            seen = self._decode(kv, deleted=event.get("type") == "DELETE", rev=rev)
+            if seen is not None:
+                self._sink(seen)
+            self._next_rev = max(self._next_rev, rev + 1)
+        self._watch_rev = max(self._watch_rev, revision(result))
+
+    def _check_watch(self, own_rev: int) -> None:
+        """Restart a watch that has not delivered this member's own heartbeat two intervals later."""
+        now = time.monotonic()
+        if self._unseen is not None and self._watch_rev < self._unseen[0] and \
+                now - self._unseen[1] > 2 * self.options.interval:
+            with self._watch_lock:
+                if self._watch is not None:
+                    self._watch.close()
+            self._unseen = None
+        if self._unseen is None or self._watch_rev >= self._unseen[0]:
+            self._unseen = (own_rev, now)
+
+    # ------------------------------------------------------------------------------------------ decoding
+    def _decode(self, kv: JSON, *, deleted: bool, rev: int) -> Observation | None:
+        key = unb64(kv.get("key")).decode(errors="replace")
+        if key.startswith(self._roles):
+            role = role_of(key[len(self._roles):])
+            return RoleSeen(role, None if deleted else self._holder(kv), rev)
+        if key.startswith(self._members):
+            session = key[len(self._members):]
+            if deleted:
+                return MemberSeen(session, None, 0, rev)
+            return MemberSeen(session, decode_record(unb64(kv.get("value"))), int(kv.get("mod_revision", 0)), rev)
+        return None
+
+    def _holder(self, kv: JSON) -> Holder:
+        return decode_holder(unb64(kv.get("value")), int(kv.get("create_revision", 0)),
+                             f"{int(kv.get('lease', 0)):x}")
+
+    def _snapshot(self, data: JSON, first: int) -> Snapshot:
+        responses = data.get("responses", [])
+        roles: dict[Role, Holder] = {}
+        members: dict[str, tuple[MemberRecord, int]] = {}
+        for kv in _kvs(responses[first]):
+            key = unb64(kv.get("key")).decode(errors="replace")
+            roles[role_of(key[len(self._roles):])] = self._holder(kv)
+        for kv in _kvs(responses[first + 1]):
+            key = unb64(kv.get("key")).decode(errors="replace")
+            members[key[len(self._members):]] = (decode_record(unb64(kv.get("value"))), int(kv.get("mod_revision", 0)))
+        return Snapshot(roles, members, revision(data))
+
+    def _role_seen(self, role: Role, data: JSON) -> RoleSeen:
+        kvs = _kvs(data.get("responses", [{}])[0])
+        return RoleSeen(role, self._holder(kvs[0]) if kvs else None, revision(data))
+
+    def _member_seen(self, session: str, data: JSON) -> MemberSeen:
+        responses = data.get("responses", [])
+        kvs = _kvs(responses[1]) if len(responses) > 1 else []
+        if not kvs:
+            return MemberSeen(session, None, 0, revision(data))
+        kv = kvs[0]
+        return MemberSeen(session, decode_record(unb64(kv.get("value"))), int(kv.get("mod_revision", 0)),
+                          revision(data))
+
+    # ------------------------------------------------------------------------------------------ plumbing
+    def _role_key(self, role: Role) -> str:
+        return self._roles + role_name(role)
+
+    def _member_key(self, session: str) -> str:
+        return self._members + session
+
+    def _range(self, key: str, prefix: bool = True) -> JSON:
+        request = {"key": b64(key)}
+        if prefix:
+            request["range_end"] = b64(range_end(key))
+        return {"request_range": request}
+
+    def _txn(self, compare: list[JSON], success: list[JSON], failure: list[JSON], timeout: float) -> JSON:
+        return self._call("kv/txn", {"compare": compare, "success": success, "failure": failure}, timeout)
+
+    def _call(self, path: str, body: JSON, timeout: float) -> JSON:
+        try:
+            return self._gw.call(path, body, timeout)
+        except GatewayError as exc:
+            if exc.not_found and "lease" in exc.message:
+                raise SessionLost(exc.message) from None
+            raise StoreError(str(exc)) from None
+        except Unreachable as exc:
+            raise StoreError(f"etcd unreachable: {exc}") from None
+
+
+def _compare(key: str, target: str, value: int, result: str = "EQUAL") -> JSON:
+    field = {"CREATE": "create_revision", "MOD": "mod_revision"}[target]
+    return {"key": b64(key), "target": target, "result": result, field: value}
+
+
+def _kvs(response: JSON) -> list[JSON]:
+    found: Any = response.get("response_range", {}).get("kvs", [])
+    return list(found)
+
+
+def characteristics(options: EtcdOptions) -> Characteristics:
+    """Exclusive while clocks run at one rate; a crashed leader's roles move after about ttl, plus up to
+    one renew interval for the last heartbeat to be seen."""
+    return Characteristics(exclusive=True, max_overlap=0.0, max_failover=options.ttl + options.interval,
+                           graceful_handover=True, token="etcd creation revision of the role's key")
+
+
+def create(options: EtcdOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:
+    timing = options.timing(silence_takeover=True, keepalive_interval=options.lease_seconds / 3)
+    store = EtcdStore(options, member)
+    return LeaseElector("etcd", options, member, roles, store, timing, characteristics(options))

@@ -1,0 +1,154 @@
+"""What flows in and out of the lease core: observations of the store, actions, leadership changes.
+
+Plain frozen records, no I/O, so the core can be driven by a real store or by a test on virtual time.
+Revisions (`rev`) order observations of one key: a driver gives every observation the store's own
+order (etcd revision; ZooKeeper zxid, doubled so that "gone after zxid z" sorts as 2z+1 between the
+node's creation and any later node), and the core ignores one older than what it already knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from elect.roles import Role
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a role's key: the holder's session (one per process incarnation), member id, and token."""
+
+    session: str
+    member: str
+    token: int
+
+
+@dataclass(frozen=True)
+class MemberRecord:
+    """What a member publishes in the membership directory: its id and the roles it contends for now.
+
+    `roles` None means unknown (treated as "contends for everything").
+    """
+
+    member: str
+    roles: frozenset[Role] | None
+
+
+# ---------------------------------------------------------------------------------------------- observations
+@dataclass(frozen=True)
+class RoleSeen:
+    """The key of `role` is held by `holder` (None: absent) as of revision `rev`."""
+
+    role: Role
+    holder: Holder | None
+    rev: int
+
+
+@dataclass(frozen=True)
+class MemberSeen:
+    """The membership entry of `session` is `record` (None: absent); `version` changes on every heartbeat."""
+
+    session: str
+    record: MemberRecord | None
+    version: int
+    rev: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every role key and membership entry under the prefix at revision `rev` (absent if not listed)."""
+
+    roles: Mapping[Role, Holder]
+    members: Mapping[str, tuple[MemberRecord, int]]
+    rev: int
+
+
+@dataclass(frozen=True)
+class LeaseSeen:
+    """The store's own lease (etcd) cannot expire before monotonic time `until`."""
+
+    until: float
+
+
+Observation = RoleSeen | MemberSeen | Snapshot | LeaseSeen
+
+
+# ---------------------------------------------------------------------------------------------- store actions
+@dataclass(frozen=True)
+class Heartbeat:
+    """Prove liveness: touch this member's entry (and, where the store can, read every key at once)."""
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """Renew the store's backstop lease (etcd)."""
+
+
+@dataclass(frozen=True)
+class Create:
+    """Create the role's key for this session if it is absent (compare-and-swap)."""
+
+    role: Role
+
+
+@dataclass(frozen=True)
+class Expire:
+    """Delete `holder`'s key of `role` if it and the holder's membership `version` are unchanged."""
+
+    role: Role
+    holder: Holder
+    version: int
+
+
+@dataclass(frozen=True)
+class Delete:
+    """Delete this session's key of `role` if it is still the one created with `token`."""
+
+    role: Role
+    token: int
+
+
+@dataclass(frozen=True)
+class Publish:
+    """Write this member's membership record (the roles it contends for now)."""
+
+    record: MemberRecord
+
+
+@dataclass(frozen=True)
+class Release:
+    """Orderly end of leadership: emit Revoked, let callbacks finish, then report `released(role)`."""
+
+    role: Role
+    token: int
+
+
+StoreAction = Heartbeat | KeepAlive | Create | Expire | Delete | Publish
+
+
+# ---------------------------------------------------------------------------------------------- leadership
+@dataclass(frozen=True)
+class Acquire:
+    """This member leads `role` under `token` until `deadline` (monotonic) unless extended."""
+
+    role: Role
+    token: int
+    deadline: float
+
+
+@dataclass(frozen=True)
+class Extend:
+    role: Role
+    deadline: float
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Leadership of `role` ended abruptly; by the member's own rule it ended at `until`."""
+
+    role: Role
+    until: float
+
+
+Output = StoreAction | Release | Acquire | Extend | Fence
+

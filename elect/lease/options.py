@@ -1,0 +1,142 @@
+"""Options of `etcd://` and `zookeeper://`, with the timing rules checked when they are built.
+
+Durations left unset follow the TTL (etcd `ttl`, ZooKeeper `session_timeout`): renew every quarter of
+it, stop after three quarters without a successful renewal, so a leader has stopped a quarter TTL
+before anyone may take over. `Timing` turns them into the core's clocks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from elect.lease.core import Timing, check_timing
+from elect.options import rule
+
+
+@dataclass(frozen=True)
+class _LeaseOptions:
+    """What both stores share.
+
+    renew_interval: heartbeat period (default TTL/4). renew_deadline: a leader stops when its last
+    successful heartbeat was sent this long ago (default 3/4 TTL; must lie between renew_interval and
+    the TTL). fair: share roles evenly (ceil(roles / live members) each). fair_delay: how long a member
+    at its share leaves a free role to one below it, and how long an imbalance lasts before roles are
+    shed (default renew_interval). resign_backoff: how long a resigned role is left to others, and how
+    soon a shed role may be shed again (default TTL). request_timeout: one request's budget (default
+    renew_deadline - renew_interval). connect_timeout: how long start() tries to reach the store
+    before InfrastructureUnavailable. revoke_timeout: longest wait for blocking Revoked callbacks.
+    """
+
+    renew_interval: float | None = None
+    renew_deadline: float | None = None
+    fair: bool = True
+    fair_delay: float | None = None
+    resign_backoff: float | None = None
+    request_timeout: float | None = None
+    connect_timeout: float = 5.0
+    revoke_timeout: float = 30.0
+
+    def _ttl(self) -> tuple[str, float]:
+        raise NotImplementedError
+
+    @property
+    def ttl_seconds(self) -> float:
+        return self._ttl()[1]
+
+    @property
+    def interval(self) -> float:
+        return self.renew_interval if self.renew_interval is not None else self.ttl_seconds / 4
+
+    @property
+    def deadline(self) -> float:
+        return self.renew_deadline if self.renew_deadline is not None else self.ttl_seconds * 3 / 4
+
+    @property
+    def timeout(self) -> float:
+        return self.request_timeout if self.request_timeout is not None else self.deadline - self.interval
+
+    def timing(self, *, silence_takeover: bool, keepalive_interval: float | None = None) -> Timing:
+        name, ttl = self._ttl()
+        return Timing(ttl=ttl, renew_interval=self.interval, renew_deadline=self.deadline, fair=self.fair,
+                      fair_delay=self.fair_delay if self.fair_delay is not None else self.interval,
+                      resign_backoff=self.resign_backoff if self.resign_backoff is not None else ttl,
+                      retry_interval=max(0.01, self.interval / 5), silence_takeover=silence_takeover,
+                      keepalive_interval=keepalive_interval, ttl_name=name)
+
+    def _check(self) -> None:
+        name, ttl = self._ttl()
+        check_timing(ttl, self.interval, self.deadline, name)
+        rule(self.timeout > 0, "request_timeout", "must be > 0")
+        rule(self.connect_timeout > 0, "connect_timeout", "must be > 0")
+        rule(self.revoke_timeout > 0, "revoke_timeout", "must be > 0")
+        for field in ("fair_delay", "resign_backoff"):
+            value = getattr(self, field)
+            rule(value is None or value >= 0, field, "must be >= 0")
+
+
+def _hosts(hosts: tuple[str, ...], parameter: str) -> None:
+    rule(bool(hosts), parameter, "name at least one HOST:PORT")
+    for host in hosts:
+        name, _, port = host.rpartition(":")
+        rule(bool(name) and port.isdigit() and 0 < int(port) < 65536, parameter,
+             f"expected HOST:PORT, got {host!r}")
+
+
+@dataclass(frozen=True)
+class EtcdOptions(_LeaseOptions):
+    """`etcd://HOST:PORT[,HOST:PORT]/PREFIX?ttl=1.0&...` (the gRPC gateway's /v3/ JSON API).
+
+    endpoints: the cluster's client addresses (requests fail over between them). prefix: keys live
+    under /PREFIX/. ttl: silence after which a holder's key may be taken over. lease_ttl: whole
+    seconds of etcd's own lease, the backstop that removes a dead member's keys (default
+    max(2, ceil(2 ttl))); renewed every third of it.
+    """
+
+    endpoints: tuple[str, ...] = ()
+    prefix: str = "elect"
+    ttl: float = 1.0
+    lease_ttl: int | None = None
+
+    def __post_init__(self) -> None:
+        _hosts(self.endpoints, "endpoints")
+        rule(bool(self.prefix.strip("/")), "prefix", "cannot be empty")
+        self._check()
+        rule(self.lease_ttl is None or self.lease_ttl >= 1, "lease_ttl", "must be >= 1 (whole seconds)")
+
+    def _ttl(self) -> tuple[str, float]:
+        return "ttl", self.ttl
+
+    @property
+    def lease_seconds(self) -> int:
+        return self.lease_ttl if self.lease_ttl is not None else max(2, math.ceil(2 * self.ttl))
+
+    @property
+    def key_prefix(self) -> str:
+        return "/" + self.prefix.strip("/") + "/"
+
+
+@dataclass(frozen=True)
+class ZooKeeperOptions(_LeaseOptions):
+    """`zookeeper://HOST:PORT[,HOST:PORT]/PATH?session_timeout=1.0&...`.
+
+    hosts: the ensemble's client addresses. path: the group's node. session_timeout: the ZooKeeper
+    session timeout asked for (the server may raise it to at least 2 ticks; start() refuses a session
+    whose negotiated timeout is not longer than renew_deadline).
+    """
+
+    hosts: tuple[str, ...] = ()
+    path: str = "elect"
+    session_timeout: float = 1.0
+
+    def __post_init__(self) -> None:
+        _hosts(self.hosts, "hosts")
+        rule(bool(self.path.strip("/")), "path", "cannot be empty")
+        self._check()
+
+    def _ttl(self) -> tuple[str, float]:
+        return "session_timeout", self.session_timeout
+
+    @property
+    def root(self) -> str:
+        return "/" + self.path.strip("/")

@@ -1,0 +1,26 @@
+"""The `etcd://` and `zookeeper://` entry points: light objects that import no store client."""
+
+from __future__ import annotations
+
+from elect.lease.options import EtcdOptions, ZooKeeperOptions
+from elect.registry import Plugin
+
+ETCD = Plugin(
+    scheme="etcd",
+    summary="CAS lease per role on etcd (v3 JSON gateway), fenced on the member's own clock",
+    options=EtcdOptions,
+    factory="elect.lease.etcd:create",
+    url_parts={"hosts": "endpoints", "path": "prefix"},
+    extra="etcd",
+    requires=(),  # speaks etcd's /v3/ JSON gateway with the standard library
+)
+
+ZOOKEEPER = Plugin(
+    scheme="zookeeper",
+    summary="ephemeral node per role on ZooKeeper (kazoo), fenced on SUSPENDED and on the member's own clock",
+    options=ZooKeeperOptions,
+    factory="elect.lease.zookeeper:create",
+    url_parts={"hosts": "hosts", "path": "path"},
+    extra="zookeeper",
+    requires=("kazoo",),
+)

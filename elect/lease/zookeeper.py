@@ -1,0 +1,374 @@
+"""`zookeeper://`: the lease core on ZooKeeper, with kazoo.
+
+Layout under /PATH: `roles/<role>` (ephemeral, value: holder; its creation zxid is the fencing token)
+and `members/<session id>` (ephemeral, value: member and the roles it contends for). The server
+deletes a dead member's nodes when its session expires, so contenders wait for the deletion instead of
+timing silence. A leader stops when its connection is SUSPENDED, and in any case `renew_deadline`
+after its last successful heartbeat was sent (a read on its own session, which the server can only
+answer while the session lives; the session cannot expire before `session_timeout` after it).
+
+Watches are armed with kazoo's asynchronous calls and re-armed on every event and reconnection, so
+no kazoo callback ever blocks on a disconnected server.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from elect.contract import Characteristics
+from elect.errors import ConfigError, InfrastructureUnavailable
+from elect.lease.driver import Gone, LeaseElector, Opened, SessionLost, Sink, StoreError, Suspended, Task
+from elect.lease.model import (
+    Create,
+    Delete,
+    Heartbeat,
+    Holder,
+    MemberRecord,
+    MemberSeen,
+    Observation,
+    Publish,
+    RoleSeen,
+    StoreAction,
+)
+from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name
+from elect.lease.options import ZooKeeperOptions
+from elect.roles import Role
+
+log = logging.getLogger("elect.lease")
+
+Report = Callable[[bytes | None, Any, int], None]
+
+
+class _NodeWatch:
+    """Reports one node's state (data, stat, rev) now and after every change, until stopped.
+
+    `rev` orders reports: 2 x mzxid while the node exists, 2 x (last mzxid seen) + 1 once it is gone.
+    """
+
+    def __init__(self, store: ZooKeeperStore, path: str, report: Report) -> None:
+        self._store = store
+        self.path = path
+        self._report = report
+        self._last = 0
+        self.first = threading.Event()
+        self.stopped = False
+
+    def arm(self) -> None:
+        if not self.stopped:
+            self._store.count()
+            self._store.client.exists_async(self.path, watch=self._fired).rawlink(self._on_exists)
+
+    def _fired(self, event: object) -> None:
+        self.arm()
+
+    def _on_exists(self, result: Any) -> None:
+        try:
+            stat = result.get()
+        except Exception:  # connection trouble: re-armed when connected again
+            return
+        if stat is None:
+            self._deliver(None, None)
+        elif not self.stopped:
+            self._store.count()
+            self._store.client.get_async(self.path).rawlink(self._on_get)
+
+    def _on_get(self, result: Any) -> None:
+        try:
+            data, stat = result.get()
+        except Exception:  # gone meanwhile (the exists watch reports it) or connection trouble
+            return
+        self._deliver(data, stat)
+
+    def _deliver(self, data: bytes | None, stat: Any) -> None:
+        if self.stopped:
+            return
+        if stat is None:
+            rev = 2 * self._last + 1
+        else:
+            self._last = max(self._last, int(stat.mzxid))
+            rev = 2 * int(stat.mzxid)
+        self._report(data, stat, rev)
+        self.first.set()
+
+
+class ZooKeeperStore:
+    """The `Store` of `elect.lease.driver` on ZooKeeper."""
+
+    def __init__(self, options: ZooKeeperOptions, member: str) -> None:
+        self.options = options
+        self.member = member
+        self._requests = 0
+        self._members = options.root + "/members"
+        self._roles = options.root + "/roles"
+        self.session = ""
+        self._client: Any = None
+        self._sink: Sink | None = None
+        self._tracked: dict[Role, _NodeWatch] = {}
+        self._member_watches: dict[str, _NodeWatch] = {}
+        self._lock = threading.Lock()
+        self._children_first = threading.Event()
+        self.negotiated: float | None = None
+
+    @property
+    def requests(self) -> int:
+        return self._requests
+
+    def count(self, n: int = 1) -> None:
+        self._requests += n
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    # ------------------------------------------------------------------------------------------ session
+    def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
+        from kazoo.client import KazooClient
+        from kazoo.retry import KazooRetry
+
+        self._sink = sink
+        retry = KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5)
+        self._client = KazooClient(hosts=",".join(self.options.hosts), timeout=self.options.session_timeout,
+                                   connection_retry=retry, logger=logging.getLogger("elect.lease.kazoo"))
+        self._capture_negotiated_timeout()
+        self._client.add_listener(self._on_state)
+        try:
+            self._client.start(timeout=timeout)
+        except Exception as exc:
+            self._shutdown()
+            where = ",".join(self.options.hosts)
+            raise InfrastructureUnavailable(f"ZooKeeper at {where} did not answer within {timeout:g} s "
+                                            f"(connect_timeout): {exc}") from None
+        try:
+            self._check_session_timeout()
+            for path in (self._members, self._roles):
+                self._client.ensure_path_async(path).get(timeout=timeout)
+            self.track(record.roles or ())
+            return self._register(record, timeout)
+        except BaseException:
+            self._shutdown()
+            raise
+
+    def reopen(self, record: MemberRecord, timeout: float) -> Opened:
+        if not self._client.connected:
+            raise StoreError("not connected to ZooKeeper")
+        return self._register(record, timeout)
+
+    def _register(self, record: MemberRecord, timeout: float) -> Opened:
+        """Enter the membership directory under the current session and (re)arm every watch."""
+        try:
+            session = f"{self._client.client_id[0]:x}"
+            self.count()
+            self._client.create_async(self._member_path(session), encode_record(record), ephemeral=True) \
+                .get(timeout=timeout)
+        except Exception as exc:
+            raise self._error(exc) from None
+        self.session = session
+        self._rearm()
+        deadline = time.monotonic() + timeout
+        self._children_first.wait(timeout)
+        with self._lock:
+            watches = [*self._member_watches.values(), *self._tracked.values()]
+        for watch in watches:  # the first reports are queued before the core decides anything
+            watch.first.wait(max(0.0, deadline - time.monotonic()))
+        return Opened(session, math.inf, [])
+
+    def _capture_negotiated_timeout(self) -> None:
+        """Record the session timeout the server granted (kazoo keeps it private)."""
+        connection = getattr(self._client, "_connection", None)
+        connect = getattr(connection, "_connect", None)
+        if connect is None:
+            return
+
+        def capturing(*args: Any) -> Any:
+            read_timeout, connect_timeout = connect(*args)
+            self.negotiated = read_timeout * 1.5 / 1000.0  # kazoo reads for 2/3 of the negotiated timeout
+            return read_timeout, connect_timeout
+
+        connection._connect = capturing  # type: ignore[union-attr]
+
+    def _check_session_timeout(self) -> None:
+        granted = self.negotiated
+        if granted is None:
+            return
+        if granted <= self.options.deadline:
+            raise ConfigError(f"ZooKeeper granted a session timeout of {granted:g} s, not longer than "
+                              f"renew_deadline {self.options.deadline:g} s: lower renew_deadline or raise the "
+                              "server's maxSessionTimeout", parameter="session_timeout")
+        if granted > self.options.session_timeout + 1e-6:
+            log.info("elect: ZooKeeper raised the session timeout to %g s; failover takes that long", granted)
+
+    def _on_state(self, state: str) -> None:
+        """kazoo's connection states, from its connection thread: queue them, never block."""
+        if self._sink is None:
+            return
+        if state == "SUSPENDED":
+            self._sink(Suspended())
+        elif state == "LOST":
+            self._sink(Gone())
+        elif state == "CONNECTED":
+            self._sink(Task(self._rearm))
+
+    def track(self, roles: Iterable[Role]) -> None:
+        wanted = set(roles)
+        for role in list(self._tracked):
+            if role not in wanted:
+                self._tracked.pop(role).stopped = True
+        for role in wanted - set(self._tracked):
+            watch = self._tracked[role] = _NodeWatch(self, self._role_path(role), self._role_report(role))
+            if self._client is not None and self._client.connected:
+                watch.arm()
+
+    def close(self, timeout: float) -> None:
+        for watch in [*self._tracked.values(), *self._member_watches.values()]:
+            watch.stopped = True
+        self._sink = None
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._client is None:
+            return
+        try:
+            self._client.stop()  # closes the session: the server drops our ephemeral nodes at once
+            self._client.close()
+        except Exception as exc:
+            log.info("elect: closing the ZooKeeper client: %s", exc)
+
+    # ------------------------------------------------------------------------------------------ watches
+    def _rearm(self) -> None:
+        self.count()
+        self._client.get_children_async(self._members, watch=self._members_fired).rawlink(self._on_children)
+        with self._lock:
+            watches = [*self._member_watches.values(), *self._tracked.values()]
+        for watch in watches:
+            watch.arm()
+
+    def _members_fired(self, event: object) -> None:
+        self.count()
+        self._client.get_children_async(self._members, watch=self._members_fired).rawlink(self._on_children)
+
+    def _on_children(self, result: Any) -> None:
+        try:
+            children = result.get()
+        except Exception:
+            return
+        fresh = []
+        with self._lock:
+            for name in children:
+                if name not in self._member_watches:
+                    watch = self._member_watches[name] = _NodeWatch(self, f"{self._members}/{name}",
+                                                                    self._member_report(name))
+                    fresh.append(watch)
+        for watch in fresh:
+            watch.arm()
+        self._children_first.set()
+
+    def _role_report(self, role: Role) -> Report:
+        def report(data: bytes | None, stat: Any, rev: int) -> None:
+            holder = None if stat is None else self._holder(data or b"", stat)
+            self._emit(RoleSeen(role, holder, rev))
+        return report
+
+    def _member_report(self, session: str) -> Report:
+        def report(data: bytes | None, stat: Any, rev: int) -> None:
+            if stat is None:
+                with self._lock:
+                    watch = self._member_watches.pop(session, None)
+                if watch is not None:
+                    watch.stopped = True  # session ids are never reused: nothing more to see
+                self._emit(MemberSeen(session, None, 0, rev))
+            else:
+                self._emit(MemberSeen(session, decode_record(data or b""), int(stat.mzxid), rev))
+        return report
+
+    def _emit(self, seen: Observation) -> None:
+        sink = self._sink
+        if sink is not None:
+            sink(seen)
+
+    # ------------------------------------------------------------------------------------------ actions
+    def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
+        try:
+            return self._execute(action, timeout)
+        except (StoreError, ConfigError):
+            raise
+        except Exception as exc:
+            raise self._error(exc) from None
+
+    def _execute(self, action: StoreAction, timeout: float) -> list[Observation]:
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+
+        client = self._client
+        self.count()
+        if isinstance(action, Heartbeat):
+            if client.exists_async(self._member_path(self.session)).get(timeout=timeout) is None:
+                raise SessionLost(f"membership node of session {self.session} is gone")
+            return []
+        if isinstance(action, Create):
+            path = self._role_path(action.role)
+            try:
+                _, stat = client.create_async(path, encode_holder(self.member, self.session), ephemeral=True,
+                                              include_data=True).get(timeout=timeout)
+                return [RoleSeen(action.role, Holder(self.session, self.member, int(stat.czxid)), 2 * int(stat.mzxid))]
+            except NodeExistsError:
+                pass
+            try:
+                self.count()
+                data, stat = client.get_async(path).get(timeout=timeout)
+            except NoNodeError:
+                return []
+            return [RoleSeen(action.role, self._holder(data, stat), 2 * int(stat.mzxid))]
+        if isinstance(action, Delete):
+            txn = client.transaction()
+            txn.check(self._member_path(self.session), -1)  # only while our session (owner of the node) lives
+            txn.delete(self._role_path(action.role))
+            results = txn.commit_async().get(timeout=timeout)
+            if isinstance(results[0], NoNodeError):
+                raise SessionLost(f"membership node of session {self.session} is gone")
+            if results[1] is True or isinstance(results[1], NoNodeError):
+                return [RoleSeen(action.role, None, 2 * action.token + 1)]
+            raise StoreError(f"delete of {action.role!r} failed: {results}")
+        if isinstance(action, Publish):
+            try:
+                data = encode_record(action.record)
+                client.set_data_async(self._member_path(self.session), data).get(timeout=timeout)
+            except NoNodeError:
+                raise SessionLost(f"membership node of session {self.session} is gone") from None
+            return []
+        raise StoreError(f"ZooKeeper cannot {type(action).__name__}")
+
+    def _error(self, exc: Exception) -> StoreError:
+        from kazoo.exceptions import SessionExpiredError
+
+        if isinstance(exc, SessionExpiredError):
+            return SessionLost("ZooKeeper session expired")
+        return StoreError(f"{type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------------------------------ names
+    def _holder(self, data: bytes, stat: Any) -> Holder:
+        return decode_holder(data, int(stat.czxid), f"{int(stat.ephemeralOwner):x}")
+
+    def _role_path(self, role: Role) -> str:
+        return f"{self._roles}/{role_name(role)}"
+
+    def _member_path(self, session: str) -> str:
+        return f"{self._members}/{session}"
+
+
+def characteristics(options: ZooKeeperOptions) -> Characteristics:
+    """Exclusive while clocks run at one rate; a crashed leader's roles move when the server expires its
+    session: session_timeout (as negotiated) plus the server's expiry tick, bounded here by one renew
+    interval of slack."""
+    return Characteristics(exclusive=True, max_overlap=0.0,
+                           max_failover=options.session_timeout + options.interval, graceful_handover=True,
+                           token="ZooKeeper creation zxid of the role's node")
+
+
+def create(options: ZooKeeperOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:
+    timing = options.timing(silence_takeover=False)
+    store = ZooKeeperStore(options, member)
+    return LeaseElector("zookeeper", options, member, roles, store, timing, characteristics(options))

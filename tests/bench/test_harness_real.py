@@ -1,0 +1,47 @@
+"""The harness end to end on real processes and a real store: every fault kind, the network cut included,
+and the network-namespace hosts torn down even when a run fails."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from elect.bench import plots, report, scenario, suite
+from elect.cluster.netns import leftovers
+
+pytestmark = pytest.mark.infra
+
+
+def test_every_fault_kind_against_etcd(tmp_path: Path) -> None:
+    chosen = scenario.load({"name": "smoke", "methods": ["etcd"], "faults": ["kill", "stop", "pause", "cut"],
+                            "trials": 1, "members": 3, "roles": 4, "budget": 1.0, "hold": 2.5})
+    statuses: list[str] = []
+    result = suite.run(chosen, tmp_path / "work", lambda cell, done, total, status: statuses.append(status),
+                       command="pytest")
+    by_fault = {c.fault: c for c in result.cells}
+    for fault, cell in by_fault.items():
+        trial = cell.trials[0]
+        assert trial.ok, f"{fault}: {trial.error}"
+        assert trial.failover and trial.unrecovered == 0, f"{fault}: no survivor took over"
+        assert trial.violations == [], f"{fault}: {trial.violations}"
+    assert by_fault["stop"].trials[0].failover[0] < by_fault["kill"].trials[0].failover[0]  # graceful is faster
+    for fault in ("pause", "cut"):  # the frozen or cut-off leader ended its leadership by its own deadline
+        lines = by_fault[fault].trials[0].history["lines"]
+        assert any(line["event"] == "fenced" for line in lines), f"{fault}: the victim never reported fenced"
+    assert not leftovers()
+    summary = by_fault["kill"].summary(chosen.budget)
+    assert summary["ok"] == 1 and not math.isnan(summary["failover_p99"])
+    pictures = plots.draw(result, tmp_path / "out")
+    data, md = report.write(result, tmp_path / "out", pictures)
+    assert data.exists() and "| etcd | kill |" in md.read_text() and len(pictures) >= 3
+    assert any("kill" in s for s in statuses)  # progress was reported
+
+
+def test_network_hosts_are_torn_down_when_a_run_fails(tmp_path: Path) -> None:
+    chosen = scenario.load({"methods": ["etcd"], "faults": ["cut"], "trials": 1})
+    with pytest.raises(RuntimeError, match="boom"), suite.environment(chosen, tmp_path) as env:
+        assert env.placement.can_cut
+        raise RuntimeError("boom")
+    assert not leftovers()

@@ -1,0 +1,326 @@
+"""The lease core on virtual time: safety (never two valid leaders), failover, fencing, fair sharing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from lease_sim import Sim
+
+from elect.errors import ConfigError
+from elect.lease.core import LeaseCore, Timing
+from elect.lease.model import (
+    Acquire,
+    Create,
+    Expire,
+    Fence,
+    Heartbeat,
+    Holder,
+    MemberRecord,
+    MemberSeen,
+    RoleSeen,
+    Snapshot,
+)
+from elect.roles import Role
+
+ETCD = Timing(ttl=1.0, renew_interval=0.25, renew_deadline=0.75, fair_delay=0.25, resign_backoff=1.0,
+              retry_interval=0.05, silence_takeover=True, keepalive_interval=0.66)
+ZK = Timing(ttl=1.0, renew_interval=0.25, renew_deadline=0.75, fair_delay=0.25, resign_backoff=1.0,
+            retry_interval=0.05, silence_takeover=False, ttl_name="session_timeout")
+ROLES = [f"r{i}" for i in range(6)]
+
+
+def leaders(sim: Sim, role: Role) -> list[str]:
+    return [m.name for m in sim.members.values() if role in m.leading and m.alive]
+
+
+def counts(sim: Sim) -> dict[str, int]:
+    return {m.name: len(m.leading) for m in sim.members.values() if m.alive}
+
+
+def acquired_at(sim: Sim, name: str, role: Role, after: float = 0.0) -> float:
+    return min(e.t for e in sim.members[name].events if e.kind == "acquired" and e.role == role and e.t >= after)
+
+
+# ---------------------------------------------------------------------------------------------- timing rules
+@pytest.mark.parametrize(("interval", "deadline", "ttl", "parameter"), [
+    (0.5, 0.4, 1.0, "renew_deadline"),   # interval >= deadline
+    (0.25, 1.0, 1.0, "renew_deadline"),  # deadline >= ttl
+    (0.0, 0.5, 1.0, "renew_interval"),
+])
+def test_timing_rules_name_the_parameter(interval: float, deadline: float, ttl: float, parameter: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Timing(ttl=ttl, renew_interval=interval, renew_deadline=deadline)
+    assert info.value.parameter == parameter
+
+
+def test_zookeeper_timing_names_session_timeout() -> None:
+    with pytest.raises(ConfigError, match="session_timeout"):
+        Timing(ttl=1.0, renew_interval=0.25, renew_deadline=1.5, ttl_name="session_timeout")
+
+
+# ---------------------------------------------------------------------------------------------- the state machine
+def test_no_leadership_before_a_heartbeat_succeeded() -> None:
+    core = LeaseCore("a", "s1", ETCD, ["x"], now=0.0)
+    out = core.evaluate(0.0)
+    assert Heartbeat() in out and not any(isinstance(o, (Create, Acquire)) for o in out)
+    core.done(Heartbeat(), True, sent=0.0, now=0.01)
+    out = core.evaluate(0.01)
+    assert Create("x") in out
+    core.observe(RoleSeen("x", Holder("s1", "a", 7), 7), 0.02)
+    core.done(Create("x"), True, sent=0.01, now=0.02)
+    (acquire,) = [o for o in core.evaluate(0.02) if isinstance(o, Acquire)]
+    # the deadline counts from when the last successful heartbeat was *sent*
+    assert acquire == Acquire("x", 7, 0.0 + ETCD.renew_deadline)
+
+
+def test_older_observations_are_ignored() -> None:
+    core = LeaseCore("a", "s1", ETCD, ["x"], now=0.0)
+    core.observe(RoleSeen("x", Holder("s2", "b", 10), 10), 0.0)
+    core.observe(RoleSeen("x", None, 5), 0.0)  # stale: from before revision 10
+    core.done(Heartbeat(), True, 0.0, 0.0)
+    assert Create("x") not in core.evaluate(0.0)
+    core.observe(Snapshot({}, {}, 11), 0.0)  # newer: the key is gone
+    assert Create("x") in core.evaluate(0.0)
+
+
+def test_a_heartbeat_that_does_not_show_our_key_fences_at_once() -> None:
+    core = LeaseCore("a", "s1", ETCD, ["x"], now=0.0)
+    core.done(Heartbeat(), True, 0.0, 0.0)
+    core.evaluate(0.0)
+    core.observe(RoleSeen("x", Holder("s1", "a", 3), 3), 0.0)
+    core.done(Create("x"), True, 0.0, 0.0)
+    assert any(isinstance(o, Acquire) for o in core.evaluate(0.0))
+    core.observe(Snapshot({"x": Holder("s2", "b", 9)}, {}, 9), 0.3)
+    core.done(Heartbeat(), True, 0.25, 0.3)
+    assert Fence("x", 0.3) in core.evaluate(0.3)
+
+
+def test_suspended_fences_every_role_now() -> None:
+    core = LeaseCore("a", "s1", ZK, ["x", "y"], now=0.0)
+    core.done(Heartbeat(), True, 0.0, 0.0)
+    for role, token in (("x", 4), ("y", 6)):
+        core.evaluate(0.0)
+        core.observe(RoleSeen(role, Holder("s1", "a", token), 2 * token), 0.0)
+        core.done(Create(role), True, 0.0, 0.0)
+    core.evaluate(0.0)
+    assert set(core.leading()) == {"x", "y"}
+    core.suspended(0.4)
+    out = core.evaluate(0.4)
+    assert {o for o in out if isinstance(o, Fence)} == {Fence("x", 0.4), Fence("y", 0.4)}
+    # back on the same session, with the nodes still ours: lead again only after a heartbeat
+    assert not any(isinstance(o, Acquire) for o in core.evaluate(0.5))
+    core.done(Heartbeat(), True, 0.6, 0.61)
+    assert {o.role for o in core.evaluate(0.61) if isinstance(o, Acquire)} == {"x", "y"}
+
+
+def test_a_silent_holder_is_expired_only_after_ttl_on_our_own_clock() -> None:
+    core = LeaseCore("b", "s2", ETCD, ["x"], now=0.0)
+    core.observe(MemberSeen("s1", MemberRecord("a", frozenset({"x"})), 5, 5), 0.0)
+    core.observe(RoleSeen("x", Holder("s1", "a", 6), 6), 0.0)
+    core.done(Heartbeat(), True, 0.85, 0.85)
+    assert not [o for o in core.evaluate(0.9) if isinstance(o, Expire)]
+    core.observe(MemberSeen("s1", MemberRecord("a", frozenset({"x"})), 8, 8), 0.9)  # a heartbeat of a
+    core.done(Heartbeat(), True, 0.9, 0.9)
+    assert not [o for o in core.evaluate(1.5) if isinstance(o, Expire)]
+    core.done(Heartbeat(), True, 1.85, 1.85)
+    expire = [o for o in core.evaluate(1.9) if isinstance(o, Expire)]
+    assert [(e.role, e.version) for e in expire] == [("x", 8)]  # guarded by the version last seen
+
+
+# ---------------------------------------------------------------------------------------------- worlds
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_crashed_leader_is_replaced_after_about_the_ttl(timing: Timing) -> None:
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    a = sim.add("a", ["x"])
+    sim.run(0.2)
+    sim.add("b", ["x"])
+    sim.run(0.5)
+    assert leaders(sim, "x") == ["a"]
+    sim.crash("a")
+    crash = sim.now
+    took = sim.run_until(lambda: leaders(sim, "x") == ["b"], 3.0)
+    assert timing.ttl - timing.renew_interval - 0.05 <= took <= timing.ttl + 0.1, took
+    fenced = [e for e in a.events if e.kind == "fenced"]
+    assert fenced and fenced[0].until is not None and fenced[0].until < crash + took
+    tokens = [e.token for m in sim.members.values() for e in m.events if e.kind == "acquired"]
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)
+
+
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_frozen_leader_has_stopped_by_its_own_clock_before_the_successor_starts(timing: Timing) -> None:
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    a = sim.add("a", ["x"])
+    sim.run(0.1)
+    b = sim.add("b", ["x"])
+    sim.run(0.6)
+    a.frozen = True
+    sim.run(3.0)
+    a.frozen = False
+    sim.run(0.05)
+    fenced = next(e for e in a.events if e.kind == "fenced")
+    succeeded = acquired_at(sim, "b", "x")
+    assert fenced.until is not None and fenced.until < succeeded
+    assert fenced.t >= succeeded  # reported only when a woke, but dated by its deadline
+    assert [e.kind for e in a.events] == ["acquired", "fenced"]
+    assert leaders(sim, "x") == ["b"] and b.events[0].kind == "acquired"
+
+
+def test_leader_cut_off_from_the_store_stops_before_anyone_takes_over() -> None:
+    sim = Sim(ETCD)
+    a = sim.add("a", ["x", "y"])
+    sim.run(0.1)
+    sim.add("b", ["x", "y"])
+    sim.run(1.0)
+    a.reachable = False
+    sim.run(2.0)  # check() asserts no overlap at every step
+    assert not a.leading and set(leaders(sim, "x") + leaders(sim, "y")) == {"b"}
+    a.reachable = True
+    sim.run(2.0)
+    assert counts(sim) == {"a": 1, "b": 1}
+
+
+def test_zookeeper_suspension_fences_before_the_session_expires() -> None:
+    sim = Sim(ZK, sessions=True, suspend_after=0.6)
+    a = sim.add("a", ["x"])
+    sim.run(0.1)
+    sim.add("b", ["x"])
+    sim.run(0.5)
+    a.reachable = False
+    cut = sim.now
+    sim.run(2.0)
+    fenced = next(e for e in a.events if e.kind == "fenced")
+    assert fenced.t - cut <= 0.61 and leaders(sim, "x") == ["b"]
+
+
+def test_a_lagging_watch_alone_never_causes_a_takeover() -> None:
+    """b's watch falls 5 s behind; the snapshot in each of its own heartbeats keeps its view fresh."""
+    sim = Sim(ETCD, watch_delay=0.005)
+    sim.add("a", ["x"])
+    sim.run(0.1)
+    b = sim.add("b", ["x"])
+    sim.run(0.5)
+    sim.watch_delay = 5.0
+    sim.run(3.0)
+    assert leaders(sim, "x") == ["a"] and not b.events
+
+
+def test_a_heartbeat_landing_first_defeats_a_takeover() -> None:
+    """b sees nothing of a's heartbeats, so it tries to expire a's key; the compare on a's membership
+    version refuses every attempt and a keeps leading."""
+    sim = Sim(ETCD)
+    sim.add("a", ["x"])
+    sim.run(0.1)
+    b = sim.add("b", ["x"])
+    sim.run(0.5)
+    b.blind = True
+    before = sim.store.requests
+    sim.run(4.0)
+    assert leaders(sim, "x") == ["a"] and not b.events
+    assert sim.store.requests > before  # b did try (and failed) to take over
+
+
+def test_graceful_stop_hands_every_role_over_without_waiting_for_ttl() -> None:
+    sim = Sim(ETCD)
+    a = sim.add("a", ROLES, revoke_delay=0.4)  # 3 handovers in a row outlast renew_deadline
+    sim.run(0.1)
+    b = sim.add("b", ROLES)
+    sim.run(1.0)
+    led = sorted(a.leading)
+    assert led
+    a.core.stop(sim.now)
+    stopped = sim.now
+    sim.run_until(lambda: a.core.finished, 5.0)
+    sim.run(0.1)
+    for role in led:
+        revoked = next(e for e in a.events if e.kind == "revoked" and e.role == role)
+        took = acquired_at(sim, "b", role, after=stopped) - revoked.t
+        assert 0.4 <= took <= 0.4 + 0.05, (role, took)  # the blocking callback holds b back, no longer
+    assert [e.kind for e in a.events if e.t >= stopped] == ["revoked"] * len(led)  # none lapsed meanwhile
+    assert not sim.store.roles.keys() - set(b.leading)
+
+
+def test_resign_hands_over_to_another_member_at_once() -> None:
+    sim = Sim(ETCD)
+    sim.add("a", ROLES)
+    sim.run(0.1)
+    sim.add("b", ROLES)
+    sim.run(1.5)
+    role = sorted(sim.members["a"].leading)[0]
+    sim.members["a"].core.resign(role, sim.now)
+    resigned = sim.now
+    took = sim.run_until(lambda: leaders(sim, role) == ["b"], 2.0)
+    assert took < 0.05
+    assert acquired_at(sim, "b", role, after=resigned) - resigned < 0.05
+
+
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_fair_share_20_roles_over_4_members_joining_one_by_one(timing: Timing) -> None:
+    roles = list(range(20))
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    for name in "abcd":
+        sim.add(name, roles)
+        sim.run(0.7)
+    sim.run_until(lambda: sorted(counts(sim).values()) == [5, 5, 5, 5], 5.0)
+    sim.run(2.0)
+    assert sorted(counts(sim).values()) == [5, 5, 5, 5]  # and it stays so
+    assert sum(len(m.leading) for m in sim.members.values()) == 20
+
+
+def test_fair_share_after_a_crash_and_a_leave() -> None:
+    roles = list(range(20))
+    sim = Sim(ETCD)
+    for name in "abcd":
+        sim.add(name, roles)
+    sim.run_until(lambda: sorted(counts(sim).values()) == [5, 5, 5, 5], 5.0)
+    sim.crash("d")
+    sim.run_until(lambda: sorted(counts(sim).values()) == [6, 7, 7], 3.0)
+    sim.members["c"].core.stop(sim.now)
+    sim.run_until(lambda: sorted(v for k, v in counts(sim).items() if k != "c") == [10, 10], 3.0)
+
+
+def test_fair_off_lets_the_first_member_keep_everything() -> None:
+    timing = Timing(ttl=1.0, renew_interval=0.25, renew_deadline=0.75, fair=False)
+    sim = Sim(timing)
+    sim.add("a", ROLES)
+    sim.run(0.5)
+    sim.add("b", ROLES)
+    sim.run(2.0)
+    assert counts(sim) == {"a": 6, "b": 0}
+
+
+def test_share_is_ceil_roles_over_live_members() -> None:
+    core = LeaseCore("a", "s1", ETCD, range(7), now=0.0)
+    assert core.share(0.0) == 7
+    for session, name in (("s2", "b"), ("s3", "c")):
+        core.observe(MemberSeen(session, MemberRecord(name, frozenset(range(7))), 1, 1), 0.0)
+    assert core.share(0.5) == math.ceil(7 / 3)
+    assert core.share(1.5) == 7  # their entries went silent for a TTL: not live
+
+
+def test_a_stale_lapse_notice_does_not_end_a_newer_leadership() -> None:
+    core = LeaseCore("a", "s1", ZK, ["x"], now=0.0)
+    core.done(Heartbeat(), True, 0.0, 0.0)
+    core.evaluate(0.0)
+    core.observe(RoleSeen("x", Holder("s1", "a", 4), 8), 0.0)
+    core.done(Create("x"), True, 0.0, 0.0)
+    core.evaluate(0.0)
+    assert Fence("x", 0.75) in core.evaluate(0.8)  # its deadline passed; the elector fenced it too, at 0.8
+    core.done(Heartbeat(), True, 0.85, 0.86)
+    assert any(isinstance(o, Acquire) for o in core.evaluate(0.86))  # the node is still ours: lead again
+    core.lapsed("x", 0.9, at=0.8)  # the elector's notice of the first lapse arrives late
+    assert core.leading() == {"x": 4}
+    core.lapsed("x", 0.95)  # an extension the elector refused: that one counts
+    assert core.leading() == {}
+
+
+def test_suspension_noticed_after_the_deadline_dates_the_fence_at_the_deadline() -> None:
+    """A frozen member wakes to SUSPENDED: its leadership ended at its deadline, not when it woke."""
+    core = LeaseCore("a", "s1", ZK, ["x"], now=0.0)
+    core.done(Heartbeat(), True, 0.0, 0.0)
+    core.evaluate(0.0)
+    core.observe(RoleSeen("x", Holder("s1", "a", 4), 8), 0.0)
+    core.done(Create("x"), True, 0.0, 0.0)
+    core.evaluate(0.0)
+    core.suspended(3.0)  # woke at 3.0; the deadline was 0.75
+    assert [o for o in core.evaluate(3.0) if isinstance(o, Fence)] == [Fence("x", 0.75)]

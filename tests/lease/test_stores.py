@@ -1,0 +1,132 @@
+"""etcd:// and zookeeper:// against the real stores, members as separate processes, real faults."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from lease_helpers import Spawn, counts, holders, settled, unique
+
+import elect
+from elect.cluster.endpoints import Endpoints
+from elect.cluster.local import LocalCluster
+from elect.cluster.members import Line, MemberProcess
+from elect.cluster.ports import free_ports
+from elect.cluster.waiting import wait_until
+
+pytestmark = pytest.mark.infra
+
+TTL = 1.0
+STORES = ["etcd", "zookeeper"]
+
+
+@pytest.fixture(params=STORES)
+def url(request: pytest.FixtureRequest, infra: Endpoints) -> Callable[[str], str]:
+    """`url(name)`: a fresh group on the session's etcd or ZooKeeper, TTL 1 s."""
+    scheme = request.param
+
+    def make(name: str) -> str:
+        address = infra.etcd[0] if scheme == "etcd" else infra.zookeeper[0]
+        ttl = "ttl" if scheme == "etcd" else "session_timeout"
+        return f"{scheme}://{address}/{unique(name)}?{ttl}={TTL}"
+
+    return make
+
+
+def first_after(member: MemberProcess, mark: int) -> Line:
+    return member.log.wait_for(lambda line: True, 10.0, start=mark, what=f"an event of {member.member_id}")
+
+
+def test_sigkill_hands_the_leaders_roles_to_survivors_after_about_the_ttl(url: Callable[[str], str],
+                                                                          spawn: Spawn) -> None:
+    roles = [str(r) for r in range(6)]
+    group = url("kill")
+    members = [spawn(group, name, roles) for name in "abc"]
+    wait_until(lambda: settled(members, roles, per_member=2), 30.0, what="2 roles per member")
+    victim = members[0]
+    led = sorted(victim.log.leading())
+    killed = time.monotonic()
+    victim.kill()
+    survivors = members[1:]
+    wait_until(lambda: all(holders(survivors, r) for r in led), 15.0, what=f"survivors leading {led}")
+    for role in led:
+        acquired = min(line["mono"] for m in survivors for line in m.log.lines
+                       if line["event"] == "acquired" and line["role"] == role and line["mono"] > killed)
+        failover = acquired - killed
+        assert 0.5 * TTL <= failover <= TTL + 1.5, (role, failover)
+    wait_until(lambda: settled(survivors, roles, per_member=3), 15.0, what="3 roles per survivor")
+
+
+def test_frozen_leader_reports_fenced_first_and_stopped_before_its_successor(url: Callable[[str], str],
+                                                                             spawn: Spawn) -> None:
+    roles = ["x", "y"]
+    group = url("freeze")
+    a = spawn(group, "a", roles)
+    wait_until(lambda: settled([a], roles), 20.0, what="a leading both roles")
+    b = spawn(group, "b", roles)
+    wait_until(lambda: settled([a, b], roles, per_member=1), 20.0, what="one role each")
+    led = sorted(a.log.leading())
+    mark = len(a.log.lines)
+    paused = time.monotonic()
+    a.pause()
+    try:
+        wait_until(lambda: all(r in b.log.leading() for r in led), 15.0, what=f"b taking over {led}")
+        wait_until(lambda: time.monotonic() - paused >= 2 * TTL, 5.0, interval=0.05, what="a frozen for 2 TTL")
+    finally:
+        a.resume()
+    woke = [first_after(a, mark + i) for i in range(len(led))]
+    assert all(line["event"] == "fenced" for line in woke), woke  # nothing before the fenced lines
+    assert sorted(line["role"] for line in woke) == led
+    for line in woke:
+        successor = next(s for s in b.log.lines if s["event"] == "acquired" and s["role"] == line["role"]
+                         and s["mono"] > paused)
+        assert paused - TTL < line["until"] < successor["mono"], (line, successor)
+        assert line["mono"] >= successor["mono"]  # reported on waking, dated by its own deadline
+    # a rejoins: fair sharing gives it one role back
+    wait_until(lambda: settled([a, b], roles, per_member=1), 20.0, what="one role each again")
+
+
+def test_fair_share_20_roles_over_4_members(url: Callable[[str], str], spawn: Spawn) -> None:
+    roles = [str(r) for r in range(20)]
+    group = url("fair")
+    members = [spawn(group, name, roles) for name in "abcd"]
+    wait_until(lambda: settled(members, roles, per_member=5), 30.0, what="5 roles per member")
+    began = time.monotonic()
+    wait_until(lambda: time.monotonic() - began > 1.0 or not settled(members, roles, per_member=5), 5.0,
+               what="a second of steady state")
+    assert settled(members, roles, per_member=5), counts(members)
+
+
+@pytest.mark.parametrize("scheme", STORES)
+def test_unreachable_store_fails_fast_with_a_clear_error(scheme: str) -> None:
+    port = free_ports(1)[0]
+    elector = elect.connect(f"{scheme}://127.0.0.1:{port}/nowhere?connect_timeout=1", ["x"], member="m")
+    began = time.monotonic()
+    with pytest.raises(elect.InfrastructureUnavailable, match=r"127\.0\.0\.1"):
+        elector.start()
+    assert time.monotonic() - began < 5.0
+    assert not elector.is_leader("x")
+
+
+@pytest.mark.parametrize("scheme", STORES)
+def test_stop_returns_while_the_store_is_frozen(scheme: str, infra_cluster: LocalCluster) -> None:
+    """Every store request has a time limit: a member stops in bounded time even when the server
+    never answers (SIGSTOPped), fencing what it could not hand over."""
+    address = getattr(infra_cluster.endpoints, scheme)[0]
+    ttl = "ttl" if scheme == "etcd" else "session_timeout"
+    elector = elect.connect(f"{scheme}://{address}/{unique('frozen')}?{ttl}={TTL}", ["x", "y"], member="m")
+    elector.start()
+    try:
+        wait_until(lambda: elector.leading() == {"x", "y"}, 20.0, what="leading both roles")
+        infra_cluster.pause_member(scheme, 0)
+        try:
+            began = time.monotonic()
+            elector.stop(timeout=20.0)
+            took = time.monotonic() - began
+        finally:
+            infra_cluster.resume_member(scheme, 0)
+        assert took < 15.0, took
+        assert not elector.leading()
+    finally:
+        elector.stop()
