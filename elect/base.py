@@ -28,6 +28,8 @@ log = logging.getLogger("elect")
 class BaseElector(Elector):
     """State, events and lifecycle shared by every implementation."""
 
+    scheme = "unknown"  # each implementation names its URL scheme
+
     #: How long `_revoke(wait=True)` waits for blocking Revoked callbacks before handing over anyway.
     revoke_timeout: float | None = None
 
@@ -217,7 +219,9 @@ class BaseElector(Elector):
             self._deadlines.cancel(role)
             now = time.monotonic()
             if until is None:
-                until = current.deadline if current.deadline is not None and current.deadline < now else now
+                until = now
+            if current.deadline is not None:  # leadership never outlives its own deadline
+                until = min(until, current.deadline)
             self._dispatcher.publish(Fenced(role=role, member=self.member, token=current.token, mono=now,
                                             until=until))
             return True
