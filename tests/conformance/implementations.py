@@ -8,15 +8,16 @@ the `Member` interface of elect.cluster.members, so one suite checks them all.
 from __future__ import annotations
 
 import itertools
+import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import elect
-from elect.cluster.members import InProcessMember, Member
+from elect.cluster.members import EventLog, InProcessMember, Member, MemberProcess
 from elect.events import Event, Revoked
 from elect.roles import Role
 
@@ -64,17 +65,243 @@ class MemoryGroup(Group):
 @dataclass(frozen=True)
 class Implementation:
     """name: test id. exclusive: at most one leader per role. graceful: Revoked callbacks hold the
-    successor back. timeout: generous bound for any one election or handover to show up."""
+    successor back. per_member_roles: members may contend for different role sets (partition-based
+    NELI cannot: the owner of a partition leads all its roles, so role sets change group-wide).
+    timeout: generous bound for any one election or handover to show up."""
 
     name: str
     make_group: Callable[[Path], Group]
     exclusive: bool = True
     graceful: bool = True
+    per_member_roles: bool = True
     timeout: float = 30.0
+
+
+# --- kafka:// (NELI): members are `elect member` processes against a real Tansu broker -------------
+_kafka_broker: list[str] = []
+
+
+def kafka_broker() -> str:
+    """One Kafka-protocol broker for this test session, started by the project's own LocalCluster.
+
+    The conformance fixtures hand `make_group` only a tmp path, so the broker is started here once
+    (kafka only: it starts in milliseconds) and stopped at exit.
+    """
+    if not _kafka_broker:
+        import atexit
+        import tempfile
+
+        from elect.cluster.local import LocalCluster
+
+        cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="elect-conformance-kafka-")), services=("kafka",))
+        endpoints = cluster.up(timeout=60)
+        atexit.register(cluster.down)
+        _kafka_broker.append(endpoints.kafka[0])
+    return _kafka_broker[0]
+
+
+class KafkaGroup(Group):
+    """A fresh topic and consumer group per test; `mode` is fast (exclusive) or full (overlap)."""
+
+    mode = "fast"
+
+    def __init__(self, tmp: Path) -> None:
+        super().__init__()
+        self.tmp = tmp
+        name = f"conformance-{self.mode}-{next(_counter)}-{time.monotonic_ns()}"
+        self.url = f"kafka://{kafka_broker()}/{name}?group={name}&mode={self.mode}&partitions=6"
+
+    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
+        extra = ["--revoke-delay", str(revoke_delay)] if revoke_delay else []
+        return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=extra)
+
+
+class KafkaFullGroup(KafkaGroup):
+    mode = "full"
+
+
+# --- etcd:// and zookeeper:// (CAS leases): `elect member` processes against a real etcd / ZooKeeper -----
+_lease_stores: list[dict[str, str]] = []
+
+
+def lease_stores() -> dict[str, str]:
+    """One etcd member and one ZooKeeper node for this test session (started once, stopped at exit)."""
+    if not _lease_stores:
+        import atexit
+        import tempfile
+
+        from elect.cluster.local import LocalCluster
+
+        cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="elect-conformance-lease-")),
+                               services=("etcd", "zookeeper"))
+        atexit.register(cluster.down)
+        endpoints = cluster.up(timeout=120)
+        _lease_stores.append({"etcd": endpoints.etcd[0], "zookeeper": endpoints.zookeeper[0]})
+    return _lease_stores[0]
+
+
+class LeaseGroup(Group):
+    """A fresh key prefix (etcd) or path (ZooKeeper) per test; members are separate processes."""
+
+    scheme = "etcd"
+
+    def __init__(self, tmp: Path) -> None:
+        super().__init__()
+        self.tmp = tmp
+        name = f"conformance-{next(_counter)}-{time.monotonic_ns()}"
+        self.url = f"{self.scheme}://{lease_stores()[self.scheme]}/{name}"
+
+    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
+        extra = ["--revoke-delay", str(revoke_delay)] if revoke_delay else []
+        return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=extra)
+
+
+class ZooKeeperGroup(LeaseGroup):
+    scheme = "zookeeper"
+
+
+# --- raft:// and pysyncobj://: `elect member` processes on loopback, a fixed cluster of three nodes ---
+RAFT_IDS = ("a", "b", "c")
+RAFT_PARTITIONS = 16  # the suite's roles (and alpha, beta, 7, late) land on distinct partitions
+
+
+class _Deferred:
+    """A member whose process starts when the test first looks at any member of its group: only then
+    does the group know which of its nodes the test runs, and start the rest as roleless witnesses
+    (a Raft group needs a majority of its nodes up, whatever the test does with two members)."""
+
+    def __init__(self, group: RaftGroup, proc: MemberProcess) -> None:
+        self._group = group
+        self.proc = proc
+        self.member_id = proc.member_id
+
+    @property
+    def log(self) -> EventLog:
+        self._group.launch()
+        return self.proc.log
+
+    @property
+    def alive(self) -> bool:
+        self._group.launch()
+        return self.proc.alive
+
+    def start(self) -> None:
+        self._group.pending.append(self)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._group.launch()
+        self.proc.stop(timeout)
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    def resign(self, role: Role) -> None:
+        self._group.launch()
+        self.proc.resign(role)
+
+    def add_roles(self, roles: Iterable[Role]) -> None:
+        self._group.launch()
+        self.proc.add_roles(roles)
+
+    def remove_roles(self, roles: Iterable[Role]) -> None:
+        self._group.launch()
+        self.proc.remove_roles(roles)
+
+
+class RaftGroup(Group):
+    """Nodes a, b, c with URLs from elect.bench.methods (what is benchmarked is what is tested)."""
+
+    method = "raft"
+
+    def __init__(self, tmp: Path) -> None:
+        super().__init__()
+        self.tmp = tmp
+        self.pending: list[_Deferred] = []
+        self.witnesses: list[MemberProcess] = []
+        self.launched = False
+        self.urls = self.make_urls(tmp)
+
+    def make_urls(self, tmp: Path) -> dict[str, str]:
+        from elect.bench.methods import METHODS
+        from elect.bench.methods import Group as MethodGroup
+
+        group = MethodGroup(RAFT_IDS, RAFT_PARTITIONS, f"conformance-{next(_counter)}")
+        return METHODS[self.method].member_urls(group, 1.0, {"data_dir": str(tmp / "raft-state")})
+
+    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
+        extra = ["--revoke-delay", str(revoke_delay)] if revoke_delay else []
+        return _Deferred(self, MemberProcess(self.urls[member_id], member_id, roles, log_dir=self.tmp,
+                                             extra_args=extra))
+
+    def launch(self) -> None:
+        if self.launched:
+            return
+        self.launched = True
+        running = {m.member_id for m in self.pending}
+        for node in RAFT_IDS:
+            if node not in running:
+                witness = MemberProcess(self.urls[node], node, [], log_dir=self.tmp)
+                self.witnesses.append(witness)
+                witness.start()
+        for m in self.pending:
+            m.proc.start()
+
+    def close(self) -> None:
+        procs = [m.proc for m in self.pending] + self.witnesses
+        for proc in procs:  # SIGTERM all at once; each hands over and exits
+            proc.signal(signal.SIGCONT)
+            proc.signal(signal.SIGTERM)
+        for proc in procs:
+            proc.stop(timeout=10)
+
+
+def _free_port_block(count: int) -> int:
+    """The first of `count` consecutive ports that were all free a moment ago (below Linux's ephemeral
+    range, where the OS does not hand ports out by itself)."""
+    import random
+    import socket
+
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 32000 - count)
+        socks: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+        return base
+    raise RuntimeError(f"no block of {count} free ports found")
+
+
+class PySyncObjGroup(RaftGroup):
+    """Partition p of a node listens on its PORT + p, so each node gets a block of free ports."""
+
+    method = "pysyncobj"
+
+    def make_urls(self, tmp: Path) -> dict[str, str]:
+        bases = [_free_port_block(RAFT_PARTITIONS) for _ in RAFT_IDS]
+        where = {n: f"127.0.0.1:{port}" for n, port in zip(RAFT_IDS, bases, strict=True)}
+        return {n: f"pysyncobj://{n}@{where[n]}?peers=" + ",".join(f"{p}@{where[p]}" for p in RAFT_IDS if p != n)
+                + f"&partitions={RAFT_PARTITIONS}&election_timeout=1" for n in RAFT_IDS}
+
 
 
 IMPLEMENTATIONS: list[Implementation] = [
     Implementation("memory", MemoryGroup, timeout=10.0),
+    Implementation("kafka-fast", KafkaGroup, per_member_roles=False, timeout=40.0),
+    Implementation("kafka-full", KafkaFullGroup, exclusive=False, graceful=False, per_member_roles=False,
+                   timeout=40.0),
+    Implementation("etcd", LeaseGroup, timeout=20.0),
+    Implementation("zookeeper", ZooKeeperGroup, timeout=20.0),
+    Implementation("raft", RaftGroup, timeout=30.0),
+    # no lease: a cut-off PySyncObj leader overlaps its successor; Revoked callbacks do hold it back
+    Implementation("pysyncobj", PySyncObjGroup, exclusive=False, graceful=True, timeout=40.0),
 ]
 
 

@@ -90,3 +90,28 @@ def test_host_ticks_only_due_groups_and_a_lone_member_leads() -> None:
     out.clear()
     host.remove_group(0, 2.0, out)
     assert [(c.kind, c.reason) for c in out.changes] == [("revoked", "resign")]
+
+
+def test_hard_state_log_survives_torn_lines_and_compaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from raft_priority.storage import HardStateLog
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    log = HardStateLog(tmp_path, "b", compact_after=300)
+    assert log.load_all() == {}
+    log.save({g: HardState(1, "a") for g in range(20)})
+    assert len(synced) == 2  # the append, then the directory for the new file
+    log.save({3: HardState(2, "c")})
+    assert len(synced) == 3  # one fsync per save, however many groups
+    log.close()
+    with open(tmp_path / "b" / "hardstate.log", "ab") as f:
+        f.write(b'{"3": [9, "x"')  # a crash in the middle of an append
+    back = HardStateLog(tmp_path, "b", compact_after=300)
+    state = back.load_all()
+    assert state[3] == HardState(2, "c") and state[7] == HardState(1, "a") and len(state) == 20
+    for term in range(3, 40):  # grows past compact_after: rewritten as one line, atomically
+        back.save({5: HardState(term, None)})
+    assert (tmp_path / "b" / "hardstate.log").stat().st_size < 600
+    assert HardStateLog(tmp_path, "b").load_all()[5] == HardState(39, None)
+    assert HardStateLog(tmp_path, "b").load(3) == HardState(2, "c")

@@ -1,0 +1,466 @@
+"""The `raft://` elector: one Raft election group per partition over static peers, talking gRPC.
+
+    raft://a@127.0.0.1:7001?peers=b@127.0.0.1:7002,c@127.0.0.1:7003&partitions=6&priority=balanced
+
+Roles map onto partitions (:func:`elect.roles.partition_of`); the member that leads a partition's group
+leads every role of that partition it contends for, with the group's Raft term as the fencing token.
+
+How it keeps the contract:
+
+* **Exclusive** (check-quorum leases): a leader's lease ends ``0.9 ET`` after the send time of the last
+  heartbeat round a majority acknowledged; no successor can be elected before that (voters refuse
+  votes within the lease). Each leadership's deadline is the lease (renewed in quanta of ET/4, always
+  at or before the core's lease end), so a frozen or cut-off leader reports not-leader on its own
+  clock, at once, and emits ``Fenced`` first when it wakes.
+* **Graceful handover**: ``stop()``, ``resign()`` and ``remove_roles()`` publish ``Revoked``, wait for
+  the callbacks, and only then hand the partition over with a TimeoutNow transfer to the next-priority
+  live node; rebalancing transfers hold their TimeoutNow back the same way.
+* **Interest**: a node contends for a partition only while it contends for a role on it. The
+  election core's log-position hook carries that (interested = position (1, 0), not = (0, 0)): voters
+  never elect a less "up to date" candidate, so a node with no role on a partition can vote there but
+  cannot win it while an interested node is reachable, and a leader that lost interest hands over
+  to an interested follower.
+
+Roles that share a partition move together; a member that removes one role of a partition it leads
+while it still contends for another role there revokes the removed role and keeps the partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from elect.base import BaseElector
+from elect.contract import Characteristics
+from elect.errors import InfrastructureUnavailable
+from elect.events import Revoked
+from elect.roles import Role, partition_of
+from raft_priority.config import GroupSpec, RaftConfig
+from raft_priority.core import Role as RaftRole
+from raft_priority.host import NodeHost
+from raft_priority.messages import Message, Output
+from raft_priority.options import RaftOptions
+from raft_priority.priorities import assign_priorities
+from raft_priority.storage import HardStateLog
+from raft_priority.transport import Driver, Transport
+
+log = logging.getLogger("elect.raft")
+INF = math.inf
+INTERESTED = (0, 1)  # (last_log_index, last_log_term) of a node that contends for a role on the partition
+UNINTERESTED = (0, 0)
+
+Action = Callable[[float, Output], None]
+
+
+@dataclass
+class _Handover:
+    """Revoked callbacks in flight for one partition, and what to do once they returned."""
+
+    group: int
+    waiting: list[threading.Event]
+    deadline: float
+    action: Action | None  # None: release the group's held TimeoutNow
+    started: float = field(default_factory=time.monotonic)
+
+
+def raft_config(options: RaftOptions) -> RaftConfig:
+    """The election core's configuration for these options."""
+    et, hb = options.election_timeout, options.heartbeat
+    if options.priority == "off":
+        return RaftConfig.stock(election_timeout=et, heartbeat_interval=hb)
+    return RaftConfig(
+        election_timeout=et,
+        heartbeat_interval=hb,
+        priority_mode="zeebe",
+        fast_failover=options.uses_fast_failover,
+        decay_interval=options.decay_round,
+        rebalance=options.uses_rebalance,
+        rebalance_hysteresis=options.rebalance_hysteresis if options.rebalance_hysteresis is not None else 3 * et,
+        retry_jitter=0.1 if options.improvements else 0.0,
+    )
+
+
+class RaftElector(BaseElector):
+    """One node of a raft:// cluster (see the module docstring)."""
+
+    scheme = "raft"
+
+    def __init__(self, options: RaftOptions, member: str, roles: tuple[Role, ...]) -> None:
+        options.check_member(member)
+        super().__init__(member, roles)
+        self.options = options
+        self.revoke_timeout = options.revoke_timeout
+        self.nodes = options.nodes(member)
+        self.replication = options.replication_for(len(self.nodes))
+        self.config = raft_config(options)
+        self.assignment = assign_priorities(self.nodes, options.partitions, self.replication, options.strategy)
+        self.cluster = options.cluster_id(member)
+        self._by_part: dict[int, list[Role]] = {}
+        for role in self._roles:
+            self._by_part.setdefault(partition_of(role, options.partitions), []).append(role)
+        self.host: NodeHost | None = None
+        self.driver: Driver | None = None
+        self.transport: Transport | None = None
+        # driver-thread state
+        self._leased: dict[Role, tuple[int, float]] = {}
+        self._handovers: list[_Handover] = []
+        self._giving_up: set[int] = set()
+        self._uninterested: set[int] = set()
+        self._stopping = False
+        self._next_sweep = 0.0
+        self._next_interest = 0.0
+        # Renew role deadlines in steps of a quarter lease: a leader's lease end trails "now + lease" by
+        # up to a heartbeat period plus the ack delay; the deadline trails the lease by at most a step.
+        self._quantum = self.config.lease_window / 4
+        self._sweep_every = min(options.heartbeat / 2, self.config.lease_window / 16)
+
+    # ------------------------------------------------------------------ contract
+
+    @property
+    def characteristics(self) -> Characteristics:
+        o, et = self.options, self.options.election_timeout
+        slack = 0.25 * et
+        if o.priority == "off":
+            # first timeout in [ET, 2 ET), one more round for a split vote (not a hard bound: duels repeat)
+            failover = 2 * et + et + slack
+        else:
+            # one ET to notice, then decay rounds down to the lowest-priority live member: all RF - 1 of
+            # them in ZEP006; with fast failover the succession skips members known dead, so only a
+            # member that died with the leader costs a (short) round
+            rounds = max(self.replication - 2, 0) if o.uses_fast_failover else max(self.replication - 1, 0)
+            failover = et + rounds * self.config.decay_round + slack
+        return Characteristics(exclusive=True, max_overlap=0.0, max_failover=round(failover, 3),
+                               graceful_handover=True, token="raft term of the role's partition")
+
+    def _on_start(self) -> None:
+        o = self.options
+        store = HardStateLog(o.state_dir(self.member), self.member)
+        states = store.load_all()
+        host = NodeHost(self.member, self.config, random.Random())
+        now = time.monotonic()
+        for p, prios in enumerate(self.assignment):
+            if self.member in prios:
+                host.add_group(GroupSpec(p, prios), now, states.get(p))
+        self.host = host
+        for p in host.groups:
+            self._set_interest(p)
+        peers = o.peer_map()
+        driver = Driver(host, store, lambda batches: self._send(batches), self, granularity=o.granularity,
+                        ack_delay=o.acks_after)
+        transport = Transport(self.member, o.listen, peers, self.cluster, driver.receive,
+                              election_timeout=o.election_timeout)
+        self.driver, self.transport = driver, transport
+        try:
+            transport.start()
+        except OSError as exc:
+            transport.stop(0)
+            raise InfrastructureUnavailable(f"raft://{self.member}: {exc}") from exc
+        driver.start()
+
+    def _send(self, batches: Mapping[str, list[Message]]) -> None:
+        if self.transport is not None:
+            self.transport.send(batches)
+
+    def _on_stop(self, timeout: float | None) -> None:
+        driver, transport = self.driver, self.transport
+        if driver is None or transport is None:
+            return
+        o = self.options
+        began = time.monotonic()
+        overall = began + (o.revoke_timeout + o.handover + 1 if timeout is None else timeout)
+        try:
+            driver.call(self._begin_stop, timeout=5)
+            # 1. the Revoked callbacks of every led partition return (bounded by revoke_timeout) ...
+            self._poll_driver(lambda now, out: not self._handovers, overall)
+            # 2. ... then successors take over (bounded by handover_timeout: if every node is stopping at
+            # once, partitions would bounce between them; nobody waits for that)
+            self._poll_driver(self._handed_over, min(overall, time.monotonic() + o.handover))
+        except Exception as exc:  # stopping must finish whatever happened
+            log.warning("raft://%s: graceful handover incomplete: %s", self.member, exc)
+        finally:
+            driver.stop()
+            transport.stop()
+            store = driver.store
+            if isinstance(store, HardStateLog):
+                store.close()
+
+    def _poll_driver(self, done: Callable[[float, Output], bool], deadline: float) -> bool:
+        driver = self._require_driver()
+        while True:
+            if driver.call(done, timeout=5):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)  # poll the driver thread's state; the deadline bounds the wait
+
+    def _on_resign(self, role: Role) -> None:
+        driver = self._require_driver()
+        p = partition_of(role, self.options.partitions)
+        dones = driver.call(lambda now, out: self._give_up(p, now, out), timeout=10)
+        self._wait_callbacks(dones)
+
+    def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
+        P = self.options.partitions
+        with self._lock:
+            for role in added:
+                self._by_part.setdefault(partition_of(role, P), []).append(role)
+            for role in removed:
+                roles = self._by_part.get(partition_of(role, P), [])
+                if role in roles:
+                    roles.remove(role)
+        driver = self._require_driver()
+        dones = driver.call(lambda now, out: self._apply_roles(added, removed, now, out), timeout=10)
+        self._wait_callbacks(dones)
+
+    def _on_lapsed(self, role: Role) -> None:
+        driver = self.driver
+        if driver is not None and self.running:
+            driver.submit(lambda now, out: self._lapsed(role, now, out))
+
+    # ------------------------------------------------------------------ introspection (tests, tools)
+
+    def leaders(self, timeout: float = 5.0) -> dict[int, str | None]:
+        """Per partition this node is a member of: the leader it knows of (itself included)."""
+        driver = self._require_driver()
+        return driver.call(lambda now, out: {p: g.leader for p, g in self._host().groups.items()}, timeout)
+
+    def stats(self, timeout: float = 5.0) -> dict[str, int]:
+        driver = self._require_driver()
+        t = self.transport
+        assert t is not None
+        return {"iterations": driver.iterations, "inbox_dropped": driver.dropped, "received": t.received,
+                "rejected": t.rejected, "sent_batches": sum(lk.sent for lk in t.links.values()),
+                "link_dropped": sum(lk.dropped for lk in t.links.values())}
+
+    # ------------------------------------------------------------------ driver-thread callbacks
+
+    def on_output(self, driver: Driver, out: Output, now: float) -> None:
+        host = self._host()
+        for c in out.changes:
+            roles = self._roles_on(c.group)
+            if c.kind == "acquired":
+                if self._stopping or c.group in self._giving_up:
+                    self._giving_up.add(c.group)
+                    self._handovers.append(_Handover(c.group, [], now, self._transfer_action(c.group, None)))
+                    continue
+                lease = host.groups[c.group].lease_until
+                for role in roles:
+                    self._take(role, c.group, c.term, lease)
+            elif c.kind == "revoked":
+                waiting = [d for role in roles if (d := self._begin_revoke(role)) is not None and not d.is_set()]
+                if waiting:
+                    driver.hold(c.group)
+                    self._handovers.append(_Handover(c.group, waiting, now + self.options.revoke_timeout, None))
+            else:
+                for role in roles:
+                    self._leased.pop(role, None)
+                    self._fence(role, until=c.at)
+
+    def on_idle(self, driver: Driver, now: float, out: Output) -> float:
+        if self._handovers:
+            self._run_handovers(driver, now, out)
+        if now >= self._next_sweep:
+            self._next_sweep = now + self._sweep_every
+            self._sweep(now, out)
+        return now + 0.01 if self._handovers else self._next_sweep
+
+    # ------------------------------------------------------------------ internals (driver thread)
+
+    def _host(self) -> NodeHost:
+        assert self.host is not None
+        return self.host
+
+    def _require_driver(self) -> Driver:
+        if self.driver is None:
+            raise RuntimeError("raft elector not started")
+        return self.driver
+
+    def _roles_on(self, p: int) -> list[Role]:
+        with self._lock:
+            return list(self._by_part.get(p, ()))
+
+    def _set_interest(self, p: int) -> bool:
+        """Publish whether this node contends for a role on partition ``p``; True when it does."""
+        host = self._host()
+        if p not in host.groups:
+            return False
+        interested = bool(self._roles_on(p))
+        index, term = INTERESTED if interested else UNINTERESTED
+        host.set_log_position(p, index, term)
+        if interested:
+            self._uninterested.discard(p)
+        else:
+            self._uninterested.add(p)
+        return interested
+
+    def _take(self, role: Role, p: int, term: int, lease: float) -> None:
+        self._acquire(role, term, None if lease == INF else lease)
+        self._leased[role] = (p, lease)
+
+    def _begin_revoke(self, role: Role) -> threading.Event | None:
+        """Publish Revoked for a held role without waiting; the flag is set when callbacks returned.
+
+        (BaseElector._revoke waits or forgets the flag; the driver thread must not block.)
+        """
+        self._leased.pop(role, None)
+        with self._lock:
+            current = self._leaderships.get(role)
+            if current is None:
+                return None
+            if not current.valid():
+                self._fence(role)
+                return None
+            del self._leaderships[role]
+            self._deadlines.cancel(role)
+            return self._dispatcher.publish(Revoked(role=role, member=self.member, token=current.token))
+
+    def _wait_callbacks(self, dones: list[threading.Event]) -> None:
+        if self._dispatcher.on_dispatch_thread():
+            return
+        limit = time.monotonic() + self.options.revoke_timeout
+        for done in dones:
+            done.wait(max(0.0, limit - time.monotonic()))
+
+    def _give_up(self, p: int, now: float, out: Output, to: str | None = None) -> list[threading.Event]:
+        """Driver-initiated handover of partition ``p``: Revoked, wait for callbacks, then transfer."""
+        host = self._host()
+        g = host.groups.get(p)
+        if g is None or g.role is not RaftRole.LEADER:
+            return []
+        dones = [d for role in self._roles_on(p) if (d := self._begin_revoke(role)) is not None]
+        self._giving_up.add(p)
+        self._handovers.append(_Handover(p, [d for d in dones if not d.is_set()], now + self.options.revoke_timeout,
+                                         self._transfer_action(p, to)))
+        return dones
+
+    def _transfer_action(self, p: int, to: str | None) -> Action:
+        def act(now: float, out: Output) -> None:
+            host = self._host()
+            g = host.groups[p]
+            if not self._stopping:
+                self._giving_up.discard(p)
+            if g.role is not RaftRole.LEADER or not g.serving:
+                return
+            target = to if to is not None else self._best_successor(p, now)
+            if target is None or not host.transfer(p, target, now, out):
+                host.resign(p, now, out)
+
+        return act
+
+    def _best_successor(self, p: int, now: float) -> str | None:
+        """The highest-priority live follower, preferring those that contend for the partition."""
+        g = self._host().groups[p]
+        live = now - self.options.election_timeout
+        alive = [peer for peer in g.peers if g.heard.get(peer, -INF) >= live]
+        keen = [peer for peer in alive if g.positions.get(peer, (-1, -1)) >= (INTERESTED[1], INTERESTED[0])]
+        best = keen or alive
+        return best[0] if best else None
+
+    def _run_handovers(self, driver: Driver, now: float, out: Output) -> None:
+        still: list[_Handover] = []
+        for h in self._handovers:
+            if now < h.deadline and not all(d.is_set() for d in h.waiting):
+                still.append(h)
+                continue
+            if h.waiting and not all(d.is_set() for d in h.waiting):
+                log.warning("raft://%s: Revoked callbacks of partition %d still running after %gs; handing over",
+                            self.member, h.group, self.options.revoke_timeout)
+            if h.action is None:
+                driver.release(h.group, out)
+            else:
+                h.action(now, out)
+        self._handovers = still
+
+    def _sweep(self, now: float, out: Output) -> None:
+        """Renew leaderships' deadlines from the leases; hand partitions this node does not want to
+        followers that do."""
+        host = self._host()
+        groups = host.groups
+        quantum = self._quantum
+        for role, (p, given) in list(self._leased.items()):
+            lease = groups[p].lease_until
+            if lease >= given + quantum and lease != INF:
+                if self._extend(role, lease):
+                    self._leased[role] = (p, lease)
+                else:
+                    self._leased.pop(role, None)
+        if now < self._next_interest or not self._uninterested:
+            return
+        self._next_interest = now + self.options.election_timeout / 4
+        for p in list(self._uninterested):
+            g = groups.get(p)
+            if g is None or not g.is_leader(now) or g.transfer_to is not None or p in self._giving_up:
+                continue
+            live = now - self.options.election_timeout
+            to = next((peer for peer in g.peers
+                       if g.heard.get(peer, -INF) >= live and g.positions.get(peer, (-1, -1)) > (0, 0)), None)
+            if to is not None:
+                host.transfer(p, to, now, out)
+
+    def _apply_roles(self, added: tuple[Role, ...], removed: tuple[Role, ...], now: float,
+                     out: Output) -> list[threading.Event]:
+        host = self._host()
+        P = self.options.partitions
+        touched = {partition_of(r, P) for r in (*added, *removed)}
+        for p in touched:
+            self._set_interest(p)
+        for role in added:
+            p = partition_of(role, P)
+            g = host.groups.get(p)
+            if g is not None and g.is_leader(now) and p not in self._giving_up and not self._stopping:
+                self._take(role, p, g.term, g.lease_until)
+        dones: list[threading.Event] = []
+        for role in removed:
+            done = self._begin_revoke(role)
+            if done is not None:
+                dones.append(done)
+        for p in touched:
+            g = host.groups.get(p)
+            if (g is not None and p in self._uninterested and g.role is RaftRole.LEADER and g.serving
+                    and p not in self._giving_up):
+                waiting = [d for d in dones if not d.is_set()]
+                self._giving_up.add(p)
+                self._handovers.append(_Handover(p, waiting, now + self.options.revoke_timeout,
+                                                 self._interest_action(p)))
+        return dones
+
+    def _interest_action(self, p: int) -> Action:
+        def act(now: float, out: Output) -> None:
+            self._giving_up.discard(p)
+            g = self._host().groups[p]
+            if not g.is_leader(now) or p not in self._uninterested:
+                return
+            to = self._best_successor(p, now)
+            if to is not None and self._host().groups[p].positions.get(to, (-1, -1)) > (0, 0):
+                self._host().transfer(p, to, now, out)
+
+        return act
+
+    def _lapsed(self, role: Role, now: float, out: Output) -> None:
+        """A leadership's deadline passed on this node's clock while the core may still lead."""
+        self._leased.pop(role, None)
+        p = partition_of(role, self.options.partitions)
+        g = self._host().groups.get(p)
+        if g is not None and g.is_leader(now) and p not in self._giving_up:
+            # The application was told Fenced; let another node lead under a newer term.
+            self._give_up(p, now, out)
+
+    def _begin_stop(self, now: float, out: Output) -> None:
+        self._stopping = True
+        for p, g in self._host().groups.items():
+            if g.role is RaftRole.LEADER and p not in self._giving_up:
+                self._give_up(p, now, out)
+
+    def _handed_over(self, now: float, out: Output) -> bool:
+        if self._handovers:
+            return False
+        return all(g.role is not RaftRole.LEADER for g in self._host().groups.values())
+
+
+def create(options: RaftOptions, member: str, roles: tuple[Role, ...]) -> RaftElector:
+    return RaftElector(options, member, roles)

@@ -1,0 +1,255 @@
+"""Options of `raft://` and `pysyncobj://`, with every rule that makes a configuration unusable.
+
+Importing this module must not import grpc, protobuf or pysyncobj: the registry loads it to validate a
+URL before the extra is installed. Durations are seconds.
+
+    raft://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
+        &heartbeat_interval=0.1&priority=balanced|zeebe|off&improvements=on|off&data_dir=...
+    pysyncobj://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&election_timeout=1.0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from elect.options import rule
+
+Priority = Literal["balanced", "zeebe", "off"]
+
+_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+DEFAULT_PARTITIONS = 12  # divisible by 1, 2, 3, 4 and 6 nodes
+
+
+def split_host_port(text: str) -> tuple[str, int] | None:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def parse_peer(text: str) -> tuple[str, str] | None:
+    """``ID@HOST:PORT`` -> (id, "HOST:PORT"), or None when malformed."""
+    ident, sep, where = text.partition("@")
+    if not sep or not _ID.match(ident) or split_host_port(where) is None:
+        return None
+    return ident, where
+
+
+def _check_nodes(listen: str, peers: tuple[str, ...]) -> None:
+    rule(split_host_port(listen) is not None, "listen",
+         f"expected HOST:PORT (the URL's raft://ID@HOST:PORT part), got {listen!r}")
+    ids: list[str] = []
+    addresses: list[str] = [listen]
+    for text in peers:
+        parsed = parse_peer(text)
+        rule(parsed is not None, "peers", f"expected ID@HOST:PORT (ID of letters, digits, '.', '_', '-'), got {text!r}")
+        assert parsed is not None
+        ids.append(parsed[0])
+        addresses.append(parsed[1])
+    rule(len(set(ids)) == len(ids), "peers", f"peer ids must be distinct, got {', '.join(ids)}")
+    rule(len(set(addresses)) == len(addresses), "peers",
+         f"every node needs its own HOST:PORT, got {', '.join(addresses)} (own address first)")
+
+
+@dataclass(frozen=True)
+class _PeerOptions:
+    listen: str = ""
+    peers: tuple[str, ...] = ()
+    partitions: int = DEFAULT_PARTITIONS
+    election_timeout: float = 1.0
+    revoke_timeout: float = 30.0
+
+    def peer_map(self) -> dict[str, str]:
+        """Peer id -> HOST:PORT."""
+        out: dict[str, str] = {}
+        for text in self.peers:
+            parsed = parse_peer(text)
+            assert parsed is not None
+            out[parsed[0]] = parsed[1]
+        return out
+
+    def nodes(self, member: str) -> list[str]:
+        """Every node id, sorted: the order all members agree on."""
+        return sorted([member, *self.peer_map()])
+
+    def cluster_id(self, member: str) -> str:
+        """A name for this cluster (its members and addresses), the same on every member."""
+        entries = sorted([f"{member}@{self.listen}", *self.peers])
+        return hashlib.blake2b(",".join(entries).encode(), digest_size=8).hexdigest()
+
+    def check_member(self, member: str) -> None:
+        rule(bool(_ID.match(member)), "member", f"a node id is 1-64 of letters, digits, '.', '_', '-'; got {member!r}")
+        rule(member not in self.peer_map(), "peers", f"lists this node's own id {member!r}; name only the others")
+
+
+@dataclass(frozen=True)
+class RaftOptions(_PeerOptions):
+    """Options of the `raft://` elector (see raft_priority/elector.py).
+
+    listen: this node's HOST:PORT (the URL's host part). peers: the other nodes, ID@HOST:PORT each (static
+    membership; every node must be given the same set). partitions: election groups; roles map onto them
+    (`elect.roles.partition_of`). replication: nodes per group (None: all of them). election_timeout: ET.
+    heartbeat_interval: leader heartbeat period (default ET/10). priority: `balanced` (spread primaries and
+    successors evenly), `zeebe` (ZEP006's table) or `off` (stock Raft, randomized timeouts in [ET, 2 ET)).
+    improvements: the three improvements over ZEP006 together (fast failover, short decay rounds,
+    rebalancing to the primary); each can be overridden by `fast_failover`, `decay_interval` (seconds;
+    0 = ET, i.e. ZEP006) and `rebalance`. rebalance_hysteresis: how long a higher-priority node must be
+    healthy and caught up before the leader hands back (default 3 ET). data_dir: where term and vote
+    are fsynced (default: a directory per cluster under the system temp dir). revoke_timeout: longest
+    wait for blocking Revoked callbacks before a handover goes ahead anyway. handover_timeout: how long
+    stop() waits for successors to take over (default 2 ET). tick: driver timer granularity (default
+    heartbeat_interval / 5). ack_delay: how long heartbeat acknowledgements may wait to ride along with
+    this node's next batch to the same peer (default 1.5 x heartbeat_interval, within half the lease
+    with the heartbeat interval; 0 = send at once): with many partitions it halves the number of
+    batches, the main steady-state cost.
+    """
+
+    replication: int | None = None
+    heartbeat_interval: float | None = None
+    priority: Priority = "balanced"
+    improvements: bool = True
+    fast_failover: bool | None = None
+    decay_interval: float | None = None
+    rebalance: bool | None = None
+    rebalance_hysteresis: float | None = None
+    data_dir: str | None = None
+    handover_timeout: float | None = None
+    tick: float | None = None
+    ack_delay: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_nodes(self.listen, self.peers)
+        n = len(self.peers) + 1
+        rule(1 <= self.partitions <= 100_000, "partitions", f"must be 1..100000, got {self.partitions}")
+        rule(self.replication is None or 1 <= self.replication <= n, "replication",
+             f"must be 1..{n} (the number of nodes: this one and {len(self.peers)} peers), got {self.replication}")
+        rule(self.election_timeout > 0, "election_timeout", "must be > 0")
+        rule(self.heartbeat_interval is None or self.heartbeat_interval > 0, "heartbeat_interval", "must be > 0")
+        hb, et = self.heartbeat, self.election_timeout
+        rule(hb * 2 <= 0.9 * et + 1e-12, "heartbeat_interval",
+             f"must be well below election_timeout: at most 0.45 x election_timeout (half the leader lease, "
+             f"which is 0.9 ET), got {hb:g} s with election_timeout {et:g} s")
+        rule(self.decay_interval is None or self.decay_interval >= 0, "decay_interval", "must be >= 0 (0 = ET)")
+        rule(self.rebalance_hysteresis is None or self.rebalance_hysteresis >= 0, "rebalance_hysteresis",
+             "must be >= 0")
+        rule(self.revoke_timeout > 0, "revoke_timeout", "must be > 0")
+        rule(self.handover_timeout is None or self.handover_timeout >= 0, "handover_timeout", "must be >= 0")
+        rule(self.tick is None or 0 < self.tick <= hb, "tick", f"must be in (0, heartbeat_interval = {hb:g} s]")
+        limit = max(0.0, 0.45 * et - hb)
+        rule(self.ack_delay is None or 0 <= self.ack_delay <= limit + 1e-12, "ack_delay",
+             f"must be in [0, {limit:g} s]: heartbeat_interval + ack_delay may take at most half the leader "
+             f"lease (0.45 x election_timeout), or leaders would learn of their acks too late")
+        if self.priority == "off":
+            for name in ("fast_failover", "rebalance"):
+                rule(not getattr(self, name), name, "needs priorities (priority=balanced or zeebe, not off)")
+            rule(not self.decay_interval, "decay_interval", "needs priorities (priority=balanced or zeebe, not off)")
+
+    # -- resolved values --
+    @property
+    def heartbeat(self) -> float:
+        return self.heartbeat_interval if self.heartbeat_interval is not None else self.election_timeout / 10
+
+    @property
+    def granularity(self) -> float:
+        return self.tick if self.tick is not None else min(max(self.heartbeat / 5, 0.001), 0.05)
+
+    @property
+    def acks_after(self) -> float:
+        if self.ack_delay is not None:
+            return self.ack_delay
+        return min(1.5 * self.heartbeat, max(0.0, 0.45 * self.election_timeout - self.heartbeat))
+
+    @property
+    def strategy(self) -> str:
+        return "off" if self.priority == "off" else self.priority
+
+    def replication_for(self, nodes: int) -> int:
+        return self.replication if self.replication is not None else nodes
+
+    @property
+    def uses_fast_failover(self) -> bool:
+        if self.priority == "off":
+            return False
+        return self.improvements if self.fast_failover is None else self.fast_failover
+
+    @property
+    def uses_rebalance(self) -> bool:
+        if self.priority == "off":
+            return False
+        return self.improvements if self.rebalance is None else self.rebalance
+
+    @property
+    def decay_round(self) -> float | None:
+        """None = ET (ZEP006). With improvements on and no explicit value: ET / 4."""
+        if self.priority == "off":
+            return None
+        if self.decay_interval is not None:
+            return self.decay_interval or None
+        return self.election_timeout / 4 if self.improvements else None
+
+    @property
+    def handover(self) -> float:
+        return self.handover_timeout if self.handover_timeout is not None else 2 * self.election_timeout
+
+    def state_dir(self, member: str) -> Path:
+        if self.data_dir:
+            return Path(self.data_dir)
+        base = Path(os.environ.get("ELECT_STATE_DIR") or tempfile.gettempdir()) / "elect-raft"
+        return base / self.cluster_id(member)
+
+
+@dataclass(frozen=True)
+class PySyncObjOptions(_PeerOptions):
+    """Options of the `pysyncobj://` baseline (see raft_priority/pysyncobj_elector.py).
+
+    listen: this node's HOST:PORT; partition p's SyncObj binds PORT + p (so each node needs `partitions`
+    consecutive free ports). peers: the other nodes, ID@HOST:PORT each (their partition p at PORT + p).
+    election_timeout: PySyncObj's raftMinTimeout (raftMaxTimeout = 2 x it, as stock Raft).
+    heartbeat_interval: appendEntriesPeriod (default ET/10). leader_fallback: a leader that has heard no
+    majority for this long steps down (PySyncObj's leaderFallbackTimeout; default ET). poll_interval:
+    how often leadership is read (default heartbeat_interval / 2). rejoin_delay: how long a resigned
+    partition's SyncObj stays down so the others elect (default 3 ET; a node that won a partition it
+    contends no role on steps aside for ET/2 only, so it is back to vote for one that does).
+    """
+
+    heartbeat_interval: float | None = None
+    leader_fallback: float | None = None
+    poll_interval: float | None = None
+    rejoin_delay: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_nodes(self.listen, self.peers)
+        rule(1 <= self.partitions <= 1000, "partitions", f"must be 1..1000 (one TCP port each), got {self.partitions}")
+        where = split_host_port(self.listen)
+        assert where is not None
+        rule(where[1] + self.partitions - 1 < 65536, "partitions", "PORT + partitions - 1 must be a valid port")
+        rule(self.election_timeout > 0, "election_timeout", "must be > 0")
+        hb = self.heartbeat
+        rule(hb > 0 and hb * 3 < self.election_timeout, "heartbeat_interval",
+             f"PySyncObj needs it > 0 and below a third of election_timeout ({hb:g} s vs {self.election_timeout:g} s)")
+        for name in ("leader_fallback", "poll_interval", "rejoin_delay"):
+            value = getattr(self, name)
+            rule(value is None or value > 0, name, "must be > 0")
+        rule(self.revoke_timeout > 0, "revoke_timeout", "must be > 0")
+
+    @property
+    def heartbeat(self) -> float:
+        return self.heartbeat_interval if self.heartbeat_interval is not None else self.election_timeout / 10
+
+    @property
+    def fallback(self) -> float:
+        return self.leader_fallback if self.leader_fallback is not None else self.election_timeout
+
+    @property
+    def poll(self) -> float:
+        return self.poll_interval if self.poll_interval is not None else self.heartbeat / 2
+
+    @property
+    def rejoin(self) -> float:
+        return self.rejoin_delay if self.rejoin_delay is not None else 3 * self.election_timeout
