@@ -224,10 +224,12 @@ def _measure(spec: TrialSpec, history: History, faults: list[Fault], procs: Sequ
         result.failover = [f.latency for f in fos if f.latency is not None]
         result.unrecovered = sum(1 for f in fos if f.latency is None)
         result.gap = sum(total(leaderless(ivs.get(str(r), []), fault.mono, history.end)) for r in range(spec.roles))
-        survivors = [p for p in procs if p.member_id != fault.target]
-        result.after_max_led = max_led({r: [i for i in v if i.member != fault.target] for r, v in ivs.items()},
+        # after a kill or stop the victim is gone; a paused or cut victim is back by the end and counts
+        gone = fault.target if fault.kind in ("kill", "stop") else None
+        live = [p for p in procs if p.member_id != gone]
+        result.after_max_led = max_led({r: [i for i in v if i.member != gone] for r, v in ivs.items()},
                                        history.end - 1e-6)
-        result.after_balanced = balanced(result.after_max_led, spec.roles, len(survivors))
+        result.after_balanced = balanced(result.after_max_led, spec.roles, len(live))
     spans = [o for r in ivs.values() for o in overlaps(r)]
     result.overlap = sum(e - s for s, e, _ in spans)
     result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)
