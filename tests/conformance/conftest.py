@@ -14,8 +14,9 @@ def impl(request: pytest.FixtureRequest) -> Implementation:
 
 
 @pytest.fixture
-def group(impl: Implementation, tmp_path: Path) -> Iterator[Group]:
-    g = impl.make_group(tmp_path)
+def group(impl: Implementation, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Group]:
+    # the session's real infrastructure, started only when an implementation needs it
+    g = impl.make_group(tmp_path, request.getfixturevalue("infra")) if impl.needs_infra else impl.make_group(tmp_path)
     try:
         yield g
     finally:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import elect
+from elect.cluster.endpoints import Endpoints
 from elect.cluster.members import EventLog, InProcessMember, Member, MemberProcess
 from elect.events import Event, Revoked
 from elect.roles import Role
@@ -70,94 +71,49 @@ class Implementation:
     timeout: generous bound for any one election or handover to show up."""
 
     name: str
-    make_group: Callable[[Path], Group]
+    make_group: Callable[..., Group]  # (tmp_path) or, with `needs_infra`, (tmp_path, endpoints)
     exclusive: bool = True
     graceful: bool = True
     per_member_roles: bool = True
+    needs_infra: bool = False
     timeout: float = 30.0
 
 
-# --- kafka:// (NELI): members are `elect member` processes against a real Tansu broker -------------
-_kafka_broker: list[str] = []
+# --- kafka:// (NELI), etcd:// and zookeeper://: `elect member` processes against the session's real
+# infrastructure (the `infra` fixture), with URLs made by elect.bench.methods: what is benchmarked is
+# what is tested. Each test gets a fresh topic and group, key prefix or path.
+class InfraGroup(Group):
+    method = "etcd"
 
-
-def kafka_broker() -> str:
-    """One Kafka-protocol broker for this test session, started by the project's own LocalCluster.
-
-    The conformance fixtures hand `make_group` only a tmp path, so the broker is started here once
-    (kafka only: it starts in milliseconds) and stopped at exit.
-    """
-    if not _kafka_broker:
-        import atexit
-        import tempfile
-
-        from elect.cluster.local import LocalCluster
-
-        cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="elect-conformance-kafka-")), services=("kafka",))
-        endpoints = cluster.up(timeout=60)
-        atexit.register(cluster.down)
-        _kafka_broker.append(endpoints.kafka[0])
-    return _kafka_broker[0]
-
-
-class KafkaGroup(Group):
-    """A fresh topic and consumer group per test; `mode` is fast (exclusive) or full (overlap)."""
-
-    mode = "fast"
-
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, endpoints: Endpoints) -> None:
         super().__init__()
         self.tmp = tmp
-        name = f"conformance-{self.mode}-{next(_counter)}-{time.monotonic_ns()}"
-        self.url = f"kafka://{kafka_broker()}/{name}?group={name}&mode={self.mode}&partitions=6"
+        from elect.bench.methods import METHODS
+        from elect.bench.methods import Group as MethodGroup
+
+        unique = f"conformance-{self.method}-{next(_counter)}-{time.monotonic_ns()}"
+        urls = METHODS[self.method].member_urls(MethodGroup(("any",), 6, unique, endpoints), 1.0)
+        self.url = urls["any"]  # these methods give every member the same URL
 
     def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
         extra = ["--revoke-delay", str(revoke_delay)] if revoke_delay else []
         return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=extra)
 
 
-class KafkaFullGroup(KafkaGroup):
-    mode = "full"
+class KafkaGroup(InfraGroup):
+    method = "kafka-fast"
 
 
-# --- etcd:// and zookeeper:// (CAS leases): `elect member` processes against a real etcd / ZooKeeper -----
-_lease_stores: list[dict[str, str]] = []
+class KafkaFullGroup(InfraGroup):
+    method = "kafka-full"
 
 
-def lease_stores() -> dict[str, str]:
-    """One etcd member and one ZooKeeper node for this test session (started once, stopped at exit)."""
-    if not _lease_stores:
-        import atexit
-        import tempfile
-
-        from elect.cluster.local import LocalCluster
-
-        cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="elect-conformance-lease-")),
-                               services=("etcd", "zookeeper"))
-        atexit.register(cluster.down)
-        endpoints = cluster.up(timeout=120)
-        _lease_stores.append({"etcd": endpoints.etcd[0], "zookeeper": endpoints.zookeeper[0]})
-    return _lease_stores[0]
+class EtcdGroup(InfraGroup):
+    method = "etcd"
 
 
-class LeaseGroup(Group):
-    """A fresh key prefix (etcd) or path (ZooKeeper) per test; members are separate processes."""
-
-    scheme = "etcd"
-
-    def __init__(self, tmp: Path) -> None:
-        super().__init__()
-        self.tmp = tmp
-        name = f"conformance-{next(_counter)}-{time.monotonic_ns()}"
-        self.url = f"{self.scheme}://{lease_stores()[self.scheme]}/{name}"
-
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
-        extra = ["--revoke-delay", str(revoke_delay)] if revoke_delay else []
-        return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=extra)
-
-
-class ZooKeeperGroup(LeaseGroup):
-    scheme = "zookeeper"
+class ZooKeeperGroup(InfraGroup):
+    method = "zookeeper"
 
 
 # --- raft:// and pysyncobj://: `elect member` processes on loopback, a fixed cluster of three nodes ---
@@ -294,11 +250,11 @@ class PySyncObjGroup(RaftGroup):
 
 IMPLEMENTATIONS: list[Implementation] = [
     Implementation("memory", MemoryGroup, timeout=10.0),
-    Implementation("kafka-fast", KafkaGroup, per_member_roles=False, timeout=40.0),
+    Implementation("kafka-fast", KafkaGroup, per_member_roles=False, needs_infra=True, timeout=40.0),
     Implementation("kafka-full", KafkaFullGroup, exclusive=False, graceful=False, per_member_roles=False,
-                   timeout=40.0),
-    Implementation("etcd", LeaseGroup, timeout=20.0),
-    Implementation("zookeeper", ZooKeeperGroup, timeout=20.0),
+                   needs_infra=True, timeout=40.0),
+    Implementation("etcd", EtcdGroup, needs_infra=True, timeout=20.0),
+    Implementation("zookeeper", ZooKeeperGroup, needs_infra=True, timeout=20.0),
     Implementation("raft", RaftGroup, timeout=30.0),
     # no lease: a cut-off PySyncObj leader overlaps its successor; Revoked callbacks do hold it back
     Implementation("pysyncobj", PySyncObjGroup, exclusive=False, graceful=True, timeout=40.0),
