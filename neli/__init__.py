@@ -29,11 +29,15 @@ Tokens: the offset of a leadership's first evidence record in its partition; off
 tokens strictly increase across the successive owners of a partition.
 
 Limits that come from Kafka: a member cannot give back one partition, so `resign` and removing a led
-role leave the group and rejoin after rejoin_delay (all of the member's partitions move; the assignor
-may hand the partition back). Members should contend for the same roles, as in the paper: a role on a
-partition owned by a member that does not contend for it has no leader. While a `Revoked` callback
-blocks, the poll thread does not read heartbeats, so leaderships on the member's other partitions
-lapse if it blocks longer than heartbeat_timeout.
+role park the member for rejoin_delay (all of the member's partitions move; the assignor may hand the
+partition back when it returns). Parking subscribes the member to TOPIC.parked (one partition, created
+on first use, never written) instead of TOPIC, so it hands over through an ordinary rebalance and stays
+in the group; `stop` parks too and leaves the group once that rebalance is done (neli/elector.py says
+why a LeaveGroup at any other moment can leave a group without a working leader). Members should
+contend for the same roles, as in the paper: a role on a partition owned by a member that does not
+contend for it has no leader. While a `Revoked` callback blocks, the poll thread does not read
+heartbeats, so leaderships on the member's other partitions lapse if it blocks longer than
+heartbeat_timeout.
 
 Apache Kafka: the broker must allow the session timeout (group.min.session.timeout.ms, 6 s by default;
 the paper suggests 100 ms) and group.initial.rebalance.delay.ms=0 avoids a 3 s wait when a group forms;

@@ -8,9 +8,24 @@ partition to a successor before the application has finished (goNELI's barrier).
 deadline timer fences a leadership on the member's own clock if its evidence stops, even while this
 thread is blocked in a broker call.
 
-A member cannot give a single partition back to the group, so `resign` and removing a led role leave
-the group and rejoin after `rejoin_delay`: every partition of the member is handed over, and the
-assignor may give the partition back on rejoin (leadership in NELI is what the assignor decides).
+A member cannot give a single partition back to the group, so `resign` and removing a led role hand
+every partition of the member over and come back after `rejoin_delay`; the assignor may give the
+partition back then (leadership in NELI is what the assignor decides).
+
+Parking instead of LeaveGroup. To hand its partitions over, a member subscribes to the parking topic
+(`TOPIC.parked`, see neli/topic.py) instead of the leader topic: the rebalance callback revokes its
+partitions in order (the barrier), it rejoins the group owning nothing of the leader topic, and after
+`rejoin_delay` it subscribes to the leader topic again. It stays a member throughout and sends no
+LeaveGroup. `stop` parks the same way and closes the consumer (which does send LeaveGroup) only once
+the rebalance that parked it has completed. The reason is the group coordinator: a LeaveGroup from the
+group's leader while the group is rebalancing must make the coordinator choose a new leader, and the
+Tansu broker (0.6) does not: it keeps the departed member as the group's leader, so every later
+JoinGroup names a leader that no longer exists, nobody computes an assignment, SyncGroup answers
+REBALANCE_IN_PROGRESS for ever and no partition is assigned again (members that resigned within a few
+milliseconds of each other left the group leaderless in about half the runs). A member that is evicted
+(its session expires) is handled correctly, and so is a LeaveGroup while the group is stable, which is
+when a parked member leaves. Without a parking topic (it could not be created) the member leaves the
+group and rejoins, as before.
 """
 
 from __future__ import annotations
@@ -21,7 +36,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
@@ -33,11 +48,14 @@ from neli.core import Acquire, Extend, Fence, NeliCore, Output, Publish, Revoke
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error
 from neli.options import KafkaOptions
-from neli.topic import ensure_topic
+from neli.topic import ensure_parking_topic, ensure_topic
 
 log = logging.getLogger("neli")
 _TAIL = -2000 - 100  # librdkafka's logical offset "100 records before the end" (RD_KAFKA_OFFSET_TAIL)
 kafka_log = logging.getLogger("neli.librdkafka")
+
+
+_Parking = Literal["off", "revoking", "joining", "parked"]
 
 
 @dataclass
@@ -68,7 +86,13 @@ class KafkaElector(BaseElector):
         self._fatal: ElectError | None = None
         self._stopping = False
         self._stop_by: float | None = None
-        self._rejoin_at: float | None = None
+        self._rejoin_at: float | None = None  # parked (or out of the group) until then
+        self._parking_topic: str | None = None  # None: hand over by leaving the group
+        # off: subscribed to the leader topic; revoking: parked, still owning leader-topic partitions;
+        # joining: parked, waiting for the rebalance that takes the parking subscription into account;
+        # parked: that rebalance completed (a stop may now leave the group)
+        self._parking: _Parking = "off"
+        self._park_by = 0.0  # a stop waits for "parked" until then, then leaves anyway
         self.publish_errors = 0
 
     @property
@@ -85,6 +109,10 @@ class KafkaElector(BaseElector):
     def _on_start(self) -> None:
         o = self.options
         self.partitions = ensure_topic(o)
+        try:
+            self._parking_topic = ensure_parking_topic(o)
+        except (ElectError, KafkaException) as exc:
+            log.warning("neli: %s: no parking topic (%s); resign will leave the group instead", self.member, exc)
         self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance, mode=o.mode,
                               partitions=self.partitions, interval=o.interval, timeout=o.timeout,
                               overlap=not o.exclusive, release_margin=max(0.1, 2 * o.poll_interval),
@@ -146,12 +174,16 @@ class KafkaElector(BaseElector):
         core = self._require_core()
         self._handle_commands()
         now = time.monotonic()
-        if self._stopping and (not core.leading_partitions() or (self._stop_by is not None and now > self._stop_by)):
-            return False
+        if self._stopping and self._stopped(now):
+            return False  # the consumer is closed on the way out (LeaveGroup)
         self._apply(core.tick(now, time.time()))
-        if self._consumer is None and not self._stopping and self._rejoin_at is not None and now >= self._rejoin_at:
+        if self._rejoin_at is not None and now >= self._rejoin_at and not self._stopping:
             self._rejoin_at = None
-            self._consumer = self._new_consumer()
+            if self._consumer is None:
+                self._consumer = self._new_consumer()
+            else:
+                self._parking = "off"
+                self._subscribe(self._consumer, self.options.topic)
         wait = min(max(0.0, core.next_wakeup() - time.monotonic()), self.options.poll_interval)
         if self._consumer is not None:
             for msg in self._consumer.consume(500, wait):
@@ -162,6 +194,12 @@ class KafkaElector(BaseElector):
         if self._producer is not None:
             self._producer.poll(0)
         return True
+
+    def _stopped(self, now: float) -> bool:
+        """A stopping member leads nothing any more (or ran out of time) and is parked (or gave up)."""
+        done_leading = not self._require_core().leading_partitions() or (self._stop_by is not None
+                                                                          and now > self._stop_by)
+        return done_leading and (self._parking in ("off", "parked") or now >= self._park_by)
 
     def _handle_commands(self) -> None:
         core = self._require_core()
@@ -174,7 +212,7 @@ class KafkaElector(BaseElector):
                 if command.kind == "stop":
                     self._stopping = True
                     core.publishing = False
-                    self._close_consumer()
+                    self._stop_parked()
                 elif command.kind == "resign":
                     self._handover(command.roles)
                 elif command.kind == "roles":
@@ -188,19 +226,39 @@ class KafkaElector(BaseElector):
     def _handover(self, roles: tuple[Role, ...]) -> None:
         """Give every partition back to the group and rejoin after `rejoin_delay`."""
         self._apply(self._require_core().drop(roles, time.monotonic()))
-        if self._consumer is None or self._stopping:
-            return
-        self._close_consumer()
+        if self._consumer is None or self._stopping or self._rejoin_at is not None:
+            return  # parked or out of the group already: it comes back when that ends
+        if not self._park():
+            self._close_consumer()
         self._rejoin_at = time.monotonic() + self.options.rejoin
+
+    def _stop_parked(self) -> None:
+        """Stop: park first (unless parked already), leave the group once parked (`_step`)."""
+        if self._parking == "off" and not (self._joined.is_set() and self._fatal is None and self._park()):
+            self._close_consumer()  # not in the group yet, or no parking topic: leave at once
+            return
+        park_by = time.monotonic() + max(5 * self.options.session_timeout, 1.0)
+        self._park_by = park_by if self._stop_by is None else min(park_by, self._stop_by)
+
+    def _park(self) -> bool:
+        """Subscribe to the parking topic; False if there is none (or no consumer)."""
+        if self._parking_topic is None or self._consumer is None:
+            return False
+        self._parking = "revoking" if self._require_core().owned else "joining"
+        self._subscribe(self._consumer, self._parking_topic)
+        return True
 
     # ----------------------------------------------------------------- Kafka callbacks
     def _new_consumer(self) -> Consumer:
         consumer = Consumer(self._consumer_config())
-        consumer.subscribe([self.options.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
-                           on_lost=self._on_lost)
+        self._subscribe(consumer, self.options.topic)
         return consumer
 
+    def _subscribe(self, consumer: Consumer, topic: str) -> None:
+        consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+
     def _close_consumer(self) -> None:
+        self._parking = "off"
         consumer, self._consumer = self._consumer, None
         if consumer is None:
             return
@@ -217,7 +275,12 @@ class KafkaElector(BaseElector):
 
     def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         self._joined.set()
-        self._guarded(lambda: self._require_core().assign(self._partitions(parts), time.monotonic(), time.time()))
+        ours = self._partitions(parts)
+        if self._parking != "off" and ours:
+            self._parking = "revoking"  # from a rebalance before parking: librdkafka revokes it again
+        elif self._parking == "joining":
+            self._parking = "parked"  # the first rebalance with the parking subscription completed
+        self._guarded(lambda: self._require_core().assign(ours, time.monotonic(), time.time()))
         if self.options.mode == "fast":
             self._read_from_tail(consumer, parts)
 
@@ -229,7 +292,7 @@ class KafkaElector(BaseElector):
         records are harmless in fast mode: only this assignment's own heartbeats count, and those are
         all written after it, so the token rule holds.
         """
-        start = [TopicPartition(p.topic, p.partition, _TAIL) for p in parts]
+        start = [TopicPartition(p.topic, p.partition, _TAIL) if p.topic == self.options.topic else p for p in parts]
         try:
             if self.options.assignment == "cooperative-sticky":
                 consumer.incremental_assign(start)
@@ -240,11 +303,17 @@ class KafkaElector(BaseElector):
 
     def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         self._guarded(lambda: self._require_core().revoke(self._partitions(parts), time.monotonic()))
+        self._revoked()
+
+    def _revoked(self) -> None:
+        if self._parking == "revoking" and not self._require_core().owned:
+            self._parking = "joining"
 
     def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         log.warning("neli: %s lost partitions %s (session expired behind its back)", self.member,
                     self._partitions(parts))
         self._guarded(lambda: self._require_core().revoke(self._partitions(parts), time.monotonic(), lost=True))
+        self._revoked()
 
     def _guarded(self, step: Any) -> None:
         try:
@@ -257,6 +326,8 @@ class KafkaElector(BaseElector):
         if err is not None:
             self._on_kafka_error(err)
             return
+        if msg.topic() != self.options.topic:
+            return  # the parking topic carries nothing
         heartbeat = Heartbeat.decode(msg.value())
         partition, offset = msg.partition(), msg.offset()
         if heartbeat is None or partition is None or offset is None:

@@ -35,8 +35,8 @@ class KafkaOptions:
     partitions: M (None: the existing topic's count, else 12). assignment: the partition assignor.
     static_membership: use the member id as `group.instance.id`. connect_timeout: bound on reaching
     the broker at start. revoke_timeout: longest wait for blocking Revoked callbacks. rejoin_delay: how
-    long a member stays out of the group after `resign` / `remove_roles` so that others take over.
-    replication: replication factor when creating the topic (-1: the broker's default).
+    long a member stays parked (subscribed to TOPIC.parked, not TOPIC) after `resign` / `remove_roles`
+    so that others take over. replication: replication factor when creating the topic (-1: the broker's default).
     """
 
     servers: tuple[str, ...] = ("127.0.0.1:9092",)

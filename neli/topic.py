@@ -2,6 +2,10 @@
 
 M cannot change while a group runs (every member maps roles by `j mod M`), so an existing topic with a
 different partition count is an error that says which count to use, never a silent resize.
+
+Beside it, the parking topic (`TOPIC.parked`, one partition, never written): a member that resigns
+(for `rejoin_delay`) or stops subscribes to it instead of the leader topic, so it hands its partitions
+over through an ordinary rebalance and stays in the group (neli/elector.py says why not LeaveGroup).
 """
 
 from __future__ import annotations
@@ -22,8 +26,19 @@ def admin_client(options: KafkaOptions) -> AdminClient:
                         "reconnect.backoff.max.ms": 500, "log_level": 3})
 
 
-def partition_count(admin: AdminClient, options: KafkaOptions, deadline: float) -> int | None:
-    """Partitions of the topic, or None if it does not exist; InfrastructureUnavailable by `deadline`."""
+PARKING_SUFFIX = ".parked"
+_MAX_TOPIC = 249
+
+
+def parking_topic(topic: str) -> str:
+    """The parking topic of leader topic `topic` (a valid topic name whatever the length of `topic`)."""
+    return topic[:_MAX_TOPIC - len(PARKING_SUFFIX)] + PARKING_SUFFIX
+
+
+def partition_count(admin: AdminClient, options: KafkaOptions, deadline: float, topic: str | None = None) -> int | None:
+    """Partitions of `topic` (default: the leader topic), or None if it does not exist;
+    InfrastructureUnavailable by `deadline`."""
+    topic = options.topic if topic is None else topic
     remaining = max(0.1, deadline - time.monotonic())
     try:
         metadata: Any = admin.list_topics(timeout=remaining)  # all topics: naming one might auto-create it
@@ -31,7 +46,7 @@ def partition_count(admin: AdminClient, options: KafkaOptions, deadline: float) 
         raise InfrastructureUnavailable(
             f"no Kafka broker answered at {options.bootstrap} within {options.connect_timeout:g} s "
             f"(connect_timeout): {_words(exc)}") from None
-    found = metadata.topics.get(options.topic)
+    found = metadata.topics.get(topic)
     if found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
         return None
     return len(found.partitions)
@@ -43,21 +58,7 @@ def ensure_topic(options: KafkaOptions) -> int:
     deadline = time.monotonic() + options.connect_timeout
     count = partition_count(admin, options, deadline)
     if count is None:
-        wanted = options.partitions or DEFAULT_PARTITIONS
-        future = admin.create_topics([NewTopic(options.topic, num_partitions=wanted,
-                                               replication_factor=options.replication)],
-                                     request_timeout=max(0.1, deadline - time.monotonic()))[options.topic]
-        try:
-            future.result(timeout=max(0.1, deadline - time.monotonic()))
-        except KafkaException as exc:
-            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
-            if code != KafkaError.TOPIC_ALREADY_EXISTS:  # a peer created it first: fine, check it below
-                raise InfrastructureUnavailable(f"could not create topic {options.topic!r} with {wanted} "
-                                                f"partitions on {options.bootstrap}: {_words(exc)}") from None
-        except TimeoutError:
-            raise InfrastructureUnavailable(f"creating topic {options.topic!r} on {options.bootstrap} did not "
-                                            f"finish within connect_timeout ({options.connect_timeout:g} s)") from None
-        count = _await_count(admin, options, deadline)
+        count = _create(admin, options, options.topic, options.partitions or DEFAULT_PARTITIONS, deadline)
     if options.partitions is not None and count != options.partitions:
         raise ConfigError(f"topic {options.topic!r} exists with {count} partitions, not {options.partitions}; "
                           f"M cannot change while a group uses the topic: use partitions={count}, or another topic",
@@ -65,14 +66,41 @@ def ensure_topic(options: KafkaOptions) -> int:
     return count
 
 
-def _await_count(admin: AdminClient, options: KafkaOptions, deadline: float) -> int:
+def ensure_parking_topic(options: KafkaOptions) -> str:
+    """Create the parking topic (one partition) if missing; return its name."""
+    topic = parking_topic(options.topic)
+    admin = admin_client(options)
+    deadline = time.monotonic() + options.connect_timeout
+    if partition_count(admin, options, deadline, topic) is None:
+        _create(admin, options, topic, 1, deadline)
+    return topic
+
+
+def _create(admin: AdminClient, options: KafkaOptions, topic: str, wanted: int, deadline: float) -> int:
+    """Create `topic` with `wanted` partitions (a peer may create it first); return its partition count."""
+    future = admin.create_topics([NewTopic(topic, num_partitions=wanted, replication_factor=options.replication)],
+                                 request_timeout=max(0.1, deadline - time.monotonic()))[topic]
+    try:
+        future.result(timeout=max(0.1, deadline - time.monotonic()))
+    except KafkaException as exc:
+        code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+        if code != KafkaError.TOPIC_ALREADY_EXISTS:  # a peer created it first: fine, check it below
+            raise InfrastructureUnavailable(f"could not create topic {topic!r} with {wanted} "
+                                            f"partitions on {options.bootstrap}: {_words(exc)}") from None
+    except TimeoutError:
+        raise InfrastructureUnavailable(f"creating topic {topic!r} on {options.bootstrap} did not "
+                                        f"finish within connect_timeout ({options.connect_timeout:g} s)") from None
+    return _await_count(admin, options, deadline, topic)
+
+
+def _await_count(admin: AdminClient, options: KafkaOptions, deadline: float, topic: str) -> int:
     """A created topic shows up in metadata a moment later."""
     while True:
-        count = partition_count(admin, options, deadline)
+        count = partition_count(admin, options, deadline, topic)
         if count:
             return count
         if time.monotonic() >= deadline:
-            raise InfrastructureUnavailable(f"topic {options.topic!r} was created but does not show in the "
+            raise InfrastructureUnavailable(f"topic {topic!r} was created but does not show in the "
                                             f"metadata of {options.bootstrap} within {options.connect_timeout:g} s")
         time.sleep(0.05)
 

@@ -15,6 +15,7 @@ from elect.cluster.members import InProcessMember
 from elect.cluster.ports import free_port
 from elect.cluster.waiting import wait_until
 from elect.errors import ConfigError, InfrastructureUnavailable
+from neli.topic import parking_topic
 
 pytestmark = pytest.mark.infra
 
@@ -93,3 +94,49 @@ def test_resign_hands_over_and_the_elector_stops_cleanly(infra: Endpoints, start
     a.resign(int(next(iter(a.log.leading()))))  # event lines carry roles as text
     wait_until(lambda: b.log.leading() == {"0", "1"}, 30, what="b leading everything while a is out")
     wait_until(lambda: len(a.log.leading()) == 1, 30, what="a back in the group with one partition")
+
+
+def test_the_parking_topic_is_created_beside_the_leader_topic(infra: Endpoints,
+                                                             started: list[InProcessMember]) -> None:
+    topic = fresh()
+    m = InProcessMember(elect.connect(f"kafka://{infra.kafka[0]}/{topic}?partitions=2", [0], member="a"))
+    m.start()
+    started.append(m)
+    metadata = AdminClient({"bootstrap.servers": infra.kafka[0]}).list_topics(timeout=10)
+    assert len(metadata.topics[parking_topic(topic)].partitions) == 1
+    assert len(metadata.topics[topic].partitions) == 2
+
+
+def test_owners_resigning_at_once_leave_a_group_that_still_assigns(infra: Endpoints,
+                                                                    started: list[InProcessMember]) -> None:
+    """Every owner resigns within milliseconds of the others, then every role must find a leader again.
+
+    When resign left the group (LeaveGroup), the broker (Tansu) kept the group's departed leader as
+    its leader if it left while the group was already rebalancing after another member's LeaveGroup:
+    no member was told to compute the assignment and no partition was assigned again (about half the
+    runs). Parked members stay in the group, so the group keeps a leader that answers.
+    """
+    roles = [0, 1, 2]
+    url = f"kafka://{infra.kafka[0]}/{fresh()}?partitions=3"
+    members = [InProcessMember(elect.connect(url, roles, member=name)) for name in ("a", "b", "c")]
+    for m in members:
+        m.start()
+        started.append(m)
+
+    def leaders() -> dict[str, list[InProcessMember]]:
+        return {str(r): [m for m in members if str(r) in m.log.leading()] for r in roles}
+
+    wait_until(lambda: all(len(held) == 1 for held in leaders().values()), 40, what="one leader per role")
+    marks = {m.member_id: len(m.log.lines) for m in members}
+    resigned = [(held[0], role) for role, held in leaders().items()]
+    for m, role in resigned:
+        m.resign(int(role))
+    for m, role in resigned:
+        m.log.wait_for(lambda line, role=role: line["event"] == "revoked" and line["role"] == role, 10,
+                       start=marks[m.member_id], what=f"{m.member_id} revoked {role} after resign")
+
+    def led_again(role: str) -> bool:
+        return any(line["event"] == "acquired" and line["role"] == role
+                   for m in members for line in m.log.lines[marks[m.member_id]:])
+
+    wait_until(lambda: all(led_again(str(r)) for r in roles), 40, what="every role led again after the resigns")

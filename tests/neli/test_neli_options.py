@@ -7,6 +7,7 @@ import pytest
 from elect.config import spec_from_url
 from elect.errors import ConfigError
 from neli.options import KafkaOptions
+from neli.topic import parking_topic
 
 
 def options(url: str) -> KafkaOptions:
@@ -82,3 +83,10 @@ def test_a_broker_session_timeout_refusal_reads_as_a_config_error() -> None:
     assert problem is not None and problem.parameter == "session_timeout"
     assert "group.min.session.timeout.ms" in str(problem)
     assert config_error(KafkaError(KafkaError._TRANSPORT), options("kafka://h:1/t")) is None
+
+
+def test_the_parking_topic_name_is_valid_for_any_leader_topic() -> None:
+    assert parking_topic("leaders") == "leaders.parked"
+    long = parking_topic("t" * 249)
+    assert len(long) == 249 and long.endswith(".parked")
+    KafkaOptions(topic=long)  # accepted as a topic name
