@@ -54,6 +54,7 @@ class PySyncObjElector(BaseElector):
         self._leading: dict[int, int] = {}  # partition -> term this node leads it in
         self._objs_lock = threading.RLock()
         self._stop = threading.Event()
+        self._stopping = False
         self._thread: threading.Thread | None = None
 
     @property
@@ -90,12 +91,23 @@ class PySyncObjElector(BaseElector):
         self._thread.start()
 
     def _on_stop(self, timeout: float | None) -> None:
+        # Hand over partition by partition while the poll thread keeps renewing the leaderships not yet
+        # revoked (their SyncObjs still heartbeat, holding successors back), then shut everything down.
+        self._stopping = True
+        with self._objs_lock:
+            led = sorted(self._leading)
+        for p in led:
+            for role in self._roles_on(p):
+                self._revoke(role, wait=True)
+            with self._objs_lock:
+                self._leading.pop(p, None)
+                obj = self._objs.pop(p, None)
+            if obj is not None:
+                obj.destroy()
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
         with self._objs_lock:
-            for p in sorted(self._leading):
-                self._step_down(p, rejoin=False)
             objs = list(self._objs.values())
             self._objs.clear()
         for obj in objs:
@@ -151,7 +163,7 @@ class PySyncObjElector(BaseElector):
             for p in range(o.partitions):
                 obj = self._objs.get(p)
                 if obj is None:
-                    if now >= self._rejoin_at.get(p, 0.0) and not self._stop.is_set():
+                    if now >= self._rejoin_at.get(p, 0.0) and not self._stopping:
                         self._objs[p] = self._make(p)
                     continue
                 leads = obj._isLeader()
@@ -159,6 +171,8 @@ class PySyncObjElector(BaseElector):
                 held = self._leading.get(p)
                 roles = self._roles_on(p)
                 if leads and held != term:
+                    if self._stopping:
+                        continue
                     if held is not None:
                         for role in roles:
                             self._fence(role)
