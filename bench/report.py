@@ -57,7 +57,7 @@ def provenance(result: RunResult) -> str:
     s = result.scenario
     return (f"Command: `{result.command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(result.started))}, "
             f"{result.seconds:.0f} s on {m['host']} ({m['cpus']} cores, {m['cpu']}, Python {m['python']}). "
-            f"{s.members} members, {s.roles} roles, {s.trials} trials per cell, detection budget {s.budget:g} s "
+            f"{'/'.join(map(str, s.group_sizes))} members, {s.roles} roles, {s.trials} trials per cell, detection budget {s.budget:g} s "
             f"(Raft election timeout = lease TTL = Kafka session timeout).")
 
 
