@@ -55,9 +55,10 @@ def markdown_table(result: RunResult) -> str:
 def provenance(result: RunResult) -> str:
     m = result.machine
     s = result.scenario
+    sizes = "/".join(map(str, s.group_sizes))
     return (f"Command: `{result.command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(result.started))}, "
             f"{result.seconds:.0f} s on {m['host']} ({m['cpus']} cores, {m['cpu']}, Python {m['python']}). "
-            f"{'/'.join(map(str, s.group_sizes))} members, {s.roles} roles, {s.trials} trials per cell, detection budget {s.budget:g} s "
+            f"{sizes} members, {s.roles} roles, {s.trials} trials per cell, detection budget {s.budget:g} s "
             f"(Raft election timeout = lease TTL = Kafka session timeout).")
 
 

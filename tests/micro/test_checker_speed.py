@@ -15,9 +15,8 @@ def big_history(members: int = 10, roles: int = 100, handovers: int = 50, seed: 
     rng = random.Random(seed)
     lines: list[dict[str, Any]] = []
     for role in range(roles):
-        t, token = rng.random(), 0
-        for _ in range(handovers):
-            token += 1
+        t = rng.random()
+        for token in range(1, handovers + 1):
             member = f"m{rng.randrange(members)}"
             lines.append({"ts": t, "mono": t, "member": member, "role": str(role), "event": "acquired",
                           "token": token})
