@@ -1,7 +1,9 @@
 """Reads a merged history and reports every violation of what an elector promised.
 
 - two members leading one role at once, in a mode that claims exclusivity;
-- a fencing token that did not increase from one leader of a role to the next;
+- a fencing token that did not increase from one leader of a role to the next (a member resuming its
+  own leadership under the same token, nobody else having acquired in between, is allowed: see
+  elect.contract.Leadership);
 - a role without a leader for longer than its bound after the last fault healed.
 """
 
@@ -38,7 +40,8 @@ def check(history: History, *, exclusive: bool, leaderless_bound: float | None =
                                            f"{', '.join(sorted(members))} both led for {end - start:.3f} s"))
         acquired = [line for line in history.lines if line["role"] == role and line["event"] == "acquired"]
         for prev, nxt in itertools.pairwise(acquired):
-            if nxt["token"] <= prev["token"]:
+            resumed = nxt["member"] == prev["member"] and nxt["token"] == prev["token"]
+            if nxt["token"] <= prev["token"] and not resumed:
                 found.append(Violation("token", role, nxt["mono"],
                                        f"{nxt['member']} got token {nxt['token']} after {prev['member']}'s "
                                        f"{prev['token']}"))

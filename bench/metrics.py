@@ -129,3 +129,18 @@ class Summary:
     @classmethod
     def of(cls, values: Sequence[float]) -> Summary:
         return cls(len(values), percentile(values, 50), percentile(values, 99), max(values, default=math.nan))
+
+
+def disruptions(history: History, fault: Fault) -> list[Failover]:
+    """After a fault to the infrastructure: per role whose leader at the fault lost its leadership before the
+    end, the time from the fault until the role was acquired again (by anyone, the same member included)."""
+    out = []
+    for role, ivs in sorted(history.intervals().items()):
+        lost = [i for i in ivs if i.start <= fault.mono < i.end and i.ended_by != "open"]
+        if not lost:
+            continue
+        nxt = next((line for line in history.lines
+                    if line["role"] == role and line["event"] == "acquired" and line["mono"] > fault.mono), None)
+        out.append(Failover(role, lost[0].member, fault, None if nxt is None else nxt["mono"] - fault.mono,
+                            None if nxt is None else nxt["member"]))
+    return out

@@ -14,7 +14,7 @@ COLUMNS = [
     ("method", "method", "{}"), ("fault", "fault", "{}"), ("members", "members", "{}"), ("ok", "trials", "{}"),
     ("failover_p50", "failover p50", "{:.2f} s"), ("failover_p99", "p99", "{:.2f} s"),
     ("failover_max", "max", "{:.2f} s"), ("failover_p99_ratio", "p99/budget", "{:.2f}"),
-    ("gap_max", "gap max", "{:.2f} s"), ("overlap_total", "overlap", "{:.3f} s"),
+    ("disrupted", "roles lost", "{}"), ("gap_max", "gap max", "{:.2f} s"), ("overlap_total", "overlap", "{:.3f} s"),
     ("steady_balanced", "balanced", "{:.0%}"), ("after_balanced", "balanced after", "{:.0%}"),
     ("violations", "violations", "{}"), ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
     ("sent_pps_mean", "sent pkts/s/member", "{:.0f}"),
@@ -69,7 +69,9 @@ def write(result: RunResult, out: Path, plots: list[Path]) -> tuple[Path, Path]:
     report = out / "report.md"
     parts = [f"# elect benchmark: {result.scenario.name}", "", provenance(result), "", markdown_table(result), "",
              "Definitions (DESIGN.md): *failover* is from the fault to a surviving member's `acquired`, per role "
-             "the victim led; *gap* is leaderless time per trial summed over roles after the fault; *overlap* is "
+             "the victim led (after an infrastructure fault: from the fault to the role being led again, per role "
+             "whose leader lost it; *roles lost* counts those); *gap* is leaderless time per trial summed over "
+             "roles after the fault; *overlap* is "
              "time two members believed they led one role (a `fenced` line ends belief at its `until`); "
              "*balanced* is the share of trials whose busiest member led ceil(roles / live members).", ""]
     if result.skipped:

@@ -29,6 +29,7 @@ class Scenario:
     sizes: tuple[int, ...] = ()  # group sizes to run each cell at (load as the group grows); () = (members,)
     hosts: bool = False  # members on network-namespace hosts even without a cut (needed to count load)
     load_window: float = 0.0  # seconds of steady state over which sent packets are counted (needs hosts)
+    store_members: int = 1  # etcd members / ZooKeeper nodes (3 for the infra fault to leave a quorum)
 
     @property
     def group_sizes(self) -> tuple[int, ...]:
@@ -47,6 +48,8 @@ class Scenario:
             raise ConfigError(f"unknown fault(s) {bad}; known: {', '.join(FAULTS)}", parameter="faults")
         if min(self.group_sizes) < 2 and any(f != "none" for f in self.faults):
             raise ConfigError("a fault needs at least 2 members (a survivor to fail over to)", parameter="members")
+        if self.store_members not in (1, 3):
+            raise ConfigError("store_members is 1 or 3", parameter="store_members")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
 

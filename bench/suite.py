@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from elect import registry
+from elect.bench.infrastructure import DockerInfra, LocalInfra
 from elect.bench.methods import METHODS
 from elect.bench.metrics import Summary
 from elect.bench.placement import DockerPlacement, NetnsPlacement
 from elect.bench.scenario import Scenario
-from elect.bench.trial import Environment, TrialResult, TrialSpec, run_trial
+from elect.bench.trial import INFRA_FAULTS, Environment, TrialResult, TrialSpec, run_trial
 from elect.cluster.local import LocalCluster
 from elect.errors import MissingExtra, UnknownScheme
 
@@ -47,6 +48,7 @@ class Cell:
             "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
             "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan,
             "unrecovered": sum(t.unrecovered for t in ok),
+            "disrupted": sum(t.disrupted for t in ok) if self.fault in INFRA_FAULTS else math.nan,
             "gap_p50": Summary.of([t.gap for t in ok]).p50, "gap_max": Summary.of([t.gap for t in ok]).max,
             "overlap_total": sum(t.overlap for t in ok), "overlap_max": max((t.max_overlap for t in ok), default=0.0),
             "steady_balanced": _share([t.steady_balanced for t in ok]),
@@ -118,8 +120,7 @@ def machine() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def environment(scenario: Scenario, workdir: Path, store_members: int = 1,
-                placement: str = "local") -> Iterator[Environment]:
+def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> Iterator[Environment]:
     """Start what the scenario needs; with a `cut` fault, members live on network-namespace hosts.
 
     With placement "docker" the infrastructure is the compose project's (already up) and members are
@@ -128,7 +129,7 @@ def environment(scenario: Scenario, workdir: Path, store_members: int = 1,
     if placement == "docker":
         from elect.cluster import compose
 
-        yield Environment(compose.endpoints(), workdir, DockerPlacement(str(compose.COMPOSE_FILE)))
+        yield Environment(compose.endpoints(), workdir, DockerPlacement(str(compose.COMPOSE_FILE)), DockerInfra())
         return
     hosts = None
     if scenario.on_hosts:
@@ -139,12 +140,13 @@ def environment(scenario: Scenario, workdir: Path, store_members: int = 1,
         endpoints = None
         cluster = None
         if scenario.needs:
-            cluster = LocalCluster(workdir / "infra", services=scenario.needs, etcd_members=store_members,
-                                   zookeeper_nodes=store_members,
+            cluster = LocalCluster(workdir / "infra", services=scenario.needs,
+                                   etcd_members=scenario.store_members, zookeeper_nodes=scenario.store_members,
                                    host=hosts.gateway if hosts else "127.0.0.1")
             endpoints = cluster.up()
         try:
-            yield Environment(endpoints, workdir, NetnsPlacement(hosts) if hosts is not None else None)
+            yield Environment(endpoints, workdir, NetnsPlacement(hosts) if hosts is not None else None,
+                              LocalInfra(cluster) if cluster is not None else None)
         finally:
             if cluster is not None:
                 cluster.down()
@@ -154,14 +156,19 @@ def environment(scenario: Scenario, workdir: Path, store_members: int = 1,
 
 
 def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = "",
-        store_members: int = 1, placement: str = "local") -> RunResult:
+        placement: str = "local") -> RunResult:
     started_wall, began = time.time(), time.monotonic()
     skipped = {m: why for m in scenario.methods if (why := available(m))}
     methods = [m for m in scenario.methods if m not in skipped]
-    cells = [Cell(m, f, n) for m in methods for f in scenario.faults for n in scenario.group_sizes]
+    for f in set(scenario.faults) & set(INFRA_FAULTS):
+        for m in methods:
+            if not METHODS[m].needs:
+                skipped[f"{m} / {f}"] = "no infrastructure to fault (its members are the whole system)"
+    cells = [Cell(m, f, n) for m in methods for f in scenario.faults for n in scenario.group_sizes
+             if f not in INFRA_FAULTS or METHODS[m].needs]
     total = len(cells) * scenario.trials
     done = 0
-    with environment(scenario, workdir, store_members, placement) as env:
+    with environment(scenario, workdir, placement) as env:
         for cell in cells:
             spec = TrialSpec(METHODS[cell.method], cell.fault, scenario.budget, cell.members, scenario.roles,
                              scenario.hold, scenario.load_window, dict(scenario.overrides.get(cell.method, {})))

@@ -4,6 +4,11 @@ the handover, stop, and turn the merged event lines into measurements.
 Faults (DESIGN.md): `kill` (SIGKILL), `pause` (SIGSTOP for a while, then SIGCONT), `stop` (graceful,
 SIGTERM), `cut` (the leader's network-namespace host loses its link), `none` (steady state only: cold
 start distribution and load). The victim is the member leading role 0 at steady state.
+
+`infra` kills one member of the method's infrastructure instead (the store's leader, or the only
+broker) and starts it again after the hold; `infra-pause` freezes it for the hold instead (SIGSTOP,
+state intact). Both measure the disruption: which roles lost their leader, how long until each was
+led again, gaps and overlap.
 """
 
 from __future__ import annotations
@@ -19,14 +24,16 @@ from typing import Any
 
 from elect.bench.checker import check
 from elect.bench.history import Fault, History
+from elect.bench.infrastructure import InfraFaults
 from elect.bench.methods import Group, Method
-from elect.bench.metrics import balanced, failovers, leaderless, max_led, overlaps, total
+from elect.bench.metrics import balanced, disruptions, failovers, leaderless, max_led, overlaps, total
 from elect.bench.placement import LocalPlacement, Placement
 from elect.cluster.endpoints import Endpoints
 from elect.cluster.members import MemberProcess
 from elect.cluster.waiting import WaitTimeout, wait_until
 
-FAULTS = ("kill", "pause", "stop", "cut", "none")
+FAULTS = ("kill", "pause", "stop", "cut", "infra", "infra-pause", "none")
+INFRA_FAULTS = ("infra", "infra-pause")
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,7 @@ class TrialSpec:
     budget: float = 1.0
     members: int = 3
     roles: int = 6
-    hold: float = 0.0  # pause / cut length; 0 = 3 x budget
+    hold: float = 0.0  # pause / cut / infra outage length; 0 = 3 x budget
     load_window: float = 0.0  # seconds of steady state over which each member's sent packets are counted
     overrides: dict[str, str] = field(default_factory=dict)
 
@@ -54,6 +61,7 @@ class TrialResult:
     error: str = ""
     failover: list[float] = field(default_factory=list)    # per role the victim led, seconds
     unrecovered: int = 0                                  # roles no survivor acquired before the end
+    disrupted: int = 0                                    # infra fault: roles whose leader lost leadership
     gap: float = 0.0                                      # leaderless seconds summed over roles, after the fault
     overlap: float = 0.0                                  # seconds two or more led one role, summed over roles
     max_overlap: float = 0.0                              # the longest single overlap
@@ -77,10 +85,12 @@ class TrialResult:
 class Environment:
     """Where a trial runs: the infrastructure's endpoints and the members' placement."""
 
-    def __init__(self, endpoints: Endpoints | None, workdir: Path, placement: Placement | None = None) -> None:
+    def __init__(self, endpoints: Endpoints | None, workdir: Path, placement: Placement | None = None,
+                 infra: InfraFaults | None = None) -> None:
         self.endpoints = endpoints
         self.workdir = workdir
         self.placement: Placement = placement or LocalPlacement()
+        self.infra = infra
 
 
 def _leaders(procs: Sequence[MemberProcess], role: str) -> list[MemberProcess]:
@@ -134,7 +144,9 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         if spec.load_window > 0:
             progress(f"counting load for {spec.load_window:g} s")
             _count_load(spec, env, procs, result)
-        if spec.fault != "none":
+        if spec.fault in INFRA_FAULTS:
+            _infra_fault(spec, env, procs, faults, bound, progress)
+        elif spec.fault != "none":
             victim = (_leaders(procs, "0") or [procs[0]])[0]
             led = set(victim.log.leading())
             progress(f"{spec.fault} {victim.member_id} (leads {len(led)} roles)")
@@ -200,6 +212,32 @@ def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess
             result.sent_bps[p.member_id] = (b[1] - a[1]) / elapsed
 
 
+def _infra_fault(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], faults: list[Fault],
+                 bound: float, progress: Callable[[str], None]) -> None:
+    """Kill (or freeze) one member of the infrastructure, hold, bring it back, wait until every role is led."""
+    if env.infra is None or not spec.method.needs:
+        raise ValueError(f"{spec.method.name} has no infrastructure the harness can fault")
+    service = spec.method.needs[0]
+    kill = spec.fault == "infra"
+    at = time.monotonic()
+    victim = env.infra.kill(service) if kill else env.infra.pause(service)
+    faults.append(Fault(at, spec.fault, victim.label, f"1 of {env.infra.members(service)}"))
+    progress(f"{'killed' if kill else 'froze'} {victim.label}; holding {spec.hold_for:g} s")
+    try:
+        _wait_until_time(at + spec.hold_for)
+    finally:
+        faults.append(Fault(time.monotonic(), "restart" if kill else "resume", victim.label))
+        progress(f"{'restarting' if kill else 'resuming'} {victim.label}")
+        if kill:
+            env.infra.restart(victim, timeout=bound + 30)
+        else:
+            env.infra.resume(victim)
+    progress("waiting for every role to be led again")
+    with contextlib.suppress(WaitTimeout):  # what did not recover is reported as unrecovered
+        wait_until(lambda: all(_leaders(procs, str(r)) for r in range(spec.roles)), bound, interval=0.02,
+                   what="a leader for every role after the restart")
+
+
 def _inject(spec: TrialSpec, env: Environment, victim: MemberProcess, faults: list[Fault]) -> float:
     actions: dict[str, Callable[[], None]] = {
         "kill": lambda: env.placement.kill(victim),
@@ -218,7 +256,16 @@ def _inject(spec: TrialSpec, env: Environment, victim: MemberProcess, faults: li
 def _measure(spec: TrialSpec, history: History, faults: list[Fault], procs: Sequence[MemberProcess],
              result: TrialResult) -> None:
     ivs = history.intervals()
-    if faults:
+    if faults and faults[0].kind in INFRA_FAULTS:
+        fault = faults[0]
+        lost = disruptions(history, fault)
+        result.disrupted = len(lost)
+        result.failover = [f.latency for f in lost if f.latency is not None]
+        result.unrecovered = sum(1 for f in lost if f.latency is None)
+        result.gap = sum(total(leaderless(ivs.get(str(r), []), fault.mono, history.end)) for r in range(spec.roles))
+        result.after_max_led = max_led(ivs, history.end - 1e-6)
+        result.after_balanced = balanced(result.after_max_led, spec.roles, len(procs))
+    elif faults:
         fault = faults[0]
         fos = failovers(history, fault)
         result.failover = [f.latency for f in fos if f.latency is not None]

@@ -23,7 +23,9 @@ class Leadership:
     """This member's current leadership of one role.
 
     `token` strictly increases across successive leaders of the role; pass it to the resource you
-    guard so that a write carrying an older token is refused there. `deadline` is the monotonic time
+    guard so that a write carrying an older token is refused there. A member fenced because it lost
+    touch with the store, that finds on return its claim still standing (nobody else led meanwhile),
+    resumes under the same token: no other writer can hold a token in between. `deadline` is the monotonic time
     after which this member must consider itself no longer leader unless renewed (None: no deadline).
     """
 

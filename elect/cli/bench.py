@@ -24,13 +24,14 @@ def register(sub: Any) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", help="comma-separated, e.g. raft,etcd (see bench/methods.py)")
-    p.add_argument("--faults", help="comma-separated: kill, pause, stop, cut, none")
+    p.add_argument("--faults", help="comma-separated: kill, pause, stop, cut, infra, infra-pause, none")
     p.add_argument("--trials", type=int)
     p.add_argument("--members", type=int)
     p.add_argument("--roles", type=int)
     p.add_argument("--budget", type=float, help="detection budget in seconds (election timeout = TTL = session)")
     p.add_argument("--hold", type=float, help="pause / cut length in seconds (default 3 x budget)")
-    p.add_argument("--store-members", type=int, default=1, choices=(1, 3), help="etcd / ZooKeeper members")
+    p.add_argument("--store-members", type=int, choices=(1, 3),
+                   help="etcd members / ZooKeeper nodes (the infra fault wants 3)")
     p.add_argument("--placement", choices=("local", "docker"), default="local",
                    help="local processes (network namespaces for cuts), or containers of cluster/docker-compose.yml")
     p.add_argument("--out", type=Path, default=Path("results"), help="where results.json, report.md and plots go")
@@ -42,12 +43,12 @@ def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     chosen = scenario.load(scenario_name or args.scenario).with_flags(
         methods=args.methods.split(",") if args.methods else None,
         faults=args.faults.split(",") if args.faults else None,
-        trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold)
+        trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
+        store_members=args.store_members)
     command = "elect " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "elect bench"
     show = _progress()
     with tempfile.TemporaryDirectory(prefix="elect-bench-") as tmp:
-        result = suite.run(chosen, Path(tmp), show, command=command, store_members=args.store_members,
-                           placement=args.placement)
+        result = suite.run(chosen, Path(tmp), show, command=command, placement=args.placement)
     print(file=sys.stderr)
     for method, why in result.skipped.items():
         print(f"skipped {method}: {why}", file=sys.stderr)

@@ -45,3 +45,24 @@ def test_network_hosts_are_torn_down_when_a_run_fails(tmp_path: Path) -> None:
         assert env.placement.can_cut
         raise RuntimeError("boom")
     assert not leftovers()
+
+
+def test_infrastructure_faults_kill_and_freeze_a_store_member(tmp_path: Path) -> None:
+    chosen = scenario.load({"name": "infra-smoke", "methods": ["etcd", "raft"], "faults": ["infra", "infra-pause"],
+                            "trials": 1, "members": 3, "roles": 4, "budget": 1.0, "hold": 2.0,
+                            "store_members": 3})
+    result = suite.run(chosen, tmp_path / "work", lambda *_: None, command="pytest")
+    assert {c.method for c in result.cells} == {"etcd"}  # raft has no infrastructure to fault: skipped, saying so
+    assert "no infrastructure" in result.skipped["raft / infra"]
+    for cell in result.cells:
+        trial = cell.trials[0]
+        assert trial.ok, f"{cell.fault}: {trial.error}"
+        faults = trial.history["faults"]
+        back = "restart" if cell.fault == "infra" else "resume"
+        assert [f["kind"] for f in faults] == [cell.fault, back], faults
+        assert faults[0]["target"].startswith("etcd[") and faults[0]["detail"] == "1 of 3"
+        assert trial.unrecovered == 0 and len(trial.failover) == trial.disrupted, f"{cell.fault}: not led again"
+        assert trial.violations == [], f"{cell.fault}: {trial.violations}"
+        assert trial.after_max_led >= 1  # every role is led at the end
+    summary = result.cells[0].summary(chosen.budget)
+    assert summary["disrupted"] == result.cells[0].trials[0].disrupted

@@ -6,7 +6,17 @@ import math
 
 from elect.bench.checker import check
 from elect.bench.history import Fault, History
-from elect.bench.metrics import Summary, balanced, failovers, leaderless, max_led, overlaps, percentile, total
+from elect.bench.metrics import (
+    Summary,
+    balanced,
+    disruptions,
+    failovers,
+    leaderless,
+    max_led,
+    overlaps,
+    percentile,
+    total,
+)
 
 
 def acq(member: str, role: str, token: int, t: float) -> dict[str, object]:
@@ -56,6 +66,26 @@ def test_overlap_in_an_exclusive_mode_is_a_violation() -> None:
 def test_token_that_did_not_increase_is_a_violation() -> None:
     h = History([acq("a", "r", 5, 1.0), rev("a", "r", 5, 2.0), acq("b", "r", 5, 2.1)], end=3.0)
     assert [v.kind for v in check(h, exclusive=True)] == ["token"]
+
+
+def test_resuming_ones_own_leadership_under_the_same_token_is_allowed_but_not_after_another() -> None:
+    # a loses the store at 2 and fences; back at 3 it finds its claim standing and resumes with token 5.
+    resumed = History([acq("a", "r", 5, 1.0), fen("a", "r", 5, 2.5, 2.0), acq("a", "r", 5, 3.0)], end=4.0)
+    assert check(resumed, exclusive=True) == []
+    # once b has led in between, a's old token may not come back
+    stale = History([acq("a", "r", 5, 1.0), fen("a", "r", 5, 2.5, 2.0), acq("b", "r", 6, 2.6), rev("b", "r", 6, 2.9),
+                     acq("a", "r", 5, 3.0)], end=4.0)
+    assert [v.kind for v in check(stale, exclusive=True)] == ["token"]
+
+
+def test_disruptions_after_an_infrastructure_fault() -> None:
+    # the store's leader dies at 10; a's lease on r lapses (fenced, until 10.8) and b takes r at 11.4;
+    # a keeps s throughout; t is dropped by c at 10.5 and never led again.
+    h = History([acq("a", "r", 1, 1.0), acq("a", "s", 1, 1.0), acq("c", "t", 1, 1.0), fen("a", "r", 1, 11.0, 10.8),
+                 acq("b", "r", 2, 11.4), rev("c", "t", 1, 10.5)], [Fault(10.0, "infra", "etcd[0]")], end=20.0)
+    lost = disruptions(h, h.faults[0])
+    assert [(d.role, d.failed, d.successor, None if d.latency is None else round(d.latency, 3)) for d in lost] == [
+        ("r", "a", "b", 1.4), ("t", "c", None, None)]
 
 
 def test_leaderless_longer_than_the_bound_after_healing_is_a_violation() -> None:

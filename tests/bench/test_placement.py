@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from elect.bench.infrastructure import DockerInfra
 from elect.bench.placement import DockerPlacement
 from elect.cluster.members import MemberProcess
 
@@ -37,3 +38,19 @@ def test_docker_placement_commands(tmp_path: Path) -> None:
         ["docker", "network", "connect", "elect_net", "elect-member-m1"],
     ]
     assert docker.address("m1") == "elect-member-m1"
+
+
+def test_docker_infrastructure_fault_commands() -> None:
+    issued: list[list[str]] = []
+    infra = DockerInfra(runner=lambda argv: issued.append(list(argv)))
+    victim = infra.kill("etcd")
+    infra.restart(victim, timeout=10)
+    frozen = infra.pause("zookeeper")
+    infra.resume(frozen)
+    assert (victim.label, frozen.label, infra.members("kafka")) == ("etcd[0]", "zookeeper[0]", 3)
+    assert issued == [
+        ["docker", "kill", "--signal", "KILL", "elect-etcd1-1"],
+        ["docker", "start", "elect-etcd1-1"],
+        ["docker", "pause", "elect-zk1-1"],
+        ["docker", "unpause", "elect-zk1-1"],
+    ]
