@@ -16,6 +16,11 @@ from elect.cluster.endpoints import Endpoints
 from elect.cluster.ports import free_ports
 
 Addresses = Callable[[str], str]  # member id -> the address it binds and is reached at
+Via = Callable[[str, str, str], str]  # (member id, "host:port" it dials, wire protocol) -> what it dials instead
+
+
+def direct(member: str, address: str, protocol: str) -> str:
+    return address
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class Group:
     unique: str
     endpoints: Endpoints | None = None
     address: Addresses = field(default=lambda _id: "127.0.0.1")
+    via: Via = direct  # the harness puts a counting relay here to count each member's requests
 
 
 @dataclass(frozen=True)
@@ -50,36 +56,42 @@ def _q(params: Mapping[str, str]) -> str:
     return urlencode(dict(params), safe=",@:")
 
 
-def _hosts(endpoints: Endpoints | None, service: str) -> str:
-    if endpoints is None:
+def _hosts(group: Group, member: str, service: str, protocol: str) -> str:
+    if group.endpoints is None:
         raise ValueError(f"this method needs {service} endpoints")
-    hosts: Sequence[str] = getattr(endpoints, service)
-    return ",".join(hosts)
+    hosts: Sequence[str] = getattr(group.endpoints, service)
+    return ",".join(group.via(member, h, protocol) for h in hosts)
 
 
 def _kafka(group: Group, params: Mapping[str, str]) -> dict[str, str]:
     query = _q({"group": group.unique, "partitions": str(group.roles), **params})
-    return {i: f"kafka://{_hosts(group.endpoints, 'kafka')}/{group.unique}?{query}" for i in group.ids}
+    return {i: f"kafka://{_hosts(group, i, 'kafka', 'kafka')}/{group.unique}?{query}" for i in group.ids}
 
 
 def _etcd(group: Group, params: Mapping[str, str]) -> dict[str, str]:
-    return {i: f"etcd://{_hosts(group.endpoints, 'etcd')}/{group.unique}?{_q(params)}" for i in group.ids}
+    return {i: f"etcd://{_hosts(group, i, 'etcd', 'http')}/{group.unique}?{_q(params)}" for i in group.ids}
 
 
 def _zookeeper(group: Group, params: Mapping[str, str]) -> dict[str, str]:
-    return {i: f"zookeeper://{_hosts(group.endpoints, 'zookeeper')}/{group.unique}?{_q(params)}" for i in group.ids}
+    return {i: f"zookeeper://{_hosts(group, i, 'zookeeper', 'zookeeper')}/{group.unique}?{_q(params)}"
+            for i in group.ids}
 
 
-def _peer_urls(scheme: str) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
-    """Raft-style URLs: every member names itself and its peers, each with a port of its own."""
+def _peer_urls(scheme: str, protocol: str | None, named: bool = False
+               ) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
+    """Raft-style URLs: every member names itself and its peers, each with a port of its own. With a
+    wire `protocol` the way to each peer goes through `group.via` (None: its protocol is not counted);
+    `named` gives the cluster the group's name, as peers may then be seen at different addresses."""
 
     def build(group: Group, params: Mapping[str, str]) -> dict[str, str]:
         ports = dict(zip(group.ids, free_ports(len(group.ids)), strict=True))
         where = {i: f"{group.address(i)}:{ports[i]}" for i in group.ids}
         urls = {}
         for i in group.ids:
-            peers = ",".join(f"{p}@{where[p]}" for p in group.ids if p != i)
-            query = _q({"peers": peers, "partitions": str(group.roles), **params})
+            peers = ",".join(f"{p}@{group.via(i, where[p], protocol) if protocol else where[p]}"
+                             for p in group.ids if p != i)
+            query = _q({"peers": peers, "partitions": str(group.roles), **({"cluster": group.unique} if named else {}),
+                        **params})
             urls[i] = f"{scheme}://{i}@{where[i]}?{query}"
         return urls
 
@@ -93,15 +105,15 @@ def _secs(value: float) -> str:
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("raft", "raft", "Raft per partition, balanced priorities, with the improvements over ZEP006", (),
            True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                            "priority": "balanced"}, _peer_urls("raft")),
+                            "priority": "balanced"}, _peer_urls("raft", "grpc", named=True)),
     Method("raft-zeebe", "raft", "Raft per partition, plain ZEP006 (zeebe priorities, no improvements)", (),
            True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                            "priority": "zeebe", "improvements": "off"}, _peer_urls("raft")),
+                            "priority": "zeebe", "improvements": "off"}, _peer_urls("raft", "grpc", named=True)),
     Method("raft-stock", "raft", "stock Raft, randomized timeouts in [ET, 2 ET)", (),
            True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                            "priority": "off"}, _peer_urls("raft")),
+                            "priority": "off"}, _peer_urls("raft", "grpc", named=True)),
     Method("pysyncobj", "pysyncobj", "PySyncObj, one SyncObj per partition (an independent Raft, no leader lease)",
-           (), False, lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj")),
+           (), False, lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj", None)),
     Method("kafka-fast", "kafka", "NELI fast (exclusive): partition owner leads", ("kafka",),
            True, lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _kafka),
     Method("kafka-full", "kafka", "NELI full (non-exclusive): vector of receipt times", ("kafka",),

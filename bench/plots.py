@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from elect.bench.history import History
 from elect.bench.suite import RunResult
+from elect.bench.trial import TrialResult
 
 
 def draw(result: RunResult, out: Path) -> list[Path]:
@@ -61,18 +63,23 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         plt.close(fig)
         paths.append(path)
 
-    loaded = [c for c in result.cells if any(t.sent_pps for t in c.trials)]
-    if loaded:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        for method in dict.fromkeys(c.method for c in loaded):
-            points = sorted((c.members, sum(x for t in c.trials for x in t.sent_pps.values())
-                             / max(1, sum(len(t.sent_pps) for t in c.trials))) for c in loaded if c.method == method)
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
-        ax.set_xlabel("members in the group")
-        ax.set_ylabel("packets/s sent per member (counted on its link)")
-        ax.set_title("Load as the group grows (steady state)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    candidates: list[tuple[str, Callable[[TrialResult], dict[str, float]]]] = [
+        ("requests or messages/s sent per member (counted by relays)", lambda t: t.sent_rps),
+        ("packets/s sent per member (counted on its link)", lambda t: t.sent_pps)]
+    measures = [(title, pick) for title, pick in candidates if any(pick(t) for c in result.cells for t in c.trials)]
+    if measures:
+        fig, axes = plt.subplots(1, len(measures), figsize=(6.5 * len(measures), 4), squeeze=False)
+        for ax, (title, pick) in zip(axes[0], measures, strict=True):
+            loaded = [c for c in result.cells if any(pick(t) for t in c.trials)]
+            for method in dict.fromkeys(c.method for c in loaded):
+                points = sorted((c.members, sum(x for t in c.trials for x in pick(t).values())
+                                 / max(1, sum(len(pick(t)) for t in c.trials))) for c in loaded if c.method == method)
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
+            ax.set_xlabel("members in the group")
+            ax.set_ylabel(title, fontsize=8)
+            ax.set_title("Load as the group grows (steady state)", fontsize=9)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
         path = out / "load.png"
         fig.tight_layout()
         fig.savefig(path, dpi=110)

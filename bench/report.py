@@ -17,7 +17,7 @@ COLUMNS = [
     ("disrupted", "roles lost", "{}"), ("gap_max", "gap max", "{:.2f} s"), ("overlap_total", "overlap", "{:.3f} s"),
     ("steady_balanced", "balanced", "{:.0%}"), ("after_balanced", "balanced after", "{:.0%}"),
     ("violations", "violations", "{}"), ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
-    ("sent_pps_mean", "sent pkts/s/member", "{:.0f}"),
+    ("sent_rps_mean", "msgs/s/member", "{:.0f}"), ("sent_pps_mean", "pkts/s/member", "{:.0f}"),
 ]
 
 

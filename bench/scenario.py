@@ -28,7 +28,8 @@ class Scenario:
     overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # method -> URL params
     sizes: tuple[int, ...] = ()  # group sizes to run each cell at (load as the group grows); () = (members,)
     hosts: bool = False  # members on network-namespace hosts even without a cut (needed to count load)
-    load_window: float = 0.0  # seconds of steady state over which sent packets are counted (needs hosts)
+    load_window: float = 0.0  # seconds of steady state over which each member's sends are counted
+    meter: bool = False  # count each member's requests / messages through relays (adds a hop; for load runs)
     store_members: int = 1  # etcd members / ZooKeeper nodes (3 for the infra fault to leave a quorum)
 
     @property
@@ -37,6 +38,7 @@ class Scenario:
 
     @property
     def on_hosts(self) -> bool:
+        """Network-namespace hosts: for cuts, and to count packets on each member's link."""
         return self.hosts or "cut" in self.faults or self.load_window > 0
 
     def __post_init__(self) -> None:

@@ -18,12 +18,15 @@ from typing import Any
 
 from elect import registry
 from elect.bench.infrastructure import DockerInfra, LocalInfra
+from elect.bench.metering import Router
 from elect.bench.methods import METHODS
 from elect.bench.metrics import Summary
 from elect.bench.placement import DockerPlacement, NetnsPlacement
 from elect.bench.scenario import Scenario
 from elect.bench.trial import INFRA_FAULTS, Environment, TrialResult, TrialSpec, run_trial
 from elect.cluster.local import LocalCluster
+from elect.cluster.meter import Meter
+from elect.cluster.ports import free_ports
 from elect.errors import MissingExtra, UnknownScheme
 
 Progress = Callable[[str, int, int, str], None]  # (cell, trials done, trials total, status)
@@ -58,6 +61,7 @@ class Cell:
             "startup_p50": Summary.of([t.startup for t in ok]).p50,
             "cpu_mean": _mean([c for t in ok for c in t.cpu.values()]),
             "rss_mb_mean": _mean([m for t in ok for m in t.rss_mb.values()]),
+            "sent_rps_mean": _mean([x for t in ok for x in t.sent_rps.values()]),
             "sent_pps_mean": _mean([x for t in ok for x in t.sent_pps.values()]),
             "sent_bps_mean": _mean([x for t in ok for x in t.sent_bps.values()]),
             "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
@@ -123,6 +127,7 @@ def machine() -> dict[str, Any]:
 def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> Iterator[Environment]:
     """Start what the scenario needs; with a `cut` fault, members live on network-namespace hosts.
 
+    With `scenario.meter` every member dials through counting relays (bench.metering).
     With placement "docker" the infrastructure is the compose project's (already up) and members are
     containers of it.
     """
@@ -132,25 +137,34 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
         yield Environment(compose.endpoints(), workdir, DockerPlacement(str(compose.COMPOSE_FILE)), DockerInfra())
         return
     hosts = None
+    members = [f"m{i}" for i in range(max(scenario.group_sizes))]
     if scenario.on_hosts:
         from elect.cluster.netns import Hosts
 
-        hosts = Hosts([f"m{i}" for i in range(max(scenario.group_sizes))]).up()
+        hosts = Hosts(members).up()
+    host = hosts.gateway if hosts else "127.0.0.1"
+    meter = Meter().start() if scenario.meter else None
+    router = Router(meter, host) if meter else None
     try:
         endpoints = None
         cluster = None
         if scenario.needs:
+            front = free_ports(1, host)[0] if router and "kafka" in scenario.needs else None
             cluster = LocalCluster(workdir / "infra", services=scenario.needs,
                                    etcd_members=scenario.store_members, zookeeper_nodes=scenario.store_members,
-                                   host=hosts.gateway if hosts else "127.0.0.1")
+                                   host=host, kafka_advertised_port=front)
             endpoints = cluster.up()
+            if router and front is not None:
+                router.front_kafka(f"{host}:{cluster.members('kafka')[0].ports['listen']}", front, members)
         try:
             yield Environment(endpoints, workdir, NetnsPlacement(hosts) if hosts is not None else None,
-                              LocalInfra(cluster) if cluster is not None else None)
+                              LocalInfra(cluster) if cluster is not None else None, router)
         finally:
             if cluster is not None:
                 cluster.down()
     finally:
+        if meter is not None:
+            meter.close()
         if hosts is not None:
             hosts.down()
 

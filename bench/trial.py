@@ -25,7 +25,8 @@ from typing import Any
 from elect.bench.checker import check
 from elect.bench.history import Fault, History
 from elect.bench.infrastructure import InfraFaults
-from elect.bench.methods import Group, Method
+from elect.bench.metering import Router
+from elect.bench.methods import Group, Method, direct
 from elect.bench.metrics import balanced, disruptions, failovers, leaderless, max_led, overlaps, total
 from elect.bench.placement import LocalPlacement, Placement
 from elect.cluster.endpoints import Endpoints
@@ -44,7 +45,7 @@ class TrialSpec:
     members: int = 3
     roles: int = 6
     hold: float = 0.0  # pause / cut / infra outage length; 0 = 3 x budget
-    load_window: float = 0.0  # seconds of steady state over which each member's sent packets are counted
+    load_window: float = 0.0  # seconds of steady state over which each member's sent messages are counted
     overrides: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -74,6 +75,7 @@ class TrialResult:
     cpu: dict[str, float] = field(default_factory=dict)   # member -> share of one core
     rss_mb: dict[str, float] = field(default_factory=dict)
     members: int = 0
+    sent_rps: dict[str, float] = field(default_factory=dict)  # member -> requests / messages per s it sent
     sent_pps: dict[str, float] = field(default_factory=dict)  # member -> packets/s it sent at steady state
     sent_bps: dict[str, float] = field(default_factory=dict)  # member -> bytes/s
     history: dict[str, Any] = field(default_factory=dict)
@@ -86,11 +88,12 @@ class Environment:
     """Where a trial runs: the infrastructure's endpoints and the members' placement."""
 
     def __init__(self, endpoints: Endpoints | None, workdir: Path, placement: Placement | None = None,
-                 infra: InfraFaults | None = None) -> None:
+                 infra: InfraFaults | None = None, router: Router | None = None) -> None:
         self.endpoints = endpoints
         self.workdir = workdir
         self.placement: Placement = placement or LocalPlacement()
         self.infra = infra
+        self.router = router  # counting relays between members and what they dial, when load is counted
 
 
 def _leaders(procs: Sequence[MemberProcess], role: str) -> list[MemberProcess]:
@@ -119,7 +122,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
     result = TrialResult(spec.method.name, spec.fault, index, ok=False, members=spec.members)
     ids = [f"m{i}" for i in range(spec.members)]
     roles = [str(r) for r in range(spec.roles)]
-    group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address)
+    group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address, env.router or direct)
     urls = spec.method.member_urls(group, spec.budget, spec.overrides)
     logdir = env.workdir / unique
     procs = [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=logdir, prefix=env.placement.prefix(i),
@@ -202,9 +205,14 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
 
 def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], result: TrialResult) -> None:
     before = {p.member_id: env.placement.sent(p.member_id) for p in procs}
+    sent_before = env.router.messages() if env.router else {}
     t0 = time.monotonic()
     _wait_until_time(t0 + spec.load_window)
     elapsed = time.monotonic() - t0
+    sent_after = env.router.messages() if env.router else {}
+    for p in procs:
+        if p.member_id in sent_after:
+            result.sent_rps[p.member_id] = (sent_after[p.member_id] - sent_before.get(p.member_id, 0)) / elapsed
     for p in procs:
         a, b = before[p.member_id], env.placement.sent(p.member_id)
         if a is not None and b is not None:

@@ -104,10 +104,18 @@ def metadata_brokers(host: str, port: int, timeout: float = 2.0) -> list[tuple[i
 
 
 class KafkaService:
-    """One Tansu broker with in-memory storage (Tansu's memory engine cannot be shared by brokers)."""
+    """One Tansu broker with in-memory storage (Tansu's memory engine cannot be shared by brokers).
+
+    With `advertised_port` the broker listens on a port of its own but tells clients to connect to
+    `advertised_port`, where the caller puts a relay (the harness counts each member's requests there);
+    clients then reach the broker only through it.
+    """
 
     name = "kafka"
     max_members = 1
+
+    def __init__(self, advertised_port: int | None = None) -> None:
+        self.advertised_port = advertised_port
 
     def preflight(self) -> None:
         find_tansu()
@@ -118,22 +126,23 @@ class KafkaService:
         (port,) = free_ports(1, host)
         root.mkdir(parents=True, exist_ok=True)
         url = f"tcp://{host}:{port}"
-        argv = (find_tansu(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+        advertised = self.advertised_port or port
+        argv = (find_tansu(), "broker", "--listener-url", url, "--advertised-listener-url", f"tcp://{host}:{advertised}",
                 "--storage-engine", "memory://tansu/", "--cluster-id", "elect")
         # Tansu reads its settings from these variables too; an inherited one must not win.
         drop = ("CLUSTER_ID", "KAFKA_", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE",
                 "SCHEMA_REGISTRY", "OTEL_EXPORTER_OTLP_ENDPOINT")
         spec = ProcessSpec(argv=argv, cwd=str(root), log=str(root / "kafka-0.log"), drop_env=drop)
-        return [Member("kafka", 0, host, {"client": port}, spec)]
+        return [Member("kafka", 0, host, {"client": advertised, "listen": port}, spec)]
 
     def probe(self, member: Member, timeout: float) -> str:
-        host, port = member.host, member.ports["client"]
+        host, port = member.host, member.ports.get("listen", member.ports["client"])
         versions = api_versions(host, port, timeout)
         if METADATA not in versions:
             raise NotReady("broker does not offer the Metadata API")
         brokers = metadata_brokers(host, port, timeout)
-        if not any((h, p) == (host, port) for _, h, p in brokers):
-            raise NotReady(f"broker advertises {brokers}, not {host}:{port}")
+        if not any((h, p) == (host, member.ports["client"]) for _, h, p in brokers):
+            raise NotReady(f"broker advertises {brokers}, not {member.address}")
         return "broker"
 
     def probe_group(self, members: list[Member], timeout: float) -> None:

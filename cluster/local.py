@@ -59,12 +59,14 @@ class LocalCluster:
     """Start, inspect, fault and stop local infrastructure recorded in ``workdir``.
 
     Any ``LocalCluster`` pointed at the same workdir (in any process) sees the same cluster; the
-    constructor's service choices only matter for ``up``.
+    constructor's service choices only matter for ``up``. ``kafka_advertised_port``: the broker tells
+    clients to connect there (where the caller puts a relay) instead of its own port.
     """
 
     def __init__(self, workdir: Path | str | None = None, services: Iterable[str] = SERVICES,
                  etcd_members: int = 1, zookeeper_nodes: int = 1, host: str = "127.0.0.1",
-                 etcd_election_timeout_ms: int = 500, etcd_heartbeat_interval_ms: int = 50) -> None:
+                 etcd_election_timeout_ms: int = 500, etcd_heartbeat_interval_ms: int = 50,
+                 kafka_advertised_port: int | None = None) -> None:
         self.workdir = Path(workdir) if workdir is not None else default_workdir()
         self.workdir = self.workdir.expanduser().absolute()
         wanted = list(dict.fromkeys(services))
@@ -73,7 +75,7 @@ class LocalCluster:
             raise ClusterError(f"unknown services {unknown or wanted}; choose from {', '.join(SERVICES)}")
         self.host = host
         self._services: dict[str, Service] = {
-            "kafka": KafkaService(),
+            "kafka": KafkaService(kafka_advertised_port),
             "etcd": EtcdService(etcd_election_timeout_ms, etcd_heartbeat_interval_ms),
             "zookeeper": ZooKeeperService(),
         }

@@ -78,11 +78,6 @@ class _PeerOptions:
         """Every node id, sorted: the order all members agree on."""
         return sorted([member, *self.peer_map()])
 
-    def cluster_id(self, member: str) -> str:
-        """A name for this cluster (its members and addresses), the same on every member."""
-        entries = sorted([f"{member}@{self.listen}", *self.peers])
-        return hashlib.blake2b(",".join(entries).encode(), digest_size=8).hexdigest()
-
     def check_member(self, member: str) -> None:
         rule(bool(_ID.match(member)), "member", f"a node id is 1-64 of letters, digits, '.', '_', '-'; got {member!r}")
         rule(member not in self.peer_map(), "peers", f"lists this node's own id {member!r}; name only the others")
@@ -107,7 +102,9 @@ class RaftOptions(_PeerOptions):
     heartbeat_interval / 5). ack_delay: how long heartbeat acknowledgements may wait to ride along with
     this node's next batch to the same peer (default 1.5 x heartbeat_interval, within half the lease
     with the heartbeat interval; 0 = send at once): with many partitions it halves the number of
-    batches, the main steady-state cost.
+    batches, the main steady-state cost. cluster: a name every node is given alike; by default the
+    cluster is identified by its nodes' ids and addresses, which breaks when nodes see each other at
+    different addresses (NAT, proxies, container networks): name it then.
     """
 
     replication: int | None = None
@@ -122,6 +119,18 @@ class RaftOptions(_PeerOptions):
     handover_timeout: float | None = None
     tick: float | None = None
     ack_delay: float | None = None
+    cluster: str = ""
+
+    def cluster_id(self, member: str) -> str:
+        """A name for this cluster, the same on every member: batches carrying another are dropped, so a
+        stray process of another cluster that reaches this port cannot vote here. Derived from the nodes'
+        ids and addresses unless a `cluster` name is given (needed when nodes reach each other through
+        different addresses: NAT, proxies, container networks)."""
+        if self.cluster:
+            entries = [self.cluster, *sorted([member, *self.peer_map()])]
+        else:
+            entries = sorted([f"{member}@{self.listen}", *self.peers])
+        return hashlib.blake2b(",".join(entries).encode(), digest_size=8).hexdigest()
 
     def __post_init__(self) -> None:
         _check_nodes(self.listen, self.peers)

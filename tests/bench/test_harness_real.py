@@ -66,3 +66,19 @@ def test_infrastructure_faults_kill_and_freeze_a_store_member(tmp_path: Path) ->
         assert trial.after_max_led >= 1  # every role is led at the end
     summary = result.cells[0].summary(chosen.budget)
     assert summary["disrupted"] == result.cells[0].trials[0].disrupted
+
+
+def test_load_is_counted_per_member_by_relays_that_parse_each_protocol(tmp_path: Path) -> None:
+    chosen = scenario.load({"name": "load-smoke", "methods": ["raft", "kafka-fast", "etcd", "zookeeper"],
+                            "faults": ["none"], "trials": 1, "sizes": [3], "roles": 4, "load_window": 2.0,
+                            "meter": True})
+    result = suite.run(chosen, tmp_path / "work", lambda *_: None, command="pytest")
+    for cell in result.cells:
+        trial = cell.trials[0]
+        assert trial.ok, f"{cell.method}: {trial.error}"
+        # every member sends: heartbeats / renewals / pings / requests, each one counted for that member
+        assert set(trial.sent_rps) == {"m0", "m1", "m2"}, f"{cell.method}: {trial.sent_rps}"
+        assert all(rate > 0 for rate in trial.sent_rps.values()), f"{cell.method}: {trial.sent_rps}"
+        assert set(trial.sent_pps) == {"m0", "m1", "m2"}  # and packets on each member's link
+        assert not math.isnan(cell.summary(chosen.budget)["sent_rps_mean"])
+    assert not leftovers()
