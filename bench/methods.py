@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from elect.cluster.endpoints import Endpoints
-from elect.cluster.ports import free_ports
+from elect.cluster.ports import free_port_blocks, free_ports
 
 Addresses = Callable[[str], str]  # member id -> the address it binds and is reached at
 Via = Callable[[str, str, str], str]  # (member id, "host:port" it dials, wire protocol) -> what it dials instead
@@ -77,14 +77,17 @@ def _zookeeper(group: Group, params: Mapping[str, str]) -> dict[str, str]:
             for i in group.ids}
 
 
-def _peer_urls(scheme: str, protocol: str | None, named: bool = False
+def _peer_urls(scheme: str, protocol: str | None, named: bool = False, port_per_partition: bool = False
                ) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
-    """Raft-style URLs: every member names itself and its peers, each with a port of its own. With a
-    wire `protocol` the way to each peer goes through `group.via` (None: its protocol is not counted);
-    `named` gives the cluster the group's name, as peers may then be seen at different addresses."""
+    """Raft-style URLs: every member names itself and its peers, each with a port of its own (with
+    `port_per_partition`, a block: partition p listens on PORT + p). With a wire `protocol` the way to
+    each peer goes through `group.via` (None: its protocol is not counted); `named` gives the cluster the
+    group's name, as peers may then be seen at different addresses."""
 
     def build(group: Group, params: Mapping[str, str]) -> dict[str, str]:
-        ports = dict(zip(group.ids, free_ports(len(group.ids)), strict=True))
+        n = len(group.ids)
+        chosen = free_port_blocks(n, group.roles) if port_per_partition else free_ports(n)
+        ports = dict(zip(group.ids, chosen, strict=True))
         where = {i: f"{group.address(i)}:{ports[i]}" for i in group.ids}
         urls = {}
         for i in group.ids:
@@ -113,7 +116,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
                             "priority": "off"}, _peer_urls("raft", "grpc", named=True)),
     Method("pysyncobj", "pysyncobj", "PySyncObj, one SyncObj per partition (an independent Raft, no leader lease)",
-           (), False, lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj", None)),
+           (), False, lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj", None, port_per_partition=True)),
     Method("kafka-fast", "kafka", "NELI fast (exclusive): partition owner leads", ("kafka",),
            True, lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _kafka),
     Method("kafka-full", "kafka", "NELI full (non-exclusive): vector of receipt times", ("kafka",),

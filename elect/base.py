@@ -15,6 +15,7 @@ import time
 from abc import abstractmethod
 from collections.abc import Hashable, Iterable
 
+from elect.changes import Acquire, Extend, LeadershipChange, Revoke
 from elect.contract import Callback, Elector, Leadership, Unsubscribe
 from elect.deadlines import DeadlineTimer
 from elect.dispatch import EventDispatcher
@@ -195,20 +196,30 @@ class BaseElector(Elector):
         Returns True if a leadership was ended.
         """
         with self._lock:
-            current = self._leaderships.get(role)
-            if current is None:
-                return False
-            if not current.valid():
-                return self._fence(role)
-            del self._leaderships[role]
-            self._deadlines.cancel(role)
-            done = self._dispatcher.publish(Revoked(role=role, member=self.member, token=current.token))
+            leading = role in self._leaderships
+            done = self._begin_revoke(role)
+        if done is None:
+            return leading  # not leading, or lapsed and fenced instead
         if wait and not self._dispatcher.on_dispatch_thread():
             limit = timeout if timeout is not None else self.revoke_timeout
             if not done.wait(limit):
                 log.warning("elect: %s: Revoked callbacks for %r still running after %ss; handing over",
                             self.member, role, limit)
         return True
+
+    def _begin_revoke(self, role: Role) -> threading.Event | None:
+        """`_revoke` without the wait, for drivers whose thread must not block: publish `Revoked` and return
+        the flag set once its callbacks returned (None: not leading, or lapsed and fenced instead)."""
+        with self._lock:
+            current = self._leaderships.get(role)
+            if current is None:
+                return None
+            if not current.valid():
+                self._fence(role)
+                return None
+            del self._leaderships[role]
+            self._deadlines.cancel(role)
+            return self._dispatcher.publish(Revoked(role=role, member=self.member, token=current.token))
 
     def _fence(self, role: Role, until: float | None = None) -> bool:
         """Abrupt end of leadership: emit `Fenced`; `until` defaults to the lapsed deadline or now."""
@@ -225,6 +236,19 @@ class BaseElector(Elector):
             self._dispatcher.publish(Fenced(role=role, member=self.member, token=current.token, mono=now,
                                             until=until))
             return True
+
+    def _apply_change(self, change: LeadershipChange, *, wait: bool = True) -> bool:
+        """Apply one change a pure core decided; False only for an Extend of a leadership that had lapsed
+        already (it was fenced; the core should hear of it). `wait` is for a Revoke (see `_revoke`)."""
+        if isinstance(change, Acquire):
+            self._acquire(change.role, change.token, change.deadline)
+        elif isinstance(change, Extend):
+            return self._extend(change.role, change.deadline)
+        elif isinstance(change, Revoke):
+            self._revoke(change.role, wait=wait)
+        else:
+            self._fence(change.role, change.until)
+        return True
 
     def _deadline_passed(self, key: Hashable, deadline: float) -> None:
         with self._lock:

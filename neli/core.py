@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from elect.changes import Acquire, Extend, Fence, LeadershipChange, Revoke
 from elect.roles import Role, partition_of
 from neli.heartbeat import Heartbeat
 
@@ -44,31 +45,7 @@ class Publish:
     heartbeat: Heartbeat
 
 
-@dataclass(frozen=True)
-class Acquire:
-    role: Role
-    token: int
-    deadline: float
-
-
-@dataclass(frozen=True)
-class Extend:
-    role: Role
-    deadline: float
-
-
-@dataclass(frozen=True)
-class Revoke:
-    role: Role
-
-
-@dataclass(frozen=True)
-class Fence:
-    role: Role
-    until: float
-
-
-Output = Publish | Acquire | Extend | Revoke | Fence
+Output = Publish | LeadershipChange
 
 
 @dataclass

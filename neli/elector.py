@@ -41,10 +41,11 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from elect.base import BaseElector
+from elect.changes import Revoke
 from elect.contract import Characteristics
 from elect.errors import ElectError
 from elect.roles import Role
-from neli.core import Acquire, Extend, Fence, NeliCore, Output, Publish, Revoke
+from neli.core import NeliCore, Output, Publish
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error
 from neli.options import KafkaOptions
@@ -176,7 +177,7 @@ class KafkaElector(BaseElector):
         now = time.monotonic()
         if self._stopping and self._stopped(now):
             return False  # the consumer is closed on the way out (LeaveGroup)
-        self._apply(core.tick(now, time.time()))
+        self._apply_outputs(core.tick(now, time.time()))
         if self._rejoin_at is not None and now >= self._rejoin_at and not self._stopping:
             self._rejoin_at = None
             if self._consumer is None:
@@ -217,7 +218,7 @@ class KafkaElector(BaseElector):
                     self._handover(command.roles)
                 elif command.kind == "roles":
                     led = core.leading_roles()
-                    self._apply(core.set_roles(self.roles, time.monotonic()))
+                    self._apply_outputs(core.set_roles(self.roles, time.monotonic()))
                     if any(r in led for r in command.roles):
                         self._handover(())  # let a member that still contends take the partition
             finally:
@@ -225,7 +226,7 @@ class KafkaElector(BaseElector):
 
     def _handover(self, roles: tuple[Role, ...]) -> None:
         """Give every partition back to the group and rejoin after `rejoin_delay`."""
-        self._apply(self._require_core().drop(roles, time.monotonic()))
+        self._apply_outputs(self._require_core().drop(roles, time.monotonic()))
         if self._consumer is None or self._stopping or self._rejoin_at is not None:
             return  # parked or out of the group already: it comes back when that ends
         if not self._park():
@@ -268,7 +269,7 @@ class KafkaElector(BaseElector):
             log.warning("neli: %s: closing the consumer failed: %s", self.member, exc)
         core = self._require_core()
         if core.owned:  # close could not run the revoke callback (e.g. the session was already lost)
-            self._apply(core.revoke(core.owned, time.monotonic(), lost=True))
+            self._apply_outputs(core.revoke(core.owned, time.monotonic(), lost=True))
 
     def _partitions(self, parts: list[TopicPartition]) -> list[int]:
         return [p.partition for p in parts if p.topic == self.options.topic]
@@ -317,7 +318,7 @@ class KafkaElector(BaseElector):
 
     def _guarded(self, step: Any) -> None:
         try:
-            self._apply(step())
+            self._apply_outputs(step())
         except Exception:  # an exception must not escape into librdkafka's callback machinery
             log.exception("neli: %s: rebalance callback failed", self.member)
 
@@ -332,7 +333,7 @@ class KafkaElector(BaseElector):
         partition, offset = msg.partition(), msg.offset()
         if heartbeat is None or partition is None or offset is None:
             return
-        self._apply(self._require_core().received(partition, offset, heartbeat, time.monotonic(), time.time()))
+        self._apply_outputs(self._require_core().received(partition, offset, heartbeat, time.monotonic(), time.time()))
 
     def _on_kafka_error(self, err: KafkaError) -> None:
         problem = config_error(err, self.options)
@@ -346,19 +347,13 @@ class KafkaElector(BaseElector):
         log.log(level, "neli: %s: Kafka: %s", self.member, err.str())
 
     # ----------------------------------------------------------------- outputs
-    def _apply(self, outputs: list[Output]) -> None:
+    def _apply_outputs(self, outputs: list[Output]) -> None:
         last_revoke = max((i for i, o in enumerate(outputs) if isinstance(o, Revoke)), default=-1)
         for i, out in enumerate(outputs):
             if isinstance(out, Publish):
                 self._publish(out)
-            elif isinstance(out, Acquire):
-                self._acquire(out.role, out.token, out.deadline)
-            elif isinstance(out, Extend):
-                self._extend(out.role, out.deadline)
-            elif isinstance(out, Revoke):
-                self._revoke(out.role, wait=i == last_revoke)
-            elif isinstance(out, Fence):
-                self._fence(out.role, out.until)
+            else:
+                self._apply_change(out, wait=i == last_revoke)
 
     def _publish(self, out: Publish) -> None:
         if self._producer is None:

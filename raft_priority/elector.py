@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.errors import InfrastructureUnavailable
-from elect.events import Revoked
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import Role as RaftRole
@@ -303,21 +302,8 @@ class RaftElector(BaseElector):
         self._leased[role] = (p, lease)
 
     def _begin_revoke(self, role: Role) -> threading.Event | None:
-        """Publish Revoked for a held role without waiting; the flag is set when callbacks returned.
-
-        (BaseElector._revoke waits or forgets the flag; the driver thread must not block.)
-        """
         self._leased.pop(role, None)
-        with self._lock:
-            current = self._leaderships.get(role)
-            if current is None:
-                return None
-            if not current.valid():
-                self._fence(role)
-                return None
-            del self._leaderships[role]
-            self._deadlines.cancel(role)
-            return self._dispatcher.publish(Revoked(role=role, member=self.member, token=current.token))
+        return super()._begin_revoke(role)
 
     def _wait_callbacks(self, dones: list[threading.Event]) -> None:
         if self._dispatcher.on_dispatch_thread():

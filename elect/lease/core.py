@@ -26,13 +26,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from elect.changes import Acquire, Extend, Fence, Revoke
 from elect.lease.model import (
-    Acquire,
     Create,
     Delete,
     Expire,
-    Extend,
-    Fence,
     Heartbeat,
     Holder,
     KeepAlive,
@@ -42,7 +40,6 @@ from elect.lease.model import (
     Observation,
     Output,
     Publish,
-    Release,
     RoleSeen,
     Snapshot,
     StoreAction,
@@ -139,7 +136,7 @@ class LeaseCore:
         self._members: dict[str, _MemberView] = {}
         self._leading: dict[Role, _Lead] = {}
         self._releasing: dict[Role, _Lead] = {}  # handed to the handover thread: kept valid until released
-        self._to_release: set[Role] = set()      # decided, Release not yet emitted
+        self._to_release: set[Role] = set()      # decided, Revoke not yet emitted
         self._must_delete: dict[Role, int] = {}  # released: delete the key with this token, whatever else
         self._deleting: set[Role] = set()
         self._abandoned: set[Role] = set()       # stopping and the store did not answer: leave to expiry
@@ -350,7 +347,7 @@ class LeaseCore:
             lead = self._leading.pop(role, None)
             if lead is not None:
                 self._releasing[role] = lead
-                out.append(Release(role, lead.token))
+                out.append(Revoke(role))
         self._to_release.clear()
         self._own_keys(now, valid, out, wake)
         if healthy:

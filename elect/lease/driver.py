@@ -19,18 +19,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from elect.base import BaseElector
+from elect.changes import Acquire, Extend, Fence, Revoke
 from elect.contract import Characteristics
 from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import (
-    Acquire,
-    Extend,
-    Fence,
-    MemberRecord,
-    Observation,
-    Output,
-    Release,
-    StoreAction,
-)
+from elect.lease.model import MemberRecord, Observation, Output, StoreAction
 from elect.lease.options import _LeaseOptions
 from elect.roles import Role
 
@@ -137,7 +129,7 @@ class LeaseElector(BaseElector):
         self._timing = timing
         self._characteristics = characteristics
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._handovers: queue.SimpleQueue[Release | None] = queue.SimpleQueue()
+        self._handovers: queue.SimpleQueue[Revoke | None] = queue.SimpleQueue()
         self._core: LeaseCore | None = None
         self._session_down = False
         self._reopen_at = 0.0
@@ -291,15 +283,11 @@ class LeaseElector(BaseElector):
         assert core is not None
         actions: list[StoreAction] = []
         for out in outputs:
-            if isinstance(out, Acquire):
-                self._acquire(out.role, out.token, out.deadline)
-            elif isinstance(out, Extend):
-                if not self._extend(out.role, out.deadline):
+            if isinstance(out, Revoke):
+                self._handovers.put(out)  # its callbacks run on the handover thread; the loop goes on
+            elif isinstance(out, Acquire | Extend | Fence):
+                if not self._apply_change(out):
                     core.lapsed(out.role, time.monotonic())
-            elif isinstance(out, Fence):
-                self._fence(out.role, out.until)
-            elif isinstance(out, Release):
-                self._handovers.put(out)
             else:
                 actions.append(out)
         return actions

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from elect.changes import LeadershipChange
 from elect.roles import Role
 
 
@@ -115,40 +116,10 @@ class Publish:
     record: MemberRecord
 
 
-@dataclass(frozen=True)
-class Release:
-    """Orderly end of leadership: emit Revoked, let callbacks finish, then report `released(role)`."""
-
-    role: Role
-    token: int
-
-
 StoreAction = Heartbeat | KeepAlive | Create | Expire | Delete | Publish
 
 
 # ---------------------------------------------------------------------------------------------- leadership
-@dataclass(frozen=True)
-class Acquire:
-    """This member leads `role` under `token` until `deadline` (monotonic) unless extended."""
-
-    role: Role
-    token: int
-    deadline: float
-
-
-@dataclass(frozen=True)
-class Extend:
-    role: Role
-    deadline: float
-
-
-@dataclass(frozen=True)
-class Fence:
-    """Leadership of `role` ended abruptly; by the member's own rule it ended at `until`."""
-
-    role: Role
-    until: float
-
-
-Output = StoreAction | Release | Acquire | Extend | Fence
-
+# Acquire, Extend, Revoke (the driver reports `released(role)` once its callbacks are done), Fence:
+# the changes every core shares, from elect.changes.
+Output = StoreAction | LeadershipChange

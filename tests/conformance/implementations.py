@@ -19,6 +19,7 @@ import pytest
 import elect
 from elect.cluster.endpoints import Endpoints
 from elect.cluster.members import EventLog, InProcessMember, Member, MemberProcess
+from elect.cluster.ports import free_port_blocks
 from elect.events import Event, Revoked
 from elect.roles import Role
 
@@ -211,37 +212,13 @@ class RaftGroup(Group):
             proc.stop(timeout=10)
 
 
-def _free_port_block(count: int) -> int:
-    """The first of `count` consecutive ports that were all free a moment ago (below Linux's ephemeral
-    range, where the OS does not hand ports out by itself)."""
-    import random
-    import socket
-
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(20000, 32000 - count)
-        socks: list[socket.socket] = []
-        try:
-            for port in range(base, base + count):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-        return base
-    raise RuntimeError(f"no block of {count} free ports found")
-
-
 class PySyncObjGroup(RaftGroup):
     """Partition p of a node listens on its PORT + p, so each node gets a block of free ports."""
 
     method = "pysyncobj"
 
     def make_urls(self, tmp: Path) -> dict[str, str]:
-        bases = [_free_port_block(RAFT_PARTITIONS) for _ in RAFT_IDS]
+        bases = free_port_blocks(len(RAFT_IDS), RAFT_PARTITIONS)
         where = {n: f"127.0.0.1:{port}" for n, port in zip(RAFT_IDS, bases, strict=True)}
         return {n: f"pysyncobj://{n}@{where[n]}?peers=" + ",".join(f"{p}@{where[p]}" for p in RAFT_IDS if p != n)
                 + f"&partitions={RAFT_PARTITIONS}&election_timeout=1" for n in RAFT_IDS}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from elect.cluster.ports import free_port, free_ports
+from elect.cluster.ports import free_port, free_port_blocks, free_ports
 from elect.cluster.process import (
     ProcessId,
     ProcessSpec,
@@ -28,6 +28,22 @@ from elect.cluster.waiting import WaitTimeout, wait_until
 from _infra_fixtures import process_alive
 
 pytestmark = pytest.mark.infra
+
+
+def test_free_port_blocks_do_not_overlap_and_stay_below_the_ephemeral_range() -> None:
+    bases = free_port_blocks(5, 8)
+    blocks = [set(range(b, b + 8)) for b in bases]
+    assert len(set().union(*blocks)) == 40 and max(bases) + 8 <= 32768
+    assert not set(free_port_blocks(3, 8)) & set(bases)  # never handed out twice by one process
+    sockets = []
+    try:
+        for port in sorted(set().union(*blocks)):
+            sock = socket.socket()
+            sockets.append(sock)
+            sock.bind(("127.0.0.1", port))
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:

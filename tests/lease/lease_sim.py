@@ -13,14 +13,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from elect.changes import Acquire, Extend, Fence, Revoke
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import (
-    Acquire,
     Create,
     Delete,
     Expire,
-    Extend,
-    Fence,
     Heartbeat,
     Holder,
     KeepAlive,
@@ -29,7 +27,6 @@ from elect.lease.model import (
     MemberSeen,
     Observation,
     Publish,
-    Release,
     RoleSeen,
     Snapshot,
     StoreAction,
@@ -264,7 +261,7 @@ class Sim:
                 if out.role in m.leading:
                     token, _ = m.leading.pop(out.role)
                     m.events.append(Event("fenced", out.role, token, now, out.until))
-            elif isinstance(out, Release):
+            elif isinstance(out, Revoke):
                 m.handovers.append(out.role)
             else:
                 self._execute(m, out)

@@ -7,20 +7,10 @@ import math
 import pytest
 from lease_sim import Sim
 
+from elect.changes import Acquire, Fence
 from elect.errors import ConfigError
 from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import (
-    Acquire,
-    Create,
-    Expire,
-    Fence,
-    Heartbeat,
-    Holder,
-    MemberRecord,
-    MemberSeen,
-    RoleSeen,
-    Snapshot,
-)
+from elect.lease.model import Create, Expire, Heartbeat, Holder, MemberRecord, MemberSeen, RoleSeen, Snapshot
 from elect.roles import Role
 
 ETCD = Timing(ttl=1.0, renew_interval=0.25, renew_deadline=0.75, fair_delay=0.25, resign_backoff=1.0,

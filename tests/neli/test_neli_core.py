@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from neli.core import Acquire, Extend, Fence, NeliCore, Output, Publish, Revoke
+from elect.changes import Acquire, Extend, Fence, Revoke
+from neli.core import NeliCore, Output, Publish
 from neli.heartbeat import Heartbeat
 
 M = 4
