@@ -6,8 +6,38 @@ from collections.abc import Callable
 from pathlib import Path
 
 from elect.bench.history import History
+from elect.bench.simulation import SimResult
 from elect.bench.suite import RunResult
 from elect.bench.trial import TrialResult
+
+
+def draw_simulation(result: SimResult, out: Path) -> list[Path]:
+    """One failover CDF per group shape (simulated seconds), methods side by side; none without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    shapes = list(dict.fromkeys(c.shape for c in result.cells))
+    fig, axes = plt.subplots(1, len(shapes), figsize=(4.5 * len(shapes), 3.8), squeeze=False)
+    for ax, shape in zip(axes[0], shapes, strict=True):
+        for cell in (c for c in result.cells if c.shape == shape and c.failover):
+            xs = sorted(cell.failover)
+            ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=cell.method)
+        ax.axvline(result.scenario.budget, color="grey", linestyle=":", linewidth=1)
+        ax.set_title(f"{shape.nodes} nodes x {shape.partitions} partitions, {shape.trials} trials", fontsize=9)
+        ax.set_xlabel("failover after a crash (simulated s)", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_ylabel("share of failovers")
+    path = out / "simulation-failover-cdf.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
 
 
 def draw(result: RunResult, out: Path) -> list[Path]:

@@ -68,21 +68,7 @@ class Scenario:
 
 def load(source: str | Path | Mapping[str, Any]) -> Scenario:
     """A scenario from a mapping, a YAML path, or the name of a bundled one (`default`, `demo`)."""
-    if isinstance(source, Mapping):
-        data = dict(source)
-    else:
-        path = Path(source)
-        if not path.exists() and not str(source).endswith((".yaml", ".yml")):
-            bundled = resources.files("elect.bench").joinpath(f"{source}.yaml")
-            if not bundled.is_file():
-                raise ConfigError(f"no scenario file {source!r} and no bundled scenario of that name")
-            text = bundled.read_text()
-        else:
-            try:
-                text = path.read_text()
-            except OSError as exc:
-                raise ConfigError(f"cannot read scenario {path}: {exc.strerror}") from None
-        data = yaml.safe_load(text) or {}
+    data = read(source)
     for key in ("faults", "methods", "sizes"):
         if isinstance(data.get(key), str):
             data[key] = [x.strip() for x in data[key].split(",") if x.strip()]
@@ -93,3 +79,29 @@ def load(source: str | Path | Mapping[str, Any]) -> Scenario:
     if unknown:
         raise ConfigError(f"unknown scenario key(s) {unknown}; known: {sorted(known)}")
     return Scenario(**data)
+
+
+def is_simulation(data: Mapping[str, Any]) -> bool:
+    """A scenario of simulation runs (bench.simulation) names shapes instead of faults."""
+    return "shapes" in data
+
+
+def read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """The raw mapping of a scenario: given, from a YAML path, or bundled (`elect.bench/<name>.yaml`)."""
+    if isinstance(source, Mapping):
+        return dict(source)
+    path = Path(source)
+    if not path.exists() and not str(source).endswith((".yaml", ".yml")):
+        bundled = resources.files("elect.bench").joinpath(f"{source}.yaml")
+        if not bundled.is_file():
+            raise ConfigError(f"no scenario file {source!r} and no bundled scenario of that name")
+        text = bundled.read_text()
+    else:
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read scenario {path}: {exc.strerror}") from None
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"scenario {source} is not a mapping of keys to values")
+    return data

@@ -15,7 +15,8 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from elect.contract import Elector
-from elect.errors import MissingExtra, UnknownScheme
+from elect.errors import ConfigError, MissingExtra, UnknownScheme
+from elect.observe import Observer
 from elect.roles import Role
 
 GROUP = "elect.electors"
@@ -31,6 +32,8 @@ class Plugin:
     (options, member, roles), imported only when an elector is built. url_parts: which option each
     part of the URL fills ("hosts" and "path"). extra / requires: the pip extra that provides the
     modules in `requires`. member_required: the member id cannot be defaulted (e.g. Raft's node id).
+    observer: "module:callable" taking options, returning an `elect.observe.Observer` that reads who
+    holds what from the infrastructure (None: the method keeps no state outside its members).
     """
 
     scheme: str
@@ -41,6 +44,7 @@ class Plugin:
     extra: str | None = None
     requires: tuple[str, ...] = ()
     member_required: bool = False
+    observer: str | None = None
 
     def check_installed(self) -> None:
         missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
@@ -53,6 +57,16 @@ class Plugin:
         module_name, _, attr = self.factory.partition(":")
         factory: Factory = getattr(importlib.import_module(module_name), attr)
         return factory(options, member, tuple(roles))
+
+    def observe(self, options: Any) -> Observer:
+        """An observer of this method's state in its infrastructure (ConfigError if it keeps none)."""
+        if self.observer is None:
+            raise ConfigError(f"{self.scheme}:// keeps no state outside its members, so there is nothing to read; "
+                              f"watch the members' event lines instead: elect member ... | elect watch -")
+        self.check_installed()
+        module_name, _, attr = self.observer.partition(":")
+        made: Observer = getattr(importlib.import_module(module_name), attr)(options)
+        return made
 
 
 @cache

@@ -10,6 +10,7 @@ PLUGIN = Plugin(
     summary="NELI: leadership induced by Kafka consumer-group partition assignment (mode=fast|full)",
     options=KafkaOptions,
     factory="neli.elector:create",
+    observer="neli.observe:kafka",
     url_parts={"hosts": "servers", "path": "topic"},
     extra="kafka",
     requires=("confluent_kafka",),

@@ -1,6 +1,7 @@
 """`elect bench [SCENARIO] [flags]`: run a comparison; print the table; write JSON, Markdown and plots.
 
-SCENARIO is a YAML file or a bundled name (`default`, `demo`); flags override its fields.
+SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim); flags override
+its fields. A scenario with `shapes` is a simulation run (the Raft core in virtual time, bench/simulation.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("bench", help="run a comparison of methods under faults; write a report",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
-    p.add_argument("scenario", nargs="?", default="default", help="YAML file or bundled name (default, demo)")
+    p.add_argument("scenario", nargs="?", default="default",
+                   help="YAML file or bundled name (default, demo, infra, load, raft, lease, sim)")
     p.set_defaults(run=run)
 
 
@@ -40,7 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     from elect.bench import plots, report, scenario, suite
 
-    chosen = scenario.load(scenario_name or args.scenario).with_flags(
+    raw = scenario.read(scenario_name or args.scenario)
+    if scenario.is_simulation(raw):
+        return _simulate(args, raw)
+    chosen = scenario.load(raw).with_flags(
         methods=args.methods.split(",") if args.methods else None,
         faults=args.faults.split(",") if args.faults else None,
         trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
@@ -55,8 +60,32 @@ def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     print(report.text_table(result))
     pictures = plots.draw(result, args.out)
     data, md = report.write(result, args.out, pictures)
-    print(f"\n{report.provenance(result)}\nwrote {data}, {md}" + (f" and {len(pictures)} plots" if pictures else ""))
+    _wrote(report.provenance(result), data, md, pictures)
     return 0 if all(t.ok for c in result.cells for t in c.trials) else 1
+
+
+def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
+    from elect.bench import plots, report, simulation
+
+    if args.methods:
+        raw["methods"] = args.methods
+    if args.budget:
+        raw["budget"] = args.budget
+    if args.trials:
+        raw["shapes"] = [[s[0], s[1], args.trials] for s in raw.get("shapes", [])]
+    chosen = simulation.SimScenario.from_mapping(raw)
+    command = "elect " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    result = simulation.run(chosen, _progress(), command=command)
+    print(file=sys.stderr)
+    print(report.text_table(result))
+    pictures = plots.draw_simulation(result, args.out)
+    data, md = report.write_simulation(result, args.out, pictures)
+    _wrote(simulation.provenance(result), data, md, pictures)
+    return 0
+
+
+def _wrote(provenance: str, data: Path, md: Path, pictures: list[Path]) -> None:
+    print(f"\n{provenance}\nwrote {data}, {md}" + (f" and {len(pictures)} plots" if pictures else ""))
 
 
 def _progress() -> Any:

@@ -1,8 +1,11 @@
-"""`elect watch SOURCE...`: a live table of who leads what.
+"""`elect watch URL` or `elect watch SOURCE...`: a live table of who leads what.
 
-SOURCE is `-` (event lines on stdin, e.g. `elect member ... | elect watch -`) or files of event lines
-(followed as they grow, like `tail -f`). Each member's lines say what it believes, so the table shows,
-per role, every member that currently believes it leads — two names on one row is an overlap.
+URL: the group's elector URL (etcd://, zookeeper://, kafka://); the table is read from the store
+itself (role keys and their holders, or the consumer group's partition assignment) without joining.
+SOURCE: `-` (event lines on stdin, e.g. `elect member ... | elect watch -`) or files of event lines
+(followed as they grow, like `tail -f`); each member's lines say what it believes, so the table shows,
+per role, every member that currently believes it leads — two names on one row is an overlap. Methods
+that keep no state outside their members (raft://, pysyncobj://, memory://) are watched this way.
 """
 
 from __future__ import annotations
@@ -15,15 +18,37 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from elect import config, registry
+from elect.config import parse_url
+from elect.errors import ConfigError, InfrastructureUnavailable
 from elect.events import parse_line
+from elect.observe import Claim
 
 
 @dataclass
 class LeaderTable:
     """Per role, the members whose own lines say they lead it now, with their tokens and since when."""
 
-    rows: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+    rows: dict[str, dict[str, tuple[int | None, float]]] = field(default_factory=dict)
     events: int = 0
+    note: str = ""  # shown under the table (e.g. why the store could not be read just now)
+
+    def sync(self, claims: Iterable[Claim], now: float) -> None:
+        """Make the table what an observer read from the store; a holder's `for` runs from when it was first
+        seen with its token."""
+        seen: dict[str, dict[str, int | None]] = {}
+        for claim in claims:
+            seen.setdefault(claim.role, {})[claim.member] = claim.token
+        for role in set(self.rows) | set(seen):
+            holders = self.rows.setdefault(role, {})
+            new = seen.get(role, {})
+            for member in [m for m, (token, _) in holders.items() if m not in new or new[m] != token]:
+                del holders[member]
+                self.events += 1
+            for member, token in new.items():
+                if member not in holders:
+                    holders[member] = (token, now)
+                    self.events += 1
 
     def apply(self, line: dict[str, Any]) -> None:
         self.events += 1
@@ -42,15 +67,17 @@ class LeaderTable:
                 out.append(f"{role:<24} {'-':<20} {'':>8} {'':>9}")
             for member, (token, since) in sorted(holders.items()):
                 flag = "  OVERLAP" if len(holders) > 1 else ""
-                out.append(f"{role:<24} {member:<20} {token:>8} {now - since:>8.1f}s{flag}")
-        out.append(f"{self.events} events")
+                shown = "-" if token is None else str(token)
+                out.append(f"{role:<24} {member:<20} {shown:>8} {now - since:>8.1f}s{flag}")
+        out.append(f"{self.events} changes" + (f"  ({self.note})" if self.note else ""))
         return "\n".join(out)
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("watch", help="live table of who leads what, from members' event lines",
+    p = sub.add_parser("watch", help="live table of who leads what, from the store (URL) or from event lines",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("sources", nargs="+", metavar="SOURCE", help="- for stdin, or files of event lines")
+    p.add_argument("sources", nargs="+", metavar="URL|SOURCE",
+                   help="an elector URL, or - for stdin, or files of event lines")
     p.add_argument("--interval", type=float, default=0.5, help="refresh period in seconds")
     p.add_argument("--once", action="store_true", help="read what is there, print the table once, exit")
     p.set_defaults(run=run)
@@ -69,6 +96,11 @@ def _follow(stream: IO[str], follow: bool) -> Iterator[str | None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    urls = [s for s in args.sources if "://" in s]
+    if urls:
+        if len(args.sources) != 1:
+            raise ConfigError("give one elector URL, or event-line sources (- or files), not both", parameter="url")
+        return _watch_store(urls[0], args)
     table = LeaderTable()
     streams: list[IO[str]] = [sys.stdin if s == "-" else open(s) for s in args.sources]  # noqa: SIM115
     tty = sys.stdout.isatty()
@@ -101,6 +133,39 @@ def run(args: argparse.Namespace) -> int:
             if stream is not sys.stdin:
                 stream.close()
     return 0
+
+
+def _watch_store(url: str, args: argparse.Namespace) -> int:
+    """Poll the store behind `url` every interval and redraw; a store that cannot be read is reported
+    under the table and polled again (with --once: exit 1)."""
+    plugin = registry.get(parse_url(url).scheme)
+    if plugin.observer is None:
+        plugin.observe(None)  # raises the ConfigError that says to watch event lines instead
+    spec = config.spec_from_url(url, member="watch")
+    observer = plugin.observe(spec.options)
+    table = LeaderTable()
+    tty = sys.stdout.isatty()
+    timeout = max(2.0, 4 * args.interval)
+    try:
+        while True:
+            began = time.monotonic()
+            try:
+                table.sync(observer.claims(timeout), time.monotonic())
+                table.note = ""
+            except InfrastructureUnavailable as exc:
+                if args.once:
+                    print(f"elect watch: {exc}", file=sys.stderr)
+                    return 1
+                table.note = str(exc)
+            if args.once:
+                print(table.render())
+                return 0
+            _draw(table, tty)
+            time.sleep(max(0.0, args.interval - (time.monotonic() - began)))  # the refresh period
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        observer.close()
 
 
 def _apply_all(table: LeaderTable, lines: Iterable[str]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from elect.cli.watch import LeaderTable
 from elect.cluster.members import MemberProcess
 from elect.events import parse_line
+from elect.observe import Claim
 
 
 def run_elect(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -82,9 +83,25 @@ def test_watch_builds_the_table_from_event_lines(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(lines) + "\n")
     result = run_elect("watch", "--once", str(path))
-    assert result.returncode == 0 and "OVERLAP" in result.stdout and "5 events" in result.stdout
+    assert result.returncode == 0 and "OVERLAP" in result.stdout and "5 changes" in result.stdout
 
 
 def test_schemes_lists_memory() -> None:
     result = run_elect("schemes")
     assert result.returncode == 0 and "memory://" in result.stdout
+
+
+def test_leader_table_follows_what_an_observer_reads() -> None:
+    table = LeaderTable()
+    table.sync([Claim("0", "a", 3), Claim("1", "b", None)], now=1.0)
+    table.sync([Claim("0", "a", 3), Claim("1", "c", None)], now=2.0)  # 1 moved to c; 0 unchanged since 1.0
+    assert table.rows == {"0": {"a": (3, 1.0)}, "1": {"c": (None, 2.0)}}
+    table.sync([Claim("0", "a", 7)], now=3.0)  # a new token is a new leadership; 1 is now unled
+    assert table.rows == {"0": {"a": (7, 3.0)}, "1": {}}
+    text = table.render(now=4.0)
+    assert "7" in text and "-" in text and "changes" in text
+
+
+def test_watch_refuses_a_url_of_a_method_without_a_store() -> None:
+    result = run_elect("watch", "--once", "memory://g")
+    assert result.returncode != 0 and "event lines" in result.stderr

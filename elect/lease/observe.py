@@ -1,0 +1,76 @@
+"""Observers of the lease stores: the role keys (`<prefix>/roles/<role>`) and their holders, read as the
+lease electors write them (elect.lease.names), with the same token (creation revision / czxid)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elect.errors import InfrastructureUnavailable
+from elect.lease.etcd_gateway import Gateway, GatewayError, Unreachable, b64, range_end, unb64
+from elect.lease.names import decode_holder, role_of
+from elect.lease.options import EtcdOptions, ZooKeeperOptions
+from elect.observe import Claim
+
+
+class EtcdObserver:
+    def __init__(self, options: EtcdOptions) -> None:
+        self._gw = Gateway(options.endpoints)
+        self._roles = options.key_prefix + "roles/"
+
+    def claims(self, timeout: float) -> list[Claim]:
+        try:
+            data = self._gw.call("kv/range", {"key": b64(self._roles), "range_end": b64(range_end(self._roles))},
+                                 timeout)
+        except (Unreachable, GatewayError) as exc:
+            raise InfrastructureUnavailable(f"etcd: {exc}") from None
+        out = []
+        for kv in data.get("kvs", []):
+            key = unb64(kv.get("key")).decode(errors="replace")
+            holder = decode_holder(unb64(kv.get("value")), int(kv.get("create_revision", 0)))
+            out.append(Claim(str(role_of(key[len(self._roles):])), holder.member, holder.token))
+        return out
+
+    def close(self) -> None:
+        self._gw.close()
+
+
+class ZooKeeperObserver:
+    def __init__(self, options: ZooKeeperOptions) -> None:
+        from kazoo.client import KazooClient
+
+        self._roles = options.root + "/roles"
+        self._client: Any = KazooClient(hosts=",".join(options.hosts), timeout=max(options.session_timeout, 4.0))
+        self._connect_timeout = options.connect_timeout
+
+    def claims(self, timeout: float) -> list[Claim]:
+        from kazoo.exceptions import KazooException, NoNodeError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            if not self._client.connected:
+                self._client.start(timeout=max(timeout, self._connect_timeout))
+            out = []
+            for name in self._client.get_children(self._roles):
+                try:
+                    raw, stat = self._client.get(f"{self._roles}/{name}")
+                except NoNodeError:
+                    continue  # released between the listing and the read
+                holder = decode_holder(raw, int(stat.czxid))
+                out.append(Claim(str(role_of(name)), holder.member, holder.token))
+            return out
+        except NoNodeError:
+            return []  # no member has started under this path yet
+        except (KazooException, KazooTimeoutError) as exc:
+            raise InfrastructureUnavailable(f"zookeeper: {type(exc).__name__}: {exc}") from None
+
+    def close(self) -> None:
+        self._client.stop()
+        self._client.close()
+
+
+def etcd(options: EtcdOptions) -> EtcdObserver:
+    return EtcdObserver(options)
+
+
+def zookeeper(options: ZooKeeperOptions) -> ZooKeeperObserver:
+    return ZooKeeperObserver(options)

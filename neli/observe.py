@@ -1,0 +1,45 @@
+"""Observer of a NELI group: which member the consumer group assigned each partition to.
+
+The assignment is what induces leadership; in fast mode the owner leads once its own heartbeats come
+back, in full mode others may lead beside it for a while. Roles map onto partitions (j mod M), so the
+table is per partition. NELI keeps no token in the group, so none is shown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elect.errors import InfrastructureUnavailable
+from elect.observe import Claim
+from neli.options import KafkaOptions
+
+
+class KafkaObserver:
+    def __init__(self, options: KafkaOptions) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.options = options
+        self._admin: Any = AdminClient({"bootstrap.servers": options.bootstrap, "client.id": "elect-watch",
+                                        "socket.connection.setup.timeout.ms": int(options.connect_timeout * 1000)})
+
+    def claims(self, timeout: float) -> list[Claim]:
+        from confluent_kafka import KafkaException
+
+        group = self.options.group_id
+        try:
+            futures = self._admin.describe_consumer_groups([group], request_timeout=timeout)
+            description = futures[group].result(timeout=timeout + 1)
+        except (KafkaException, TimeoutError) as exc:
+            raise InfrastructureUnavailable(f"kafka: cannot describe group {group!r}: {exc}") from None
+        out = []
+        for member in description.members:
+            assignment = member.assignment.topic_partitions if member.assignment else []
+            out += [Claim(str(tp.partition), member.client_id) for tp in assignment if tp.topic == self.options.topic]
+        return out
+
+    def close(self) -> None:
+        return None
+
+
+def kafka(options: KafkaOptions) -> KafkaObserver:
+    return KafkaObserver(options)

@@ -1,0 +1,69 @@
+"""`elect watch URL`: who holds what, read from the real store (etcd keys, ZooKeeper nodes, the Kafka
+consumer group's assignment), agreeing with what the members themselves say they lead."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+
+import elect
+from elect import config
+from elect.cluster.endpoints import Endpoints
+from elect.cluster.waiting import wait_until
+from elect.contract import Elector
+from elect.observe import Claim
+
+pytestmark = pytest.mark.infra
+
+
+def _url(scheme: str, infra: Endpoints, unique: str) -> str:
+    hosts = ",".join(getattr(infra, {"etcd": "etcd", "zookeeper": "zookeeper", "kafka": "kafka"}[scheme]))
+    if scheme == "kafka":
+        return f"kafka://{hosts}/{unique}?group={unique}&partitions=4&session_timeout=1"
+    return f"{scheme}://{hosts}/{unique}?ttl=1" if scheme == "etcd" else f"{scheme}://{hosts}/{unique}"
+
+
+@pytest.fixture
+def members() -> Iterator[ExitStack]:
+    with ExitStack() as stack:
+        yield stack
+
+
+@pytest.mark.parametrize("scheme", ["etcd", "zookeeper", "kafka"])
+def test_the_store_shows_what_the_members_lead(scheme: str, infra: Endpoints, members: ExitStack) -> None:
+    url = _url(scheme, infra, f"watch-{uuid.uuid4().hex[:8]}")
+    group: list[Elector] = [members.enter_context(elect.connect(url, roles=[0, 1, 2, 3], member=m))
+                            for m in ("a", "b")]
+    spec = config.spec_from_url(url, member="watch")
+    observer = spec.plugin.observe(spec.options)
+    members.callback(observer.close)
+
+    def agree() -> tuple[list[Claim]] | None:
+        believed = {str(r): e.member for e in group for r in e.leading()}
+        claims = observer.claims(timeout=5.0)
+        seen = {c.role: c.member for c in claims}
+        return (claims,) if len(believed) == 4 and seen == believed else None
+
+    (claims,) = wait_until(agree, 60, 0.1, what=f"{scheme}: the store's holders to match the members' own view")
+    assert {c.member for c in claims} <= {"a", "b"}
+    if scheme != "kafka":  # the lease stores keep the fencing token the members were given
+        tokens = {str(r): lead.token for e in group for r in e.leading() if (lead := e.leadership(r))}
+        assert {c.role: c.token for c in claims} == tokens
+    shown = subprocess.run([sys.executable, "-m", "elect", "watch", "--once", url], capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert all(f"{c.member}" in shown.stdout for c in claims) and "OVERLAP" not in shown.stdout
+
+
+def test_an_unreachable_store_is_reported_not_hung() -> None:
+    from elect.cluster.ports import free_port
+
+    url = f"etcd://127.0.0.1:{free_port()}/nobody"
+    shown = subprocess.run([sys.executable, "-m", "elect", "watch", "--once", url], capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 1 and "etcd" in shown.stderr
