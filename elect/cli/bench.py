@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
 import sys
 import tempfile
 import time
@@ -41,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     from elect.bench import plots, report, scenario, suite
+
+    _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
 
     raw = scenario.read(scenario_name or args.scenario)
     if scenario.is_simulation(raw):
@@ -86,6 +89,17 @@ def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
 
 def _wrote(provenance: str, data: Path, md: Path, pictures: list[Path]) -> None:
     print(f"\n{provenance}\nwrote {data}, {md}" + (f" and {len(pictures)} plots" if pictures else ""))
+
+
+def _exit_cleanly_on(*signals: signal.Signals) -> None:
+    """Turn these signals into SystemExit in the main thread, so that a stopped run still stops its member
+    processes, the infrastructure it started and its network namespaces (the `finally` blocks run)."""
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in signals:
+        signal.signal(sig, leave)
 
 
 def _progress() -> Any:

@@ -4,12 +4,18 @@ and the network-namespace hosts torn down even when a run fails."""
 from __future__ import annotations
 
 import math
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from elect.bench import plots, report, scenario, suite
 from elect.cluster.netns import leftovers
+from elect.cluster.waiting import wait_until
+
+from _infra_fixtures import process_alive
 
 pytestmark = pytest.mark.infra
 
@@ -82,3 +88,34 @@ def test_load_is_counted_per_member_by_relays_that_parse_each_protocol(tmp_path:
         assert set(trial.sent_pps) == {"m0", "m1", "m2"}  # and packets on each member's link
         assert not math.isnan(cell.summary(chosen.budget)["sent_rps_mean"])
     assert not leftovers()
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            try:
+                children = {int(c) for c in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo += list(children - found)
+            found |= children
+    return found
+
+
+def test_a_terminated_run_stops_its_members_and_infrastructure(tmp_path: Path) -> None:
+    run = subprocess.Popen([sys.executable, "-m", "elect", "bench", "--methods", "etcd", "--faults", "kill",
+                            "--trials", "20", "--out", str(tmp_path / "out")], stderr=subprocess.PIPE, text=True)
+    try:
+        # members (python) and etcd running under the run
+        wait_until(lambda: len(_descendants(run.pid)) >= 4, 120, 0.1, what="the run's members and etcd")
+        started = _descendants(run.pid)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=60) == 128 + signal.SIGTERM
+        wait_until(lambda: not [p for p in started if process_alive(p)], 30, 0.1,
+                   what="every process the run started to be gone")
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
