@@ -16,7 +16,8 @@ COLUMNS = [
     ("method", "method", "{}"), ("fault", "fault", "{}"), ("members", "members", "{}"), ("ok", "trials", "{}"),
     ("failover_p50", "failover p50", "{:.2f} s"), ("failover_p99", "p99", "{:.2f} s"),
     ("failover_max", "max", "{:.2f} s"), ("failover_p99_ratio", "p99/budget", "{:.2f}"),
-    ("disrupted", "roles lost", "{}"), ("gap_max", "gap max", "{:.2f} s"), ("overlap_total", "overlap", "{:.3f} s"),
+    ("disrupted", "roles lost", "{}"), ("unrecovered", "not re-led", "{}"), ("gap_max", "gap max", "{:.2f} s"),
+    ("overlap_total", "overlap", "{:.3f} s"),
     ("steady_balanced", "balanced", "{:.0%}"), ("after_balanced", "balanced after", "{:.0%}"),
     ("violations", "violations", "{}"), ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
     ("sent_rps_mean", "msgs/s/member", "{:.0f}"), ("sent_pps_mean", "pkts/s/member", "{:.0f}"),
@@ -95,7 +96,7 @@ def write(result: RunResult, out: Path, plots: list[Path]) -> tuple[Path, Path]:
              "Definitions (DESIGN.md): *failover* is from the fault to a surviving member's `acquired`, per role "
              "the victim led (after an infrastructure fault: from the fault to the role being led again, per role "
              "whose leader lost it; *roles lost* counts those); *gap* is leaderless time per trial summed over "
-             "roles after the fault; *overlap* is "
+             "roles after the fault; *not re-led*: roles nobody led again before the trial's bound; *overlap* is "
              "time two members believed they led one role (a `fenced` line ends belief at its `until`); "
              "*balanced* is the share of trials whose busiest member led ceil(roles / live members).", ""]
     if result.skipped:

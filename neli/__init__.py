@@ -15,7 +15,13 @@ while it still owns k). Only its own current heartbeats count (member, run, assi
 member cut off from the broker cannot lead on its successor's records. An orderly revocation emits
 `Revoked` inside the rebalance callback, which waits for the application: the successor starts after.
 Exclusive, enforced by the rule heartbeat_timeout + group_heartbeat_interval < session_timeout: a
-cut-off owner fences itself before the coordinator can expire its session and give k away.
+cut-off owner fences itself before the coordinator can expire its session and give k away. And since a
+group can still hand k to a second member while the first has not learned it lost k (measured here:
+the embedded broker once gave a live member's partitions away without revoking them), ownership is
+checked on the partition itself: an owner that reads another member's heartbeat on k fences at once if
+it leads, and nobody acquires k until the other's heartbeats are heartbeat_timeout old (their age from
+the sender's wall clock). A contested partition stays unled until the group settles; never led twice.
+A topic that disappears (a broker that lost its log) is created again with the group's M partitions.
 
 mode=full (the paper's non-exclusive variant): every member publishes to every partition each
 heartbeat_interval and leads partition i while its latest record on i (any member of the group) is

@@ -58,6 +58,8 @@ class _Ownership:
     fenced_at: float = -math.inf  # a lapsed leadership resumes only on evidence sent after this
     roles: list[Role] = field(default_factory=list)  # the roles acquired under this leadership
     orderly: bool = True  # released by a revoke (Revoke just before the deadline) or lost (Fence at it)
+    since: float = -math.inf  # when the current leadership began (this member's clock)
+    contested_until: float = -math.inf  # fast mode: another member's heartbeats here are fresh until then
 
     @property
     def leading(self) -> bool:
@@ -144,6 +146,8 @@ class NeliCore:
         own = self._owned.get(partition)
         if own is None or heartbeat.group != self.group:
             return out
+        if self.mode == "fast" and not self._mine(heartbeat):
+            return out + self._contest(own, heartbeat, now, wall_now)
         sent = self._evidence(own, heartbeat, now, wall_now)
         if sent is None or sent <= own.fenced_at:
             return out
@@ -151,7 +155,9 @@ class NeliCore:
         if deadline <= now:
             return out  # stale: it says nothing about now
         if not own.leading:
-            own.token, own.deadline = offset, deadline
+            if now < own.contested_until:
+                return out  # someone else heartbeats here too: wait until its claim has gone quiet
+            own.token, own.deadline, own.since = offset, deadline, now
             own.roles = self._roles_of(partition)
             out += [Acquire(role, offset, deadline) for role in own.roles]
         elif deadline > own.deadline:
@@ -205,9 +211,26 @@ class NeliCore:
         return out
 
     # ----------------------------------------------------------------- rules
+    def _mine(self, hb: Heartbeat) -> bool:
+        return hb.member == self.member and hb.instance == self.instance
+
+    def _contest(self, own: _Ownership, hb: Heartbeat, now: float, wall_now: float) -> list[Output]:
+        """Fast mode: another member heartbeats on a partition this one owns, so it believes it owns it
+        too (a member the group dropped that has not noticed yet, or an assignment handed over without
+        this member's revoke). Nobody leads on a contested claim: a leader whose leadership began before
+        the other's record was sent fences at once, and an owner acquires only once the other's
+        heartbeats are `timeout` old. The record's age comes from its sender's wall clock (as in full
+        mode); a sender whose clock runs ahead only makes the wait longer."""
+        sent = now - max(0.0, wall_now - hb.wall)
+        own.contested_until = max(own.contested_until, sent + self.timeout)
+        if own.leading and sent >= own.since:
+            own.fenced_at = now
+            return self._end(own, fence=True, until=now)
+        return []
+
     def _evidence(self, own: _Ownership, hb: Heartbeat, now: float, wall_now: float) -> float | None:
         """When the record was sent, on this member's monotonic clock, if it counts as evidence."""
-        mine = hb.member == self.member and hb.instance == self.instance
+        mine = self._mine(hb)
         if self.mode == "fast":
             return hb.sent if mine and hb.epoch == own.epoch else None
         if mine:

@@ -35,7 +35,7 @@ import queue
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -49,7 +49,7 @@ from neli.core import NeliCore, Output, Publish
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error
 from neli.options import KafkaOptions
-from neli.topic import ensure_parking_topic, ensure_topic
+from neli.topic import admin_client, ensure_parking_topic, ensure_topic, partition_count
 
 log = logging.getLogger("neli")
 _TAIL = -2000 - 100  # librdkafka's logical offset "100 records before the end" (RD_KAFKA_OFFSET_TAIL)
@@ -94,6 +94,7 @@ class KafkaElector(BaseElector):
         # parked: that rebalance completed (a stop may now leave the group)
         self._parking: _Parking = "off"
         self._park_by = 0.0  # a stop waits for "parked" until then, then leaves anyway
+        self._restore_after = time.monotonic() + 5 * options.session_timeout  # next check for a vanished topic
         self.publish_errors = 0
 
     @property
@@ -194,6 +195,8 @@ class KafkaElector(BaseElector):
             self._wakeup.clear()
         if self._producer is not None:
             self._producer.poll(0)
+        if not core.owned and not self._stopping:
+            self._restore_topics()
         return True
 
     def _stopped(self, now: float) -> bool:
@@ -336,6 +339,9 @@ class KafkaElector(BaseElector):
         self._apply_outputs(self._require_core().received(partition, offset, heartbeat, time.monotonic(), time.time()))
 
     def _on_kafka_error(self, err: KafkaError) -> None:
+        if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and self._core is not None:
+            self._restore_topics()
+            return
         problem = config_error(err, self.options)
         if problem is not None:
             log.error("neli: %s: %s", self.member, problem)
@@ -373,6 +379,8 @@ class KafkaElector(BaseElector):
     def _common_config(self) -> dict[str, Any]:
         o = self.options
         return {"bootstrap.servers": o.bootstrap, "client.id": self.member, "reconnect.backoff.ms": 20,
+                # a topic created again (see _restore_topics) is noticed within this, not librdkafka's 5 min
+                "topic.metadata.refresh.interval.ms": round(5000 * o.session_timeout),
                 "reconnect.backoff.max.ms": 500, "socket.connection.setup.timeout.ms": int(o.connect_timeout * 1000),
                 "error_cb": self._on_kafka_error, "logger": kafka_log}
 
@@ -393,9 +401,31 @@ class KafkaElector(BaseElector):
             config["group.instance.id"] = self.member
         return config
 
+    def _restore_topics(self) -> None:
+        """The leader topic may be gone (a broker that lost its log, or an operator deleted it): if so,
+        create it again with the group's M partitions. Checked at most every 5 session timeouts, while
+        this member owns nothing or the broker says the topic is unknown. Nothing else may create it: a
+        topic auto-created by a broker would have the broker's default partition count, not M."""
+        now = time.monotonic()
+        if now < self._restore_after:
+            return
+        self._restore_after = now + 5 * self.options.session_timeout
+        options = replace(self.options, partitions=self.partitions,
+                          connect_timeout=min(self.options.connect_timeout, self.options.session_timeout))
+        try:
+            if partition_count(admin_client(options), options, time.monotonic() + options.connect_timeout):
+                return
+            log.warning("neli: %s: topic %s is missing; creating it again with %d partitions", self.member,
+                        options.topic, self.partitions)
+            ensure_topic(options)
+            ensure_parking_topic(options)
+        except (ElectError, KafkaException) as exc:
+            log.info("neli: %s: could not check or create topic %s: %s", self.member, options.topic, exc)
+
     def _producer_config(self) -> dict[str, Any]:
         o = self.options
-        return {**self._common_config(), "linger.ms": 0, "acks": 1, "enable.idempotence": False,
+        return {**self._common_config(), "allow.auto.create.topics": False,
+                "linger.ms": 0, "acks": 1, "enable.idempotence": False,
                 "message.timeout.ms": max(1, round(o.timeout * 1000)),
                 "queue.buffering.max.messages": 10000}
 

@@ -169,3 +169,45 @@ def test_next_wakeup_covers_heartbeats_and_deadlines() -> None:
 def test_fast_mode_cannot_overlap() -> None:
     with pytest.raises(ValueError):
         core(overlap=True)
+
+
+def test_fast_leader_fences_when_another_member_claims_its_partition() -> None:
+    # a leads partition 0; the group hands it to b without a's revoke (a dropped member that has not
+    # noticed yet): b's heartbeats appear on partition 0 and a fences at once, before b may lead.
+    c = core()
+    c.assign([0], 10.0, 10.0)
+    c.received(0, 7, beat(c, 10.0), 10.01, 10.01)
+    c.received(0, 19, beat(c, 11.9), 11.91, 11.91)  # renewed until 12.5
+    assert c.leading_partitions() == {0}
+    out = c.received(0, 20, beat(c, 12.0, member="b", instance="b-1"), 12.01, 12.01)
+    assert out == [Fence(0, 12.01), Fence(4, 12.01)]
+    # its own heartbeats keep coming back, but the claim is contested while b's heartbeats are fresh
+    assert c.received(0, 21, beat(c, 12.05), 12.06, 12.06) == []
+    assert c.leading_partitions() == frozenset()
+
+
+def test_fast_owner_waits_for_another_claim_to_go_quiet_before_it_leads() -> None:
+    c = core(member="b", roles=(0,))
+    c.assign([0], 10.0, 10.0)
+    # the previous owner a still heartbeats here (sent 10.0 by its wall clock)
+    assert c.received(0, 5, beat(c, 10.0, member="a", instance="a-1"), 10.02, 10.02) == []
+    assert c.received(0, 6, beat(c, 10.0), 10.03, 10.03) == []  # own evidence, but contested until 10.6
+    out = c.received(0, 9, beat(c, 10.6), 10.61, 10.61)  # a's heartbeat is now timeout old
+    assert out == [Acquire(0, 9, pytest.approx(11.2))]
+
+
+def test_fast_old_records_of_a_departed_owner_do_not_delay_acquisition() -> None:
+    # on assignment the tail of the partition is read: a dead owner's records, sent long ago
+    c = core(member="b", roles=(0,))
+    c.assign([0], 20.0, 20.0)
+    assert c.received(0, 5, beat(c, 1.0, member="a", instance="a-1", wall=15.0), 20.01, 20.01) == []
+    assert c.received(0, 6, beat(c, 20.0), 20.02, 20.02) == [Acquire(0, 6, pytest.approx(20.6))]
+
+
+def test_fast_a_stray_record_sent_before_the_leadership_began_does_not_fence_it() -> None:
+    c = core(member="b", roles=(0,))
+    c.assign([0], 20.0, 20.0)
+    c.received(0, 6, beat(c, 20.0), 20.02, 20.02)
+    # a's last record, sent before b's leadership began, arrives late
+    assert c.received(0, 7, beat(c, 19.0, member="a", instance="a-1", wall=19.9), 20.05, 20.05) == []
+    assert c.leading_partitions() == {0}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -40,7 +40,7 @@ class Members:
         self.tmp = tmp
         self.all: list[MemberProcess] = []
 
-    def start(self, member_id: str, roles: list[str | int]) -> MemberProcess:
+    def start(self, member_id: str, roles: Sequence[str | int]) -> MemberProcess:
         m = MemberProcess(self.url, member_id, roles, log_dir=self.tmp)
         self.all.append(m)
         m.start()
@@ -174,3 +174,29 @@ def test_member_cut_off_the_broker_fences_itself_within_the_heartbeat_timeout(
         proxy.heal(cut.member_id)
     finally:
         group.close()
+
+
+def test_members_recreate_their_topic_when_the_broker_comes_back_empty(tmp_path: Path) -> None:
+    # The local broker keeps its log in memory: killed and started again it knows no topic. The members
+    # create the topic again with the group's partition count (never a broker default) and lead again.
+    from elect.cluster.local import LocalCluster
+    from neli.options import KafkaOptions
+    from neli.topic import admin_client, partition_count
+
+    with LocalCluster(tmp_path / "broker", services=("kafka",)) as cluster:
+        group = Members(",".join(cluster.endpoints.kafka), tmp_path)
+        try:
+            roles: list[str | int] = list(range(6))
+            a, b = group.start("a", roles), group.start("b", roles)
+            wait_until(lambda: len(a.log.leading() | b.log.leading()) == 6, BOUND, 0.05, what="every role led")
+            cluster.kill("kafka", 0)
+            cluster.start_member("kafka", 0)
+            wait_until(lambda: all(any(line["event"] == "fenced" for line in m.log.lines) for m in (a, b)),
+                       BOUND, 0.05, what="both members to fence while the broker was away")
+            wait_until(lambda: len(a.log.leading() | b.log.leading()) == 6, 2 * BOUND, 0.1,
+                       what="every role led again on the restarted broker")
+            topic = group.url.split("/")[3].split("?")[0]
+            options = KafkaOptions(servers=tuple(cluster.endpoints.kafka), topic=topic)
+            assert partition_count(admin_client(options), options, time.monotonic() + 10) == 6
+        finally:
+            group.close()
