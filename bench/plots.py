@@ -28,7 +28,8 @@ def draw_simulation(result: SimResult, out: Path) -> list[Path]:
             xs = sorted(cell.failover)
             ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=cell.method)
         ax.axvline(result.scenario.budget, color="grey", linestyle=":", linewidth=1)
-        ax.set_title(f"{shape.nodes} nodes x {shape.partitions} partitions, {shape.trials} trials", fontsize=9)
+        ax.set_title(f"{shape.nodes} nodes x {shape.partitions} partitions, RF {shape.rf}, {shape.trials} trials",
+                     fontsize=9)
         ax.set_xlabel("failover after a crash (simulated s)", fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

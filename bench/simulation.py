@@ -29,9 +29,16 @@ Progress = Callable[[str, int, int, str], None]  # (cell, trials done, trials to
 
 @dataclass(frozen=True)
 class Shape:
+    """A group to simulate; `replication` nodes per partition (None: every node, as the real runs)."""
+
     nodes: int
     partitions: int
     trials: int
+    replication: int | None = None
+
+    @property
+    def rf(self) -> int:
+        return self.nodes if self.replication is None else self.replication
 
 
 @dataclass(frozen=True)
@@ -46,9 +53,9 @@ class SimScenario:
         if unknown:
             raise ConfigError(f"simulation runs model {', '.join(SIM_METHODS)}; not {unknown}", parameter="methods")
         for s in self.shapes:
-            if s.nodes < 2 or s.partitions < 1 or s.trials < 1:
-                raise ConfigError(f"a shape needs nodes >= 2, partitions >= 1, trials >= 1; got {s}",
-                                  parameter="shapes")
+            if s.nodes < 2 or s.partitions < 1 or s.trials < 1 or not 2 <= s.rf <= s.nodes:
+                raise ConfigError(f"a shape needs nodes >= 2, partitions >= 1, trials >= 1, 2 <= replication <= "
+                                  f"nodes; got {s}", parameter="shapes")
         if self.budget <= 0:
             raise ConfigError("budget must be > 0", parameter="budget")
 
@@ -61,10 +68,13 @@ class SimScenario:
         shapes = []
         for raw in data.get("shapes", []):
             try:
-                nodes, partitions, trials = (int(x) for x in raw)
+                numbers = [int(x) for x in raw]
+                if len(numbers) not in (3, 4):
+                    raise ValueError
             except (TypeError, ValueError):
-                raise ConfigError(f"a shape is [nodes, partitions, trials]; got {raw!r}", parameter="shapes") from None
-            shapes.append(Shape(nodes, partitions, trials))
+                raise ConfigError(f"a shape is [nodes, partitions, trials] or [nodes, partitions, trials, "
+                                  f"replication]; got {raw!r}", parameter="shapes") from None
+            shapes.append(Shape(*numbers))
         methods = data.get("methods", SIM_METHODS)
         if isinstance(methods, str):
             methods = [m.strip() for m in methods.split(",") if m.strip()]
@@ -87,7 +97,7 @@ class SimCell:
         fo = Summary.of(self.failover)
         led = [t for t in self.all_led_at if math.isfinite(t)]
         return {"method": self.method, "nodes": self.shape.nodes, "partitions": self.shape.partitions,
-                "trials": self.shape.trials, "cold_balanced": _share(self.balanced),
+                "replication": self.shape.rf, "trials": self.shape.trials, "cold_balanced": _share(self.balanced),
                 "all_led_p50": Summary.of(led).p50, "never_led": len(self.all_led_at) - len(led),
                 "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
                 "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan, "unrecovered": self.unrecovered,
@@ -107,7 +117,7 @@ class SimResult:
         s = self.scenario
         return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
                 "scenario": {"name": s.name, "budget": s.budget, "methods": list(s.methods),
-                             "shapes": [[x.nodes, x.partitions, x.trials] for x in s.shapes]},
+                             "shapes": [[x.nodes, x.partitions, x.trials, x.rf] for x in s.shapes]},
                 "summary": [c.summary(s.budget) for c in self.cells],
                 "trials": [{"method": c.method, "nodes": c.shape.nodes, "partitions": c.shape.partitions,
                             "balanced": c.balanced, "all_led_at": c.all_led_at, "failover": c.failover,
@@ -139,14 +149,14 @@ def run(scenario: SimScenario, progress: Progress, command: str = "") -> SimResu
     done = 0
     for cell in cells:
         s = cell.shape
-        name = f"{cell.method} / {s.nodes} nodes x {s.partitions} partitions (simulated)"
+        name = f"{cell.method} / {s.nodes} nodes x {s.partitions} partitions, RF {s.rf} (simulated)"
         cfg, strategy = core_config(cell.method, s, scenario.budget)
         t0 = time.monotonic()
         for seed in range(s.trials):
-            cold = experiments.cold_start(s.nodes, s.partitions, s.nodes, cfg, seed, strategy=strategy)
+            cold = experiments.cold_start(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy)
             cell.balanced.append(cold.balanced)
             cell.all_led_at.append(cold.all_led_at)
-            crash = experiments.crash_one(s.nodes, s.partitions, s.nodes, cfg, seed, strategy=strategy)
+            crash = experiments.crash_one(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy)
             cell.failover += [t for t in crash.failover if math.isfinite(t)]
             cell.unrecovered += sum(1 for t in crash.failover if not math.isfinite(t))
             cell.after_balanced.append(crash.balanced)
@@ -158,7 +168,7 @@ def run(scenario: SimScenario, progress: Progress, command: str = "") -> SimResu
 
 COLUMNS = [
     ("method", "method", "{}"), ("nodes", "nodes", "{}"), ("partitions", "partitions", "{}"),
-    ("trials", "trials", "{}"), ("cold_balanced", "balanced cold start", "{:.0%}"),
+    ("replication", "RF", "{}"), ("trials", "trials", "{}"), ("cold_balanced", "balanced cold start", "{:.0%}"),
     ("all_led_p50", "all led p50", "{:.2f} s"), ("failover_p50", "failover p50", "{:.2f} s"),
     ("failover_p99", "p99", "{:.2f} s"), ("failover_max", "max", "{:.2f} s"),
     ("failover_p99_ratio", "p99/budget", "{:.2f}"), ("unrecovered", "unrecovered", "{}"),

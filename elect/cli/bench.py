@@ -75,7 +75,7 @@ def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     if args.budget:
         raw["budget"] = args.budget
     if args.trials:
-        raw["shapes"] = [[s[0], s[1], args.trials] for s in raw.get("shapes", [])]
+        raw["shapes"] = [[s[0], s[1], args.trials, *s[3:]] for s in raw.get("shapes", [])]
     chosen = simulation.SimScenario.from_mapping(raw)
     command = "elect " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     result = simulation.run(chosen, _progress(), command=command)

@@ -37,13 +37,15 @@ def test_a_small_run_shows_the_improvement_over_zep006() -> None:
 def test_bad_simulation_scenarios_are_refused() -> None:
     with pytest.raises(ConfigError, match="shape"):
         SimScenario.from_mapping({"shapes": [[3, 6]]})
+    with pytest.raises(ConfigError, match="replication"):
+        SimScenario.from_mapping({"shapes": [[3, 6, 1, 5]]})
     with pytest.raises(ConfigError, match="model"):
         SimScenario.from_mapping({"methods": ["etcd"], "shapes": [[3, 6, 1]]})
 
 
 def test_elect_bench_runs_a_simulation_scenario_and_writes_its_report(tmp_path: Path) -> None:
     scenario = tmp_path / "sim.yaml"
-    scenario.write_text("name: tiny\nmethods: [raft, raft-zeebe]\nshapes:\n  - [3, 6, 4]\n  - [4, 12, 2]\n")
+    scenario.write_text("name: tiny\nmethods: [raft, raft-zeebe]\nshapes:\n  - [3, 6, 4]\n  - [6, 12, 2, 3]\n")
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "elect", "bench", str(scenario), "--out", str(out)],
                           capture_output=True, text=True, timeout=300)
@@ -51,4 +53,4 @@ def test_elect_bench_runs_a_simulation_scenario_and_writes_its_report(tmp_path: 
     assert "raft-zeebe" in done.stdout and "balanced cold start" in done.stdout
     data = json.loads((out / "results.json").read_text())
     assert len(data["summary"]) == 4 and data["command"].startswith("elect bench")
-    assert "| raft | 3 | 6 | 4 |" in (out / "report.md").read_text()
+    assert "| raft | 3 | 6 | 3 | 4 |" in (out / "report.md").read_text()
