@@ -21,7 +21,8 @@ the embedded broker once gave a live member's partitions away without revoking t
 checked on the partition itself: an owner that reads another member's heartbeat on k fences at once if
 it leads, and nobody acquires k until the other's heartbeats are heartbeat_timeout old (their age from
 the sender's wall clock). A contested partition stays unled until the group settles; never led twice.
-A topic that disappears (a broker that lost its log) is created again with the group's M partitions.
+A topic that disappears (a broker that lost its log) is created again with the group's M partitions
+and the member rejoins (on the embedded Tansu the group does not always form again after such a restart).
 
 mode=full (the paper's non-exclusive variant): every member publishes to every partition each
 heartbeat_interval and leads partition i while its latest record on i (any member of the group) is

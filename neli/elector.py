@@ -419,6 +419,9 @@ class KafkaElector(BaseElector):
                         options.topic, self.partitions)
             ensure_topic(options)
             ensure_parking_topic(options)
+            if self._consumer is not None and self._parking == "off":
+                # join afresh with the new topic's metadata; the rebalance brings the other members along
+                self._subscribe(self._consumer, options.topic)
         except (ElectError, KafkaException) as exc:
             log.info("neli: %s: could not check or create topic %s: %s", self.member, options.topic, exc)
 

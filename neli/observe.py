@@ -31,6 +31,10 @@ class KafkaObserver:
             description = futures[group].result(timeout=timeout + 1)
         except (KafkaException, TimeoutError) as exc:
             raise InfrastructureUnavailable(f"kafka: cannot describe group {group!r}: {exc}") from None
+        if not description.members and str(description.state).endswith("STABLE"):
+            raise InfrastructureUnavailable(
+                f"kafka: the broker lists no members for the stable group {group!r} (the embedded Tansu broker "
+                f"does not report them); watch the members' event lines instead: elect member ... | elect watch -")
         out = []
         for member in description.members:
             assignment = member.assignment.topic_partitions if member.assignment else []
