@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from elect.cluster.meter import Counts, Meter
+from elect.cluster.meter import Meter
 
 
 class Router:
@@ -39,7 +39,4 @@ class Router:
 
     def messages(self) -> dict[str, int]:
         """Messages each member has sent so far, through all its relays."""
-        return {owner: c.messages for owner, c in self.counts().items()}
-
-    def counts(self) -> dict[str, Counts]:
-        return self.meter.counts()
+        return {owner: c.messages for owner, c in self.meter.counts().items()}

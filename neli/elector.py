@@ -95,6 +95,7 @@ class KafkaElector(BaseElector):
         self._parking: _Parking = "off"
         self._park_by = 0.0  # a stop waits for "parked" until then, then leaves anyway
         self._restore_after = time.monotonic() + 5 * options.session_timeout  # next check for a vanished topic
+        self._admin: Any = None  # for that check, made on first use
         self.publish_errors = 0
 
     @property
@@ -413,7 +414,9 @@ class KafkaElector(BaseElector):
         options = replace(self.options, partitions=self.partitions,
                           connect_timeout=min(self.options.connect_timeout, self.options.session_timeout))
         try:
-            if partition_count(admin_client(options), options, time.monotonic() + options.connect_timeout):
+            if self._admin is None:  # one client for the life of the member: this check repeats while idle
+                self._admin = admin_client(options)
+            if partition_count(self._admin, options, time.monotonic() + options.connect_timeout):
                 return
             log.warning("neli: %s: topic %s is missing; creating it again with %d partitions", self.member,
                         options.topic, self.partitions)
