@@ -1,0 +1,1 @@
+"""Bundled bench scenarios (YAML), installed as the package `elect_bench.scenarios`; no code lives here."""

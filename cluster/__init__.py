@@ -1,0 +1,1 @@
+"""Compose and container files, installed as the package `elect_cluster.files`; no code lives here."""

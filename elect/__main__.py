@@ -1,7 +1,8 @@
-"""`python -m elect` is the `elect` command."""
+"""`python -m elect` is the `elect` command (an entry point, not a library module: the one import of elect_cli
+from inside `elect`, allowed by name in the layering contracts)."""
 
 import sys
 
-from elect.cli import main
+from elect_cli import main
 
 sys.exit(main())

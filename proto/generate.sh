@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate raft_pb2.py and raft_pb2.pyi from raft.proto with grpcio-tools (pip install 'elect[dev]').
+# Regenerate raft_priority/wire/raft_pb2.py and .pyi from proto/raft.proto with grpcio-tools (pip install 'elect[dev]').
 # The generated files are committed; no _pb2_grpc.py: raft_priority/transport.py declares its gRPC
 # method handlers by hand, so everything it touches is typed.
 #
@@ -8,8 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3}"
-"$PYTHON" -m grpc_tools.protoc --proto_path=. --python_out=. --pyi_out=. raft.proto
-for f in raft_pb2.py raft_pb2.pyi; do  # generated: not ours to lint
+out=../raft_priority/wire
+"$PYTHON" -m grpc_tools.protoc --proto_path=. --python_out="$out" --pyi_out="$out" raft.proto
+for f in "$out/raft_pb2.py" "$out/raft_pb2.pyi"; do  # generated: not ours to lint
     { echo "# ruff: noqa"; cat "$f"; } > "$f.tmp" && mv "$f.tmp" "$f"
 done
-grep -o "Protobuf Python Version: .*" raft_pb2.py
+grep -o "Protobuf Python Version: .*" "$out/raft_pb2.py"

@@ -8,14 +8,13 @@ Layers, each usable alone:
 * :mod:`raft_priority.host` -- :class:`NodeHost`, all groups of one node behind one lazy timer heap.
 * :mod:`raft_priority.priorities` -- :func:`assign_priorities`: members and priorities per partition.
 * :mod:`raft_priority.storage` -- :class:`HardStateStore`: fsynced term/vote per group.
-* :mod:`raft_priority.sim`, :mod:`raft_priority.experiments`, :mod:`raft_priority.history` -- the
-  deterministic simulator, canned experiments, and measures over leadership histories.
+
+The deterministic simulator that runs this core on virtual time lives in :mod:`elect_bench.simulation`.
 
 The ``raft://`` elector is built on top (imported only when used, so ``import raft_priority`` needs no
 grpc): :mod:`raft_priority.options` (URL options, light), :mod:`raft_priority.transport` (wire codec for
 ``proto/raft.proto``, per-peer gRPC streams, the driver thread), :mod:`raft_priority.elector`
-(``RaftElector``), :mod:`raft_priority.plugin` (the ``raft`` and ``pysyncobj`` entry points) and
-:mod:`raft_priority.pysyncobj_elector` (the PySyncObj baseline).
+(``RaftElector``), :mod:`raft_priority.plugin` (the ``raft`` entry point).
 
 A driver (gRPC transport, the ``raft://`` elector) loops: receive a batch of messages ->
 ``host.step_all``; at ``host.next_deadline()`` -> ``host.tick``; after each call handle the Output:

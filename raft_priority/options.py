@@ -1,11 +1,10 @@
-"""Options of `raft://` and `pysyncobj://`, with every rule that makes a configuration unusable.
+"""Options of `raft://`, with every rule that makes a configuration unusable.
 
-Importing this module must not import grpc, protobuf or pysyncobj: the registry loads it to validate a
+Importing this module must not import grpc or protobuf: the registry loads it to validate a
 URL before the extra is installed. Durations are seconds.
 
     raft://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
         &heartbeat_interval=0.1&priority=balanced|zeebe|off&improvements=on|off&data_dir=...
-    pysyncobj://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&election_timeout=1.0
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ def parse_peer(text: str) -> tuple[str, str] | None:
     return ident, where
 
 
-def _check_nodes(listen: str, peers: tuple[str, ...]) -> None:
+def check_nodes(listen: str, peers: tuple[str, ...]) -> None:
     rule(split_host_port(listen) is not None, "listen",
          f"expected HOST:PORT (the URL's raft://ID@HOST:PORT part), got {listen!r}")
     ids: list[str] = []
@@ -58,7 +57,9 @@ def _check_nodes(listen: str, peers: tuple[str, ...]) -> None:
 
 
 @dataclass(frozen=True)
-class _PeerOptions:
+class PeerOptions:
+    """What every static-peer election URL says: this node's address, the others', the partitions."""
+
     listen: str = ""
     peers: tuple[str, ...] = ()
     partitions: int = DEFAULT_PARTITIONS
@@ -84,7 +85,7 @@ class _PeerOptions:
 
 
 @dataclass(frozen=True)
-class RaftOptions(_PeerOptions):
+class RaftOptions(PeerOptions):
     """Options of the `raft://` elector (see raft_priority/elector.py).
 
     listen: this node's HOST:PORT (the URL's host part). peers: the other nodes, ID@HOST:PORT each (static
@@ -133,7 +134,7 @@ class RaftOptions(_PeerOptions):
         return hashlib.blake2b(",".join(entries).encode(), digest_size=8).hexdigest()
 
     def __post_init__(self) -> None:
-        _check_nodes(self.listen, self.peers)
+        check_nodes(self.listen, self.peers)
         n = len(self.peers) + 1
         rule(1 <= self.partitions <= 100_000, "partitions", f"must be 1..100000, got {self.partitions}")
         rule(self.replication is None or 1 <= self.replication <= n, "replication",
@@ -211,54 +212,3 @@ class RaftOptions(_PeerOptions):
             return Path(self.data_dir)
         base = Path(os.environ.get("ELECT_STATE_DIR") or tempfile.gettempdir()) / "elect-raft"
         return base / self.cluster_id(member)
-
-
-@dataclass(frozen=True)
-class PySyncObjOptions(_PeerOptions):
-    """Options of the `pysyncobj://` baseline (see raft_priority/pysyncobj_elector.py).
-
-    listen: this node's HOST:PORT; partition p's SyncObj binds PORT + p (so each node needs `partitions`
-    consecutive free ports). peers: the other nodes, ID@HOST:PORT each (their partition p at PORT + p).
-    election_timeout: PySyncObj's raftMinTimeout (raftMaxTimeout = 2 x it, as stock Raft).
-    heartbeat_interval: appendEntriesPeriod (default ET/10). leader_fallback: a leader that has heard no
-    majority for this long steps down (PySyncObj's leaderFallbackTimeout; default ET). poll_interval:
-    how often leadership is read (default heartbeat_interval / 2). rejoin_delay: how long a resigned
-    partition's SyncObj stays down so the others elect (default 3 ET; a node that won a partition it
-    contends no role on steps aside for ET/2 only, so it is back to vote for one that does).
-    """
-
-    heartbeat_interval: float | None = None
-    leader_fallback: float | None = None
-    poll_interval: float | None = None
-    rejoin_delay: float | None = None
-
-    def __post_init__(self) -> None:
-        _check_nodes(self.listen, self.peers)
-        rule(1 <= self.partitions <= 1000, "partitions", f"must be 1..1000 (one TCP port each), got {self.partitions}")
-        where = split_host_port(self.listen)
-        assert where is not None
-        rule(where[1] + self.partitions - 1 < 65536, "partitions", "PORT + partitions - 1 must be a valid port")
-        rule(self.election_timeout > 0, "election_timeout", "must be > 0")
-        hb = self.heartbeat
-        rule(hb > 0 and hb * 3 < self.election_timeout, "heartbeat_interval",
-             f"PySyncObj needs it > 0 and below a third of election_timeout ({hb:g} s vs {self.election_timeout:g} s)")
-        for name in ("leader_fallback", "poll_interval", "rejoin_delay"):
-            value = getattr(self, name)
-            rule(value is None or value > 0, name, "must be > 0")
-        rule(self.revoke_timeout > 0, "revoke_timeout", "must be > 0")
-
-    @property
-    def heartbeat(self) -> float:
-        return self.heartbeat_interval if self.heartbeat_interval is not None else self.election_timeout / 10
-
-    @property
-    def fallback(self) -> float:
-        return self.leader_fallback if self.leader_fallback is not None else self.election_timeout
-
-    @property
-    def poll(self) -> float:
-        return self.poll_interval if self.poll_interval is not None else self.heartbeat / 2
-
-    @property
-    def rejoin(self) -> float:
-        return self.rejoin_delay if self.rejoin_delay is not None else 3 * self.election_timeout

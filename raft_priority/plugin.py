@@ -1,9 +1,9 @@
-"""The `raft://` and `pysyncobj://` entry points: light objects that import neither grpc nor pysyncobj."""
+"""The `raft://` entry point: a light object that does not import grpc."""
 
 from __future__ import annotations
 
 from elect.registry import Plugin
-from raft_priority.options import PySyncObjOptions, RaftOptions
+from raft_priority.options import RaftOptions
 
 PLUGIN = Plugin(
     scheme="raft",
@@ -14,16 +14,5 @@ PLUGIN = Plugin(
     url_parts={"hosts": "listen"},
     extra="raft",
     requires=("grpc", "google.protobuf"),
-    member_required=True,
-)
-
-PYSYNCOBJ = Plugin(
-    scheme="pysyncobj",
-    summary="baseline: PySyncObj (an independent Raft), one SyncObj per partition",
-    options=PySyncObjOptions,
-    factory="raft_priority.pysyncobj_elector:create",
-    url_parts={"hosts": "listen"},
-    extra="pysyncobj",
-    requires=("pysyncobj",),
     member_required=True,
 )

@@ -46,8 +46,8 @@ from raft_priority.messages import (
     VoteRequest,
     VoteResponse,
 )
-from raft_priority.proto import raft_pb2 as pb
 from raft_priority.storage import HardStateLog, HardStateStore
+from raft_priority.wire import raft_pb2 as pb
 
 log = logging.getLogger("elect.raft")
 

@@ -1,4 +1,4 @@
-"""Session fixtures that start real infrastructure with the project's own code (elect.cluster).
+"""Session fixtures that start real infrastructure with the project's own code (elect_cluster).
 
 - ``infra``: Endpoints of one Kafka-protocol broker, one etcd member and one ZooKeeper node.
 - ``infra_cluster``: the LocalCluster behind ``infra`` (for status or faults; restore what you break).
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.errors import ClusterError
-from elect.cluster.local import LocalCluster
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.errors import ClusterError
+from elect_cluster.local import LocalCluster
 
 __all__ = ["etcd_cluster3", "infra", "infra_cluster", "process_alive", "zookeeper_ensemble3"]
 

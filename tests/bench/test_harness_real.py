@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from elect.bench import plots, report, scenario, suite
-from elect.cluster.netns import leftovers
-from elect.cluster.waiting import wait_until
+from elect_bench import plots, report, scenario, suite
+from elect_cluster.netns import leftovers
+from elect_cluster.waiting import wait_until
 
 from _infra_fixtures import process_alive
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from elect.bench.checker import check
-from elect.bench.history import Fault, History
-from elect.bench.metrics import (
+from elect_bench.checker import check
+from elect_bench.history import Fault, History
+from elect_bench.metrics import (
     Summary,
     balanced,
     disruptions,

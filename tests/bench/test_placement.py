@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from elect.bench.infrastructure import DockerInfra
-from elect.bench.placement import DockerPlacement
-from elect.cluster.members import MemberProcess
+from elect_bench.infrastructure import DockerInfra
+from elect_bench.members import MemberProcess
+from elect_bench.placement import DockerPlacement
 
 
 def test_docker_placement_commands(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import subprocess
 
 import yaml
 
-from elect.cluster.compose import COMPOSE_FILE, endpoints
+from elect_cluster.compose import COMPOSE_FILE, endpoints
 
 
 def test_compose_file_is_valid_and_complete() -> None:

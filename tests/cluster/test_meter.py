@@ -18,9 +18,8 @@ import grpc
 import pytest
 from kazoo.client import KazooClient
 
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.kafka_broker import api_versions, metadata_brokers
-from elect.cluster.meter import (
+from elect.lease.etcd_gateway import Gateway, b64
+from elect_bench.meter import (
     Counts,
     Framer,
     GrpcFramer,
@@ -30,8 +29,9 @@ from elect.cluster.meter import (
     ZooKeeperFramer,
     framer_for,
 )
-from elect.cluster.waiting import wait_until
-from elect.lease.etcd_gateway import Gateway, b64
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.kafka_broker import api_versions, metadata_brokers
+from elect_cluster.waiting import wait_until
 
 TIMEOUT = 60.0  # generous: the machine is small and busy
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from elect.cluster.netns import Hosts, leftovers
+from elect_cluster.netns import Hosts, leftovers
 
 PROBE = "import socket,sys; s=socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1); print(s.recv(2))"
 

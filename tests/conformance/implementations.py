@@ -2,7 +2,7 @@
 
 Each implementation adds itself to IMPLEMENTATIONS with a `Group` factory: members either live in this
 process (memory://) or run as `elect member` processes against real infrastructure. Tests only use
-the `Member` interface of elect.cluster.members, so one suite checks them all.
+the `Member` interface of elect_bench.members, so one suite checks them all.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 import elect
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.members import EventLog, InProcessMember, Member, MemberProcess
-from elect.cluster.ports import free_port_blocks
 from elect.events import Event, Revoked
 from elect.roles import Role
+from elect_bench.members import EventLog, InProcessMember, Member, MemberProcess
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.ports import free_port_blocks
 
 _counter = itertools.count()
 
@@ -81,7 +81,7 @@ class Implementation:
 
 
 # --- kafka:// (NELI), etcd:// and zookeeper://: `elect member` processes against the session's real
-# infrastructure (the `infra` fixture), with URLs made by elect.bench.methods: what is benchmarked is
+# infrastructure (the `infra` fixture), with URLs made by elect_bench.methods: what is benchmarked is
 # what is tested. Each test gets a fresh topic and group, key prefix or path.
 class InfraGroup(Group):
     method = "etcd"
@@ -89,8 +89,8 @@ class InfraGroup(Group):
     def __init__(self, tmp: Path, endpoints: Endpoints) -> None:
         super().__init__()
         self.tmp = tmp
-        from elect.bench.methods import METHODS
-        from elect.bench.methods import Group as MethodGroup
+        from elect_bench.methods import METHODS
+        from elect_bench.methods import Group as MethodGroup
 
         unique = f"conformance-{self.method}-{next(_counter)}-{time.monotonic_ns()}"
         urls = METHODS[self.method].member_urls(MethodGroup(("any",), 6, unique, endpoints), 1.0)
@@ -166,7 +166,7 @@ class _Deferred:
 
 
 class RaftGroup(Group):
-    """Nodes a, b, c with URLs from elect.bench.methods (what is benchmarked is what is tested)."""
+    """Nodes a, b, c with URLs from elect_bench.methods (what is benchmarked is what is tested)."""
 
     method = "raft"
 
@@ -179,8 +179,8 @@ class RaftGroup(Group):
         self.urls = self.make_urls(tmp)
 
     def make_urls(self, tmp: Path) -> dict[str, str]:
-        from elect.bench.methods import METHODS
-        from elect.bench.methods import Group as MethodGroup
+        from elect_bench.methods import METHODS
+        from elect_bench.methods import Group as MethodGroup
 
         group = MethodGroup(RAFT_IDS, RAFT_PARTITIONS, f"conformance-{next(_counter)}")
         return METHODS[self.method].member_urls(group, 1.0, {"data_dir": str(tmp / "raft-state")})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from elect.cluster.members import Line, Member
-from elect.cluster.waiting import wait_until
+from elect_bench.members import Line, Member
+from elect_cluster.waiting import wait_until
 
 from implementations import Group, Implementation
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from elect.cluster.local import LocalCluster
+from elect_cluster.local import LocalCluster
 
 from _infra_fixtures import process_alive
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.infra
 
 def _elect(*args: str, timeout: float = 150.0) -> subprocess.CompletedProcess[str]:
     # The `elect` console script is wired by the lead; this runs the same register()/run() code.
-    return subprocess.run([sys.executable, "-m", "elect.cluster.commands", "cluster", *args],
+    return subprocess.run([sys.executable, "-m", "elect_cli.cluster", "cluster", *args],
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -59,7 +59,7 @@ def test_bad_arguments_and_errors_exit_non_zero(tmp_path: Path) -> None:
     bad = _elect("up", "--workdir", str(tmp_path), "--services", "kafka,redis")
     assert bad.returncode == 2 and "redis" in bad.stderr
     missing = subprocess.run(
-        [sys.executable, "-m", "elect.cluster.commands", "cluster", "up", "--workdir", str(tmp_path),
+        [sys.executable, "-m", "elect_cli.cluster", "cluster", "up", "--workdir", str(tmp_path),
          "--services", "etcd"], capture_output=True, text=True, timeout=60,
         env={**os.environ, "ELECT_ETCD_BIN": str(tmp_path / "none")})
     assert missing.returncode == 1 and "apt-get install etcd-server" in missing.stderr

@@ -10,9 +10,9 @@ import uuid
 import pytest
 from etcd3gw.client import Etcd3Client
 
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.local import LocalCluster
-from elect.cluster.waiting import wait_until
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.local import LocalCluster
+from elect_cluster.waiting import wait_until
 
 pytestmark = pytest.mark.infra
 

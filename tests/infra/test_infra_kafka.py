@@ -8,9 +8,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.kafka_broker import METADATA, api_versions
-from elect.cluster.waiting import wait_until
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.kafka_broker import METADATA, api_versions
+from elect_cluster.waiting import wait_until
 
 pytestmark = pytest.mark.infra
 

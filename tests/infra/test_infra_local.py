@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.errors import ClusterError, MissingBinary
-from elect.cluster.local import LocalCluster, default_workdir
-from elect.cluster.waiting import wait_until
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.errors import ClusterError, MissingBinary
+from elect_cluster.local import LocalCluster, default_workdir
+from elect_cluster.waiting import wait_until
 
 from _infra_fixtures import process_alive
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from elect.cluster.ports import free_port, free_port_blocks, free_ports
-from elect.cluster.process import (
+from elect_cluster.ports import free_port, free_port_blocks, free_ports
+from elect_cluster.process import (
     ProcessId,
     ProcessSpec,
     group_alive,
@@ -23,7 +23,7 @@ from elect.cluster.process import (
     stop_group,
     tail,
 )
-from elect.cluster.waiting import WaitTimeout, wait_until
+from elect_cluster.waiting import WaitTimeout, wait_until
 
 from _infra_fixtures import process_alive
 

@@ -10,9 +10,9 @@ from contextlib import contextmanager
 import pytest
 from kazoo.client import KazooClient
 
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.local import LocalCluster
-from elect.cluster.zookeeper import mode
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.local import LocalCluster
+from elect_cluster.zookeeper import mode
 
 pytestmark = pytest.mark.infra
 

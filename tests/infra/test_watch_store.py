@@ -13,10 +13,10 @@ import pytest
 
 import elect
 from elect import config
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.waiting import wait_until
 from elect.contract import Elector
 from elect.observe import Claim
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.waiting import wait_until
 
 pytestmark = pytest.mark.infra
 
@@ -71,7 +71,7 @@ def test_a_broker_that_does_not_list_group_members_is_reported(infra: Endpoints,
 
 
 def test_an_unreachable_store_is_reported_not_hung() -> None:
-    from elect.cluster.ports import free_port
+    from elect_cluster.ports import free_port
 
     url = f"etcd://127.0.0.1:{free_port()}/nobody"
     shown = subprocess.run([sys.executable, "-m", "elect", "watch", "--once", url], capture_output=True, text=True,

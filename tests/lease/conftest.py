@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from lease_helpers import Spawn
 
-from elect.cluster.members import MemberProcess
 from elect.roles import Role
+from elect_bench.members import MemberProcess
 
 
 @pytest.fixture

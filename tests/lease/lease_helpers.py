@@ -6,7 +6,7 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 
-from elect.cluster.members import Line, MemberProcess
+from elect_bench.members import Line, MemberProcess
 
 Spawn = Callable[..., MemberProcess]
 _names = itertools.count()

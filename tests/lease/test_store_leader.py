@@ -7,8 +7,8 @@ import time
 import pytest
 from lease_helpers import Spawn, longest_gap, settled, unique
 
-from elect.cluster.local import LocalCluster
-from elect.cluster.waiting import wait_until
+from elect_cluster.local import LocalCluster
+from elect_cluster.waiting import wait_until
 
 pytestmark = pytest.mark.infra
 

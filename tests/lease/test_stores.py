@@ -9,11 +9,11 @@ import pytest
 from lease_helpers import Spawn, counts, holders, settled, unique
 
 import elect
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.local import LocalCluster
-from elect.cluster.members import Line, MemberProcess
-from elect.cluster.ports import free_ports
-from elect.cluster.waiting import wait_until
+from elect_bench.members import Line, MemberProcess
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.local import LocalCluster
+from elect_cluster.ports import free_ports
+from elect_cluster.waiting import wait_until
 
 pytestmark = pytest.mark.infra
 

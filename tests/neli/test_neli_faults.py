@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from kafka_proxy import KafkaProxy
 
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.kafka_broker import api_versions, find_tansu
-from elect.cluster.members import Line, MemberProcess
-from elect.cluster.ports import free_port
-from elect.cluster.waiting import wait_until
+from elect_bench.members import Line, MemberProcess
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.kafka_broker import api_versions, find_tansu
+from elect_cluster.ports import free_port
+from elect_cluster.waiting import wait_until
 
 pytestmark = pytest.mark.infra
 
@@ -180,7 +180,7 @@ def test_members_recreate_their_topic_when_the_broker_comes_back_empty(tmp_path:
     # The local broker keeps its log in memory: killed and started again it knows no topic. The members
     # create the topic again with the group's partition count (never a broker default). (Whether the group
     # then forms again on the restarted Tansu is not reliable: left out here, see bench/infra.yaml.)
-    from elect.cluster.local import LocalCluster
+    from elect_cluster.local import LocalCluster
     from neli.options import KafkaOptions
     from neli.topic import admin_client, partition_count
 

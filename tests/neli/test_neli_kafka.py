@@ -10,11 +10,11 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import elect
-from elect.cluster.endpoints import Endpoints
-from elect.cluster.members import InProcessMember
-from elect.cluster.ports import free_port
-from elect.cluster.waiting import wait_until
 from elect.errors import ConfigError, InfrastructureUnavailable
+from elect_bench.members import InProcessMember
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.ports import free_port
+from elect_cluster.waiting import wait_until
 from neli.topic import parking_topic
 
 pytestmark = pytest.mark.infra

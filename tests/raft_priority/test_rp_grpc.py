@@ -1,5 +1,5 @@
 """raft:// in real processes over gRPC on loopback: crash, restart, rebalance, pause; plus the wire codec
-and the URL rules. Members are `elect member` processes (elect.cluster.members.MemberProcess)."""
+and the URL rules. Members are `elect member` processes (elect_bench.members.MemberProcess)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import elect
-from elect.bench.methods import METHODS
-from elect.bench.methods import Group as MethodGroup
-from elect.cluster.members import Line, MemberProcess
-from elect.cluster.waiting import wait_until
+from elect_bench.members import Line, MemberProcess
+from elect_bench.methods import METHODS
+from elect_bench.methods import Group as MethodGroup
+from elect_cluster.waiting import wait_until
 from raft_priority.messages import (
     Heartbeat,
     HeartbeatResponse,

@@ -8,11 +8,11 @@ import time
 import pytest
 
 from elect.base import BaseElector
-from elect.cluster.waiting import wait_until
 from elect.contract import Characteristics
 from elect.errors import NotStarted
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.roles import Role
+from elect_cluster.waiting import wait_until
 
 
 class Driver(BaseElector):

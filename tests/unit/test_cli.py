@@ -6,10 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from elect.cli.watch import LeaderTable
-from elect.cluster.members import MemberProcess
 from elect.events import parse_line
 from elect.observe import Claim
+from elect_bench.members import MemberProcess
+from elect_cli.watch import LeaderTable
 
 
 def run_elect(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,198 @@
+"""`pysyncobj://`: the baseline built on PySyncObj, an independent Raft library (one SyncObj per partition).
+
+    pysyncobj://a@127.0.0.1:7101?peers=b@127.0.0.1:7201,c@127.0.0.1:7301&partitions=6&election_timeout=1.0
+
+Partition p of a node listens on PORT + p. Leadership is read by polling ``_isLeader()`` every
+``poll_interval``; the token is the SyncObj's ``raftCurrentTerm`` (kept in memory only: PySyncObj's
+journal is off, so if a majority restarts at once the term, and the token, starts again from 0).
+
+What it does not promise (its characteristics say so): PySyncObj has no leader lease and no
+PreVote, so a cut-off leader keeps believing it leads until ``leaderFallbackTimeout`` passes while
+the others may already have elected a successor: leadership is *not* exclusive under partitions.
+There is no leadership transfer: ``stop()``/``resign()`` publish Revoked, wait for the callbacks (the
+old leader keeps heartbeating meanwhile, which holds any successor back), then shut that partition's
+SyncObj down, so the others elect after an election timeout; a resigned partition rejoins after
+``rejoin_delay``. A node that wins a partition on which it contends for no role steps aside the same way
+(for ET/2, so it is soon back to vote for a node that does).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from pysyncobj import SyncObj, SyncObjConf
+
+from elect.base import BaseElector
+from elect.contract import Characteristics
+from elect.roles import Role, partition_of
+from elect_bench.baselines.pysyncobj_plugin import PySyncObjOptions
+from raft_priority.options import split_host_port
+
+log = logging.getLogger("elect.pysyncobj")
+logging.getLogger("pysyncobj").setLevel(logging.CRITICAL)  # it logs every refused connection
+
+
+def _shift(address: str, offset: int) -> str:
+    where = split_host_port(address)
+    assert where is not None
+    return f"{where[0]}:{where[1] + offset}"
+
+
+class PySyncObjElector(BaseElector):
+    """One node of a pysyncobj:// cluster."""
+
+    scheme = "pysyncobj"
+
+    def __init__(self, options: PySyncObjOptions, member: str, roles: tuple[Role, ...]) -> None:
+        options.check_member(member)
+        super().__init__(member, roles)
+        self.options = options
+        self.revoke_timeout = options.revoke_timeout
+        self._objs: dict[int, SyncObj] = {}
+        self._rejoin_at: dict[int, float] = {}
+        self._leading: dict[int, int] = {}  # partition -> term this node leads it in
+        self._objs_lock = threading.RLock()
+        self._stop = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def characteristics(self) -> Characteristics:
+        et = self.options.election_timeout
+        return Characteristics(exclusive=False, max_overlap=None, max_failover=round(3 * et + self.options.poll, 3),
+                               graceful_handover=True, token="PySyncObj raft term (in memory)")
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _conf(self) -> SyncObjConf:
+        o = self.options
+        return SyncObjConf(
+            raftMinTimeout=o.election_timeout,
+            raftMaxTimeout=2 * o.election_timeout,
+            appendEntriesPeriod=o.heartbeat,
+            leaderFallbackTimeout=o.fallback,
+            autoTickPeriod=min(0.05, o.heartbeat / 2),
+            connectionTimeout=2 * o.election_timeout,  # PySyncObj requires >= raftMaxTimeout
+            connectionRetryTime=max(0.2, o.election_timeout / 2),
+            bindRetryTime=0.2,
+            dynamicMembershipChange=False,
+        )
+
+    def _make(self, p: int) -> SyncObj:
+        peers = [_shift(addr, p) for addr in self.options.peer_map().values()]
+        return SyncObj(_shift(self.options.listen, p), peers, conf=self._conf())
+
+    def _on_start(self) -> None:
+        with self._objs_lock:
+            for p in range(self.options.partitions):
+                self._objs[p] = self._make(p)
+        self._thread = threading.Thread(target=self._run, name=f"pysyncobj-{self.member}", daemon=True)
+        self._thread.start()
+
+    def _on_stop(self, timeout: float | None) -> None:
+        # Hand over partition by partition while the poll thread keeps renewing the leaderships not yet
+        # revoked (their SyncObjs still heartbeat, holding successors back), then shut everything down.
+        self._stopping = True
+        with self._objs_lock:
+            led = sorted(self._leading)
+        for p in led:
+            for role in self._roles_on(p):
+                self._revoke(role, wait=True)
+            with self._objs_lock:
+                self._leading.pop(p, None)
+                obj = self._objs.pop(p, None)
+            if obj is not None:
+                obj.destroy()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        with self._objs_lock:
+            objs = list(self._objs.values())
+            self._objs.clear()
+        for obj in objs:
+            obj.destroy()
+
+    def _on_resign(self, role: Role) -> None:
+        with self._objs_lock:
+            self._step_down(partition_of(role, self.options.partitions), rejoin=True)
+
+    def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
+        P = self.options.partitions
+        with self._objs_lock:
+            for role in removed:
+                self._revoke(role, wait=True)
+            for role in added:
+                p = partition_of(role, P)
+                if p in self._leading:
+                    self._acquire(role, self._leading[p], time.monotonic() + self.options.fallback)
+            for p in {partition_of(r, P) for r in removed}:
+                if p in self._leading and not self._roles_on(p):
+                    self._step_down(p, rejoin=True)
+
+    # ------------------------------------------------------------------ polling
+
+    def _roles_on(self, p: int) -> list[Role]:
+        P = self.options.partitions
+        return [r for r in self.roles if partition_of(r, P) == p]
+
+    def _step_down(self, p: int, *, rejoin: bool, delay: float | None = None) -> None:
+        """Revoked (callbacks waited for while the SyncObj still heartbeats), then shut it down; with
+        ``rejoin``, start it again after ``delay`` (default ``rejoin_delay``)."""
+        for role in self._roles_on(p):
+            self._revoke(role, wait=True)
+        self._leading.pop(p, None)
+        obj = self._objs.pop(p, None)
+        if obj is not None:
+            obj.destroy()
+        if rejoin:
+            self._rejoin_at[p] = time.monotonic() + (self.options.rejoin if delay is None else delay)
+
+    def _run(self) -> None:
+        o = self.options
+        while not self._stop.wait(o.poll):
+            try:
+                self._poll()
+            except Exception:
+                log.exception("pysyncobj://%s: poll failed", self.member)
+
+    def _poll(self) -> None:
+        o = self.options
+        with self._objs_lock:
+            now = time.monotonic()
+            for p in range(o.partitions):
+                obj = self._objs.get(p)
+                if obj is None:
+                    if now >= self._rejoin_at.get(p, 0.0) and not self._stopping:
+                        self._objs[p] = self._make(p)
+                    continue
+                leads = obj._isLeader()
+                term = int(obj.raftCurrentTerm)
+                held = self._leading.get(p)
+                roles = self._roles_on(p)
+                if leads and held != term:
+                    if self._stopping:
+                        continue
+                    if held is not None:
+                        for role in roles:
+                            self._fence(role)
+                    if not roles:
+                        # let a node that contends for this partition have it; come back soon to vote for it
+                        self._step_down(p, rejoin=True, delay=o.election_timeout / 2)
+                        continue
+                    self._leading[p] = term
+                    for role in roles:
+                        self._acquire(role, term, now + o.fallback)
+                elif leads:
+                    for role in roles:
+                        if self._extend(role, now + o.fallback) is False and self.running:
+                            self._acquire(role, term, now + o.fallback)
+                elif held is not None:
+                    del self._leading[p]
+                    for role in roles:
+                        self._fence(role)  # PySyncObj saw a newer term or fell back: no orderly handover
+
+
+def create(options: PySyncObjOptions, member: str, roles: tuple[Role, ...]) -> PySyncObjElector:
+    return PySyncObjElector(options, member, roles)

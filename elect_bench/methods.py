@@ -1,0 +1,127 @@
+"""The methods the harness compares, and how each one's member URLs are made for a group.
+
+A method is an elector URL scheme plus settings, all stated at one *detection budget* (DESIGN.md:
+Raft election timeout = lease TTL = Kafka session timeout), so the comparison is like for like. The
+conformance suite builds its groups with the same `member_urls`, so what is benchmarked is what is
+tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.ports import free_port_blocks, free_ports
+
+Addresses = Callable[[str], str]  # member id -> the address it binds and is reached at
+Via = Callable[[str, str, str], str]  # (member id, "host:port" it dials, wire protocol) -> what it dials instead
+
+
+def direct(member: str, address: str, protocol: str) -> str:
+    return address
+
+
+@dataclass(frozen=True)
+class Group:
+    """What a method needs to make URLs: member ids, the infrastructure, a name unique to this group."""
+
+    ids: Sequence[str]
+    roles: int
+    unique: str
+    endpoints: Endpoints | None = None
+    address: Addresses = field(default=lambda _id: "127.0.0.1")
+    via: Via = direct  # the harness puts a counting relay here to count each member's requests
+
+
+@dataclass(frozen=True)
+class Method:
+    """name: as in reports. needs: infrastructure services. exclusive: promises one leader per role.
+    params(budget): URL parameters at a detection budget. build: the member URLs of a group."""
+
+    name: str
+    scheme: str
+    summary: str
+    needs: tuple[str, ...]
+    exclusive: bool
+    params: Callable[[float], dict[str, str]]
+    build: Callable[[Group, Mapping[str, str]], dict[str, str]]
+
+    def member_urls(self, group: Group, budget: float, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        return self.build(group, {**self.params(budget), **(overrides or {})})
+
+
+def _q(params: Mapping[str, str]) -> str:
+    return urlencode(dict(params), safe=",@:")
+
+
+def _hosts(group: Group, member: str, service: str, protocol: str) -> str:
+    if group.endpoints is None:
+        raise ValueError(f"this method needs {service} endpoints")
+    hosts: Sequence[str] = getattr(group.endpoints, service)
+    return ",".join(group.via(member, h, protocol) for h in hosts)
+
+
+def _kafka(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    query = _q({"group": group.unique, "partitions": str(group.roles), **params})
+    return {i: f"kafka://{_hosts(group, i, 'kafka', 'kafka')}/{group.unique}?{query}" for i in group.ids}
+
+
+def _etcd(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    return {i: f"etcd://{_hosts(group, i, 'etcd', 'http')}/{group.unique}?{_q(params)}" for i in group.ids}
+
+
+def _zookeeper(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    return {i: f"zookeeper://{_hosts(group, i, 'zookeeper', 'zookeeper')}/{group.unique}?{_q(params)}"
+            for i in group.ids}
+
+
+def _peer_urls(scheme: str, protocol: str | None, named: bool = False, port_per_partition: bool = False
+               ) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
+    """Raft-style URLs: every member names itself and its peers, each with a port of its own (with
+    `port_per_partition`, a block: partition p listens on PORT + p). With a wire `protocol` the way to
+    each peer goes through `group.via` (None: its protocol is not counted); `named` gives the cluster the
+    group's name, as peers may then be seen at different addresses."""
+
+    def build(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+        n = len(group.ids)
+        chosen = free_port_blocks(n, group.roles) if port_per_partition else free_ports(n)
+        ports = dict(zip(group.ids, chosen, strict=True))
+        where = {i: f"{group.address(i)}:{ports[i]}" for i in group.ids}
+        urls = {}
+        for i in group.ids:
+            peers = ",".join(f"{p}@{group.via(i, where[p], protocol) if protocol else where[p]}"
+                             for p in group.ids if p != i)
+            query = _q({"peers": peers, "partitions": str(group.roles), **({"cluster": group.unique} if named else {}),
+                        **params})
+            urls[i] = f"{scheme}://{i}@{where[i]}?{query}"
+        return urls
+
+    return build
+
+
+def _secs(value: float) -> str:
+    return f"{value:g}"
+
+
+METHODS: dict[str, Method] = {m.name: m for m in [
+    Method("raft", "raft", "Raft per partition, balanced priorities, with the improvements over ZEP006", (),
+           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                            "priority": "balanced"}, _peer_urls("raft", "grpc", named=True)),
+    Method("raft-zeebe", "raft", "Raft per partition, plain ZEP006 (zeebe priorities, no improvements)", (),
+           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                            "priority": "zeebe", "improvements": "off"}, _peer_urls("raft", "grpc", named=True)),
+    Method("raft-stock", "raft", "stock Raft, randomized timeouts in [ET, 2 ET)", (),
+           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                            "priority": "off"}, _peer_urls("raft", "grpc", named=True)),
+    Method("pysyncobj", "pysyncobj", "PySyncObj, one SyncObj per partition (an independent Raft, no leader lease)",
+           (), False, lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj", None, port_per_partition=True)),
+    Method("kafka-fast", "kafka", "NELI fast (exclusive): partition owner leads", ("kafka",),
+           True, lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _kafka),
+    Method("kafka-full", "kafka", "NELI full (non-exclusive): vector of receipt times", ("kafka",),
+           False, lambda b: {"mode": "full", "session_timeout": _secs(b)}, _kafka),
+    Method("etcd", "etcd", "CAS lease on etcd", ("etcd",), True, lambda b: {"ttl": _secs(b)}, _etcd),
+    Method("zookeeper", "zookeeper", "ephemeral node on ZooKeeper", ("zookeeper",), True,
+           lambda b: {"session_timeout": _secs(b)}, _zookeeper),
+]}

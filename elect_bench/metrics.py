@@ -1,0 +1,146 @@
+"""The measurements DESIGN.md defines, computed from a `History`.
+
+- failover latency: from a fault to the first `acquired` by a *surviving* member, per role the failed
+  member led at the fault.
+- leaderless gap: per role, time in a window with no member believing it leads.
+- overlap: per role, time with two or more members believing they lead.
+- distribution: the most roles one member leads at an instant; balanced when it equals ceil(P / live).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from elect_bench.history import Fault, History, Interval
+
+
+def _merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _clip(spans: Iterable[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    return [(max(s, lo), min(e, hi)) for s, e in spans if min(e, hi) > max(s, lo)]
+
+
+def leaderless(intervals: Sequence[Interval], lo: float, hi: float) -> list[tuple[float, float]]:
+    """The spans within [lo, hi] when no member believed it led (the role's gaps)."""
+    covered = _merge(_clip(((i.start, i.end) for i in intervals), lo, hi))
+    gaps, cursor = [], lo
+    for start, end in covered:
+        if start > cursor:
+            gaps.append((cursor, start))
+        cursor = max(cursor, end)
+    if cursor < hi:
+        gaps.append((cursor, hi))
+    return gaps
+
+
+def overlaps(intervals: Sequence[Interval], lo: float = -math.inf, hi: float = math.inf
+             ) -> list[tuple[float, float, frozenset[str]]]:
+    """Spans when two or more members believed they led, with who (touching ends are no overlap)."""
+    spans = [(max(i.start, lo), min(i.end, hi), i.member) for i in intervals if min(i.end, hi) > max(i.start, lo)]
+    cuts = sorted({t for s, e, _ in spans for t in (s, e)})
+    out: list[tuple[float, float, frozenset[str]]] = []
+    for a, b in itertools.pairwise(cuts):
+        who = frozenset(m for s, e, m in spans if s <= a and e >= b)
+        if len(who) < 2:
+            continue
+        if out and out[-1][1] == a:
+            out[-1] = (out[-1][0], b, out[-1][2] | who)
+        else:
+            out.append((a, b, who))
+    return out
+
+
+def total(spans: Iterable[tuple[float, ...]]) -> float:
+    return sum(s[1] - s[0] for s in spans)
+
+
+def holders_at(intervals_by_role: dict[str, list[Interval]], t: float) -> dict[str, list[str]]:
+    """Per role, the members believing they lead at instant t."""
+    return {role: [i.member for i in ivs if i.start <= t < i.end] for role, ivs in intervals_by_role.items()}
+
+
+@dataclass(frozen=True)
+class Failover:
+    role: str
+    failed: str
+    fault: Fault
+    latency: float | None  # None: no survivor acquired the role before the end of the trial
+    successor: str | None
+
+
+def failovers(history: History, fault: Fault) -> list[Failover]:
+    """Per role the fault's target led at the fault, the time until a surviving member acquired it."""
+    by_role = history.intervals()
+    led = [role for role, ivs in by_role.items()
+           if any(i.member == fault.target and i.start <= fault.mono <= i.end for i in ivs)]
+    out = []
+    for role in sorted(led):
+        nxt = next((line for line in history.lines
+                    if line["role"] == role and line["event"] == "acquired" and line["member"] != fault.target
+                    and line["mono"] >= fault.mono), None)
+        out.append(Failover(role, fault.target, fault, None if nxt is None else nxt["mono"] - fault.mono,
+                            None if nxt is None else nxt["member"]))
+    return out
+
+
+def max_led(intervals_by_role: dict[str, list[Interval]], t: float) -> int:
+    """The most roles one member believes it leads at instant t."""
+    counts: dict[str, int] = {}
+    for members in holders_at(intervals_by_role, t).values():
+        for m in members:
+            counts[m] = counts.get(m, 0) + 1
+    return max(counts.values(), default=0)
+
+
+def balanced(max_per_member: int, roles: int, live: int) -> bool:
+    return live > 0 and max_per_member == math.ceil(roles / live)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation; NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(k), math.ceil(k)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    p50: float
+    p99: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Summary:
+        return cls(len(values), percentile(values, 50), percentile(values, 99), max(values, default=math.nan))
+
+
+def disruptions(history: History, fault: Fault) -> list[Failover]:
+    """After a fault to the infrastructure: per role whose leader at the fault lost its leadership before the
+    end, the time from the fault until the role was acquired again (by anyone, the same member included)."""
+    out = []
+    for role, ivs in sorted(history.intervals().items()):
+        lost = [i for i in ivs if i.start <= fault.mono < i.end and i.ended_by != "open"]
+        if not lost:
+            continue
+        nxt = next((line for line in history.lines
+                    if line["role"] == role and line["event"] == "acquired" and line["mono"] > fault.mono), None)
+        out.append(Failover(role, lost[0].member, fault, None if nxt is None else nxt["mono"] - fault.mono,
+                            None if nxt is None else nxt["member"]))
+    return out

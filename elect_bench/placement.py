@@ -1,0 +1,144 @@
+"""Where member processes run, and how faults reach them.
+
+The trial logic is the same everywhere; only these few operations differ:
+- `LocalPlacement`: processes on this machine; faults are signals.
+- `NetnsPlacement`: each member on its own network-namespace host; a cut takes its link down.
+- `DockerPlacement`: each member in a container of cluster/docker-compose.yml; faults go through the
+  container engine (`docker kill`, `docker pause`, `docker network disconnect`).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from elect_bench.members import MemberProcess
+from elect_cluster.netns import Hosts
+
+Runner = Callable[[Sequence[str]], None]
+
+
+def _run(argv: Sequence[str]) -> None:
+    subprocess.run(list(argv), check=True, capture_output=True, timeout=60)
+
+
+class Placement(Protocol):
+    can_cut: bool
+    python: str  # the interpreter that runs `-m elect member` where the member runs
+
+    def prefix(self, member: str) -> list[str]: ...
+    def address(self, member: str) -> str: ...
+    def kill(self, proc: MemberProcess) -> None: ...
+    def pause(self, proc: MemberProcess) -> None: ...
+    def resume(self, proc: MemberProcess) -> None: ...
+    def stop(self, proc: MemberProcess) -> None: ...
+    def cut(self, member: str) -> None: ...
+    def heal(self, member: str) -> None: ...
+    def sent(self, member: str) -> tuple[int, int] | None:
+        """(packets, bytes) the member's host has sent so far, or None where it cannot be counted."""
+        ...
+
+
+class LocalPlacement:
+    """Members as plain local processes; no network cuts."""
+
+    can_cut = False
+    python = sys.executable
+
+    def prefix(self, member: str) -> list[str]:
+        return []
+
+    def address(self, member: str) -> str:
+        return "127.0.0.1"
+
+    def kill(self, proc: MemberProcess) -> None:
+        proc.kill()
+
+    def pause(self, proc: MemberProcess) -> None:
+        proc.pause()
+
+    def resume(self, proc: MemberProcess) -> None:
+        proc.resume()
+
+    def stop(self, proc: MemberProcess) -> None:
+        proc.signal(signal.SIGTERM)
+
+    def cut(self, member: str) -> None:
+        raise RuntimeError("the cut fault needs members on network-namespace hosts (run as root; "
+                           "the harness sets them up when a scenario has a cut fault)")
+
+    heal = cut
+
+    def sent(self, member: str) -> tuple[int, int] | None:
+        return None
+
+
+class NetnsPlacement(LocalPlacement):
+    """Members on their own network-namespace hosts; cut/heal act on the host's link."""
+
+    can_cut = True
+
+    def __init__(self, hosts: Hosts) -> None:
+        self.hosts = hosts
+
+    def prefix(self, member: str) -> list[str]:
+        return self.hosts.exec_prefix(member)
+
+    def address(self, member: str) -> str:
+        return self.hosts.address(member)
+
+    def cut(self, member: str) -> None:
+        self.hosts.cut(member)
+
+    def heal(self, member: str) -> None:
+        self.hosts.heal(member)
+
+    def sent(self, member: str) -> tuple[int, int] | None:
+        return self.hosts.sent(member)
+
+
+class DockerPlacement:
+    """Members in containers of a compose project; the local process is the `docker compose run` client."""
+
+    can_cut = True
+    python = "python3"
+
+    def __init__(self, compose_file: str, project: str = "elect", network: str = "elect_net",
+                 runner: Runner = _run) -> None:
+        self.compose = ["docker", "compose", "-f", compose_file, "-p", project]
+        self.project = project
+        self.network = network
+        self.run = runner
+
+    def container(self, member: str) -> str:
+        return f"{self.project}-member-{member}"
+
+    def prefix(self, member: str) -> list[str]:
+        return [*self.compose, "run", "--rm", "-T", "--name", self.container(member), "--entrypoint", "", "member"]
+
+    def address(self, member: str) -> str:
+        return self.container(member)  # container names resolve on the compose network
+
+    def kill(self, proc: MemberProcess) -> None:
+        self.run(["docker", "kill", "--signal", "KILL", self.container(proc.member_id)])
+
+    def pause(self, proc: MemberProcess) -> None:
+        self.run(["docker", "pause", self.container(proc.member_id)])
+
+    def resume(self, proc: MemberProcess) -> None:
+        self.run(["docker", "unpause", self.container(proc.member_id)])
+
+    def stop(self, proc: MemberProcess) -> None:
+        self.run(["docker", "kill", "--signal", "TERM", self.container(proc.member_id)])
+
+    def cut(self, member: str) -> None:
+        self.run(["docker", "network", "disconnect", "--force", self.network, self.container(member)])
+
+    def heal(self, member: str) -> None:
+        self.run(["docker", "network", "connect", self.network, self.container(member)])
+
+    def sent(self, member: str) -> tuple[int, int] | None:
+        return None

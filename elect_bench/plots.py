@@ -1,0 +1,145 @@
+"""Plots a reader takes the trade-offs from at a glance: failover CDF, distribution, one timeline each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from elect_bench.history import History
+from elect_bench.simulation.runner import SimResult
+from elect_bench.suite import RunResult
+from elect_bench.trial import TrialResult
+
+
+def draw_simulation(result: SimResult, out: Path) -> list[Path]:
+    """One failover CDF per group shape (simulated seconds), methods side by side; none without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    shapes = list(dict.fromkeys(c.shape for c in result.cells))
+    fig, axes = plt.subplots(1, len(shapes), figsize=(4.5 * len(shapes), 3.8), squeeze=False)
+    for ax, shape in zip(axes[0], shapes, strict=True):
+        for cell in (c for c in result.cells if c.shape == shape and c.failover):
+            xs = sorted(cell.failover)
+            ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=cell.method)
+        ax.axvline(result.scenario.budget, color="grey", linestyle=":", linewidth=1)
+        ax.set_title(f"{shape.nodes} nodes x {shape.partitions} partitions, RF {shape.rf}, {shape.trials} trials",
+                     fontsize=9)
+        ax.set_xlabel("failover after a crash (simulated s)", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_ylabel("share of failovers")
+    path = out / "simulation-failover-cdf.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+def draw(result: RunResult, out: Path) -> list[Path]:
+    """Write PNGs into `out`; returns their paths (none if matplotlib is not installed)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
+    except ImportError:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    budget = result.scenario.budget
+
+    for fault in result.scenario.faults:
+        cells = [c for c in result.cells if c.fault == fault and any(t.failover for t in c.trials)]
+        if not cells:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for cell in cells:
+            xs = sorted(x / budget for t in cell.trials for x in t.failover)
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.step([xs[0], *xs], [0.0, *ys], where="post", label=cell.method)
+        ax.set_xlabel(f"failover latency / detection budget ({budget:g} s)")
+        ax.set_ylabel("share of failovers")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"Failover latency CDF — fault: {fault}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        path = out / f"failover-cdf-{fault}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+
+    cells = [c for c in result.cells if c.trials]
+    if cells:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        methods = list(dict.fromkeys(c.method for c in cells))
+        steady = [[t.steady_max_led for c in cells if c.method == m for t in c.trials if t.ok] for m in methods]
+        ax.boxplot(steady, tick_labels=methods, showmeans=True)
+        ideal = -(-result.scenario.roles // result.scenario.members)
+        ax.axhline(ideal, linestyle="--", color="grey", label=f"balanced = {ideal}")
+        ax.set_ylabel("roles led by the busiest member")
+        ax.set_title("Leader distribution at steady state")
+        ax.legend(fontsize=8)
+        plt.setp(ax.get_xticklabels(), rotation=20, fontsize=8)
+        path = out / "distribution.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+
+    candidates: list[tuple[str, Callable[[TrialResult], dict[str, float]]]] = [
+        ("requests or messages/s sent per member (counted by relays)", lambda t: t.sent_rps),
+        ("packets/s sent per member (counted on its link)", lambda t: t.sent_pps)]
+    measures = [(title, pick) for title, pick in candidates if any(pick(t) for c in result.cells for t in c.trials)]
+    if measures:
+        fig, axes = plt.subplots(1, len(measures), figsize=(6.5 * len(measures), 4), squeeze=False)
+        for ax, (title, pick) in zip(axes[0], measures, strict=True):
+            loaded = [c for c in result.cells if any(pick(t) for t in c.trials)]
+            for method in dict.fromkeys(c.method for c in loaded):
+                points = sorted((c.members, sum(x for t in c.trials for x in pick(t).values())
+                                 / max(1, sum(len(pick(t)) for t in c.trials))) for c in loaded if c.method == method)
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
+            ax.set_xlabel("members in the group")
+            ax.set_ylabel(title, fontsize=8)
+            ax.set_title("Load as the group grows (steady state)", fontsize=9)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        path = out / "load.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+
+    timeline = [c.trials[0] for c in cells if c.trials and c.trials[0].ok and c.fault != "none"]
+    if timeline:
+        fig, axes = plt.subplots(len(timeline), 1, figsize=(8, 1.6 * len(timeline) + 0.6), squeeze=False)
+        for ax, trial in zip(axes[:, 0], timeline, strict=True):
+            history = History.from_json(trial.history)
+            ivs = history.intervals()
+            members = sorted({line["member"] for line in history.lines})
+            colors = {m: f"C{i}" for i, m in enumerate(members)}
+            roles = sorted(ivs, key=lambda r: (len(r), r))
+            for y, role in enumerate(roles):
+                for iv in ivs[role]:
+                    ax.broken_barh([(iv.start - history.start, iv.length)], (y - 0.4, 0.8), color=colors[iv.member])
+            for f in history.faults:
+                ax.axvline(f.mono - history.start, color="red", linestyle=":", linewidth=1)
+            ax.set_yticks(range(len(roles)), roles, fontsize=6)
+            ax.set_title(f"{trial.method} / {trial.fault}: who led what (red: fault)", fontsize=8)
+            ax.tick_params(axis="x", labelsize=7)
+            handles = [Patch(color=c) for c in colors.values()]
+            ax.legend(handles, list(colors), fontsize=6, loc="upper right", ncol=len(colors))
+        axes[-1, 0].set_xlabel("seconds since the trial started")
+        path = out / "timelines.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths

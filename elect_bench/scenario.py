@@ -1,0 +1,107 @@
+"""Scenarios: which methods, faults, sizes and how many trials, from a small YAML file or flags."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from elect.errors import ConfigError
+from elect_bench.methods import METHODS
+from elect_bench.trial import FAULTS
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str = "custom"
+    budget: float = 1.0
+    members: int = 3
+    roles: int = 6
+    trials: int = 5
+    hold: float = 0.0
+    faults: tuple[str, ...] = ("kill",)
+    methods: tuple[str, ...] = ("etcd",)
+    overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # method -> URL params
+    sizes: tuple[int, ...] = ()  # group sizes to run each cell at (load as the group grows); () = (members,)
+    hosts: bool = False  # members on network-namespace hosts even without a cut (needed to count load)
+    load_window: float = 0.0  # seconds of steady state over which each member's sends are counted
+    meter: bool = False  # count each member's requests / messages through relays (adds a hop; for load runs)
+    store_members: int = 1  # etcd members / ZooKeeper nodes (3 for the infra fault to leave a quorum)
+
+    @property
+    def group_sizes(self) -> tuple[int, ...]:
+        return self.sizes or (self.members,)
+
+    @property
+    def on_hosts(self) -> bool:
+        """Network-namespace hosts: for cuts, and to count packets on each member's link."""
+        return self.hosts or "cut" in self.faults or self.load_window > 0
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ConfigError(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}", parameter="methods")
+        bad = [f for f in self.faults if f not in FAULTS]
+        if bad:
+            raise ConfigError(f"unknown fault(s) {bad}; known: {', '.join(FAULTS)}", parameter="faults")
+        if min(self.group_sizes) < 2 and any(f != "none" for f in self.faults):
+            raise ConfigError("a fault needs at least 2 members (a survivor to fail over to)", parameter="members")
+        if self.store_members not in (1, 3):
+            raise ConfigError("store_members is 1 or 3", parameter="store_members")
+        if self.budget <= 0 or self.trials < 1 or self.roles < 1:
+            raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s for m in self.methods for s in METHODS[m].needs))
+
+    def with_flags(self, **flags: Any) -> Scenario:
+        """Command-line flags override the file; None means not given."""
+        given: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in flags.items()
+                                 if v is not None}
+        return replace(self, **given)
+
+
+def load(source: str | Path | Mapping[str, Any]) -> Scenario:
+    """A scenario from a mapping, a YAML path, or the name of a bundled one (`default`, `demo`)."""
+    data = read(source)
+    for key in ("faults", "methods", "sizes"):
+        if isinstance(data.get(key), str):
+            data[key] = [x.strip() for x in data[key].split(",") if x.strip()]
+        if key in data:
+            data[key] = tuple(data[key])
+    known = set(Scenario.__dataclass_fields__)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"unknown scenario key(s) {unknown}; known: {sorted(known)}")
+    return Scenario(**data)
+
+
+def is_simulation(data: Mapping[str, Any]) -> bool:
+    """A scenario of simulation runs (bench.simulation) names shapes instead of faults."""
+    return "shapes" in data
+
+
+def read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """The raw mapping of a scenario: given, from a YAML path, or bundled (`bench/<name>.yaml`)."""
+    if isinstance(source, Mapping):
+        return dict(source)
+    path = Path(source)
+    if not path.exists() and not str(source).endswith((".yaml", ".yml")):
+        bundled = resources.files("elect_bench.scenarios").joinpath(f"{source}.yaml")
+        if not bundled.is_file():
+            raise ConfigError(f"no scenario file {source!r} and no bundled scenario of that name")
+        text = bundled.read_text()
+    else:
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read scenario {path}: {exc.strerror}") from None
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"scenario {source} is not a mapping of keys to values")
+    return data

@@ -1,0 +1,175 @@
+"""Reusable simulated experiments: cold-start distribution and failover after a crash.
+
+Each trial is one seeded :class:`~elect_bench.simulation.world.Simulation`; the benchmark harness and the tests
+run many seeds and compare configurations (stock Raft, plain ZEP006, ZEP006 with improvements).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from functools import partial
+
+from elect_bench.simulation import tenures as history
+from elect_bench.simulation.world import NetworkModel, Simulation
+from raft_priority.config import RaftConfig
+from raft_priority.priorities import assign_priorities
+
+
+@dataclass(frozen=True, slots=True)
+class ColdStart:
+    seed: int
+    max_leaders: int
+    bound: int  # ceil(P / N)
+    all_led_at: float  # first time every group had exactly one leader (inf if never)
+
+    @property
+    def balanced(self) -> bool:
+        return self.max_leaders <= self.bound
+
+
+@dataclass(frozen=True, slots=True)
+class Failover:
+    seed: int
+    crashed: str
+    failover: tuple[float, ...]  # per group the crashed node led: crash -> acquired by a survivor
+    max_leaders: int  # per survivor, once failover settled
+    bound: int  # ceil(P / (N - 1))
+
+    @property
+    def balanced(self) -> bool:
+        return self.max_leaders <= self.bound
+
+    @property
+    def worst(self) -> float:
+        return max(self.failover, default=0.0)
+
+
+def build(
+    nodes: int,
+    partitions: int,
+    replication: int,
+    config: RaftConfig,
+    seed: int,
+    *,
+    strategy: str = "balanced",
+    network: NetworkModel | None = None,
+    start_jitter: float = 0.1,
+) -> Simulation:
+    names = [f"n{i}" for i in range(nodes)]
+    assignment = assign_priorities(names, partitions, replication, strategy)
+    return Simulation(assignment, config, seed, network, nodes=names, start_jitter=start_jitter)
+
+
+def settle(sim: Simulation, limit: float) -> float:
+    """Run until every group has one leader; return that time (inf if not by ``limit``)."""
+    step = sim.config.heartbeat_interval
+    while not sim.all_led():
+        if sim.now >= limit:
+            return math.inf
+        sim.run_until(sim.now + step)
+    return sim.now
+
+
+def cold_start(
+    nodes: int,
+    partitions: int,
+    replication: int,
+    config: RaftConfig,
+    seed: int,
+    *,
+    strategy: str = "balanced",
+    network: NetworkModel | None = None,
+    start_jitter: float = 0.1,
+    observe_at: float | None = None,
+) -> ColdStart:
+    """Start all nodes together (within ``start_jitter``); count leaders per node at ``observe_at``
+    (default: 3 election timeouts, before any rebalancing hysteresis could act)."""
+    sim = build(
+        nodes, partitions, replication, config, seed, strategy=strategy, network=network, start_jitter=start_jitter
+    )
+    et = config.election_timeout
+    led_at = settle(sim, 10 * et)
+    sim.run_until(max(sim.now, observe_at if observe_at is not None else 3 * et))
+    counts = sim.leader_counts()
+    return ColdStart(seed, max(counts.values(), default=0), -(-partitions // nodes), led_at)
+
+
+def crash_one(
+    nodes: int,
+    partitions: int,
+    replication: int,
+    config: RaftConfig,
+    seed: int,
+    *,
+    strategy: str = "balanced",
+    network: NetworkModel | None = None,
+    start_jitter: float = 0.1,
+    victim: str | None = None,
+) -> Failover:
+    """Cold start, settle, crash one node (seeded choice) at a random phase of the heartbeat cycle, and
+    measure each of its groups' failover and the survivors' leader counts afterwards."""
+    sim = build(
+        nodes, partitions, replication, config, seed, strategy=strategy, network=network, start_jitter=start_jitter
+    )
+    et = config.election_timeout
+    settle(sim, 10 * et)
+    rng = random.Random(seed)
+    sim.run_until(max(sim.now, 3 * et) + rng.random() * config.heartbeat_interval)
+    victim = victim if victim is not None else f"n{rng.randrange(nodes)}"
+    led = [g for g, ns in sim.leaders().items() if victim in ns]
+    at = sim.now
+    sim.crash(victim)
+    settle(sim, at + 10 * et)
+    sim.run_until(max(sim.now, at + 0.5 * et))
+    times = history.failover_times(sim.history, at, victim, led)
+    counts = sim.leader_counts()
+    return Failover(
+        seed, victim, tuple(times[g] for g in led), max(counts.values(), default=0), -(-partitions // (nodes - 1))
+    )
+
+
+def chaos(
+    nodes: int,
+    partitions: int,
+    replication: int,
+    config: RaftConfig,
+    seed: int,
+    *,
+    duration: float = 8.0,
+    faults: int = 6,
+    strategy: str = "balanced",
+    network: NetworkModel | None = None,
+) -> Simulation:
+    """Random crashes, restarts, pauses, cuts (one- and two-way) during ``duration``; then everything
+    heals (all nodes up, no cuts) at ``duration + 3 ET``. Returns the simulation stopped at the heal;
+    the caller runs on (e.g. :func:`settle`) to see how fast leadership recovers."""
+    net = network or NetworkModel(loss=0.05, spike_probability=0.02, spike_delay=0.3)
+    sim = build(nodes, partitions, replication, config, seed, strategy=strategy, network=net, start_jitter=0.3)
+    rng = random.Random(seed ^ 0x5EED)
+    names = list(sim.nodes)
+    et = config.election_timeout
+    for _ in range(faults):
+        t = rng.uniform(0.5, duration)
+        victim = rng.choice(names)
+        kind = rng.randrange(4)
+        if kind == 0:
+            sim.at(t, partial(sim.crash, victim))
+            sim.at(t + rng.uniform(0.01, 3 * et), partial(sim.restart, victim))
+        elif kind == 1:
+            sim.at(t, partial(sim.pause, victim, rng.uniform(0.1, 3 * et)))
+        else:
+            side = rng.sample(names, rng.randint(1, max(1, len(names) // 2)))
+            rest = [n for n in names if n not in side]
+            sim.at(t, partial(sim.cut, side, rest, kind == 2))
+            sim.at(t + rng.uniform(0.1, 3 * et), sim.heal)
+
+    def heal_all() -> None:
+        sim.heal()
+        for n in names:
+            sim.restart(n)
+
+    sim.at(duration + 3 * et, heal_all)
+    sim.run_until(duration + 3 * et)
+    return sim

@@ -1,0 +1,192 @@
+"""Simulation runs: what real processes on two cores cannot reach.
+
+The Raft election core the `raft://` members run, in deterministic simulation with virtual time
+(elect_bench.simulation.world): thousands of seeded trials, and groups up to 100 nodes x 10,000 partitions. Each
+trial is a cold start (is the leader distribution balanced? when was every group led?) and a crash of
+one node (failover of each group it led; is the distribution balanced among the survivors?). Times are
+*simulated* seconds (network delay 1-5 ms per message, no CPU contention); the wall-clock time each cell
+took is reported beside them. The methods are configured from the same URLs as the real runs
+(bench.methods), so a simulated `raft-zeebe` is exactly the real one's configuration.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from elect import config
+from elect.errors import ConfigError
+from elect_bench.methods import METHODS, Group
+from elect_bench.metrics import Summary
+
+SIM_METHODS = ("raft", "raft-zeebe", "raft-stock")
+
+Progress = Callable[[str, int, int, str], None]  # (cell, trials done, trials total, status)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A group to simulate; `replication` nodes per partition (None: every node, as the real runs)."""
+
+    nodes: int
+    partitions: int
+    trials: int
+    replication: int | None = None
+
+    @property
+    def rf(self) -> int:
+        return self.nodes if self.replication is None else self.replication
+
+
+@dataclass(frozen=True)
+class SimScenario:
+    name: str = "sim"
+    budget: float = 1.0
+    methods: tuple[str, ...] = SIM_METHODS
+    shapes: tuple[Shape, ...] = (Shape(3, 6, 200),)
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in SIM_METHODS]
+        if unknown:
+            raise ConfigError(f"simulation runs model {', '.join(SIM_METHODS)}; not {unknown}", parameter="methods")
+        for s in self.shapes:
+            if s.nodes < 2 or s.partitions < 1 or s.trials < 1 or not 2 <= s.rf <= s.nodes:
+                raise ConfigError(f"a shape needs nodes >= 2, partitions >= 1, trials >= 1, 2 <= replication <= "
+                                  f"nodes; got {s}", parameter="shapes")
+        if self.budget <= 0:
+            raise ConfigError("budget must be > 0", parameter="budget")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> SimScenario:
+        known = {"name", "budget", "methods", "shapes"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown simulation scenario key(s) {unknown}; known: {sorted(known)}")
+        shapes = []
+        for raw in data.get("shapes", []):
+            try:
+                numbers = [int(x) for x in raw]
+                if len(numbers) not in (3, 4):
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise ConfigError(f"a shape is [nodes, partitions, trials] or [nodes, partitions, trials, "
+                                  f"replication]; got {raw!r}", parameter="shapes") from None
+            shapes.append(Shape(*numbers))
+        methods = data.get("methods", SIM_METHODS)
+        if isinstance(methods, str):
+            methods = [m.strip() for m in methods.split(",") if m.strip()]
+        return cls(str(data.get("name", "sim")), float(data.get("budget", 1.0)), tuple(methods),
+                   tuple(shapes) or cls.shapes)
+
+
+@dataclass
+class SimCell:
+    method: str
+    shape: Shape
+    balanced: list[bool] = field(default_factory=list)        # cold start, per trial
+    all_led_at: list[float] = field(default_factory=list)     # cold start: every group led (simulated s)
+    failover: list[float] = field(default_factory=list)       # per group the crashed node led
+    unrecovered: int = 0                                      # groups no survivor took within 10 ET
+    after_balanced: list[bool] = field(default_factory=list)  # among survivors, per trial
+    wall: float = 0.0
+
+    def summary(self, budget: float) -> dict[str, Any]:
+        fo = Summary.of(self.failover)
+        led = [t for t in self.all_led_at if math.isfinite(t)]
+        return {"method": self.method, "nodes": self.shape.nodes, "partitions": self.shape.partitions,
+                "replication": self.shape.rf, "trials": self.shape.trials, "cold_balanced": _share(self.balanced),
+                "all_led_p50": Summary.of(led).p50, "never_led": len(self.all_led_at) - len(led),
+                "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
+                "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan, "unrecovered": self.unrecovered,
+                "after_balanced": _share(self.after_balanced), "wall": self.wall}
+
+
+@dataclass
+class SimResult:
+    scenario: SimScenario
+    cells: list[SimCell]
+    command: str
+    started: float
+    seconds: float
+    machine: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.scenario
+        return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
+                "scenario": {"name": s.name, "budget": s.budget, "methods": list(s.methods),
+                             "shapes": [[x.nodes, x.partitions, x.trials, x.rf] for x in s.shapes]},
+                "summary": [c.summary(s.budget) for c in self.cells],
+                "trials": [{"method": c.method, "nodes": c.shape.nodes, "partitions": c.shape.partitions,
+                            "balanced": c.balanced, "all_led_at": c.all_led_at, "failover": c.failover,
+                            "after_balanced": c.after_balanced} for c in self.cells]}
+
+
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else math.nan
+
+
+def core_config(method: str, shape: Shape, budget: float) -> tuple[Any, str]:
+    """The election core's configuration and priority strategy of `method`, from the URL a real member
+    of that method would be given."""
+    from raft_priority.elector import raft_config
+
+    ids = [f"n{i}" for i in range(shape.nodes)]
+    url = METHODS[method].member_urls(Group(ids, shape.partitions, f"sim-{method}"), budget)[ids[0]]
+    options = config.spec_from_url(url).options
+    return raft_config(options), options.strategy
+
+
+def run(scenario: SimScenario, progress: Progress, command: str = "") -> SimResult:
+    from elect_bench.simulation import experiments
+    from elect_bench.suite import machine
+
+    started, began = time.time(), time.monotonic()
+    cells = [SimCell(m, s) for s in scenario.shapes for m in scenario.methods]
+    total = sum(c.shape.trials for c in cells)
+    done = 0
+    for cell in cells:
+        s = cell.shape
+        name = f"{cell.method} / {s.nodes} nodes x {s.partitions} partitions, RF {s.rf} (simulated)"
+        cfg, strategy = core_config(cell.method, s, scenario.budget)
+        t0 = time.monotonic()
+        for seed in range(s.trials):
+            cold = experiments.cold_start(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy)
+            cell.balanced.append(cold.balanced)
+            cell.all_led_at.append(cold.all_led_at)
+            crash = experiments.crash_one(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy)
+            cell.failover += [t for t in crash.failover if math.isfinite(t)]
+            cell.unrecovered += sum(1 for t in crash.failover if not math.isfinite(t))
+            cell.after_balanced.append(crash.balanced)
+            done += 1
+            progress(name, done, total, f"trial {seed + 1}/{s.trials}")
+        cell.wall = time.monotonic() - t0
+    return SimResult(scenario, cells, command, started, time.monotonic() - began, machine())
+
+
+COLUMNS = [
+    ("method", "method", "{}"), ("nodes", "nodes", "{}"), ("partitions", "partitions", "{}"),
+    ("replication", "RF", "{}"), ("trials", "trials", "{}"), ("cold_balanced", "balanced cold start", "{:.0%}"),
+    ("all_led_p50", "all led p50", "{:.2f} s"), ("failover_p50", "failover p50", "{:.2f} s"),
+    ("failover_p99", "p99", "{:.2f} s"), ("failover_max", "max", "{:.2f} s"),
+    ("failover_p99_ratio", "p99/budget", "{:.2f}"), ("unrecovered", "unrecovered", "{}"),
+    ("after_balanced", "balanced after crash", "{:.0%}"), ("wall", "wall", "{:.1f} s"),
+]
+
+
+def rows(result: SimResult) -> list[list[str]]:
+    def cell(value: Any, fmt: str) -> str:
+        return "-" if isinstance(value, float) and math.isnan(value) else fmt.format(value)
+
+    return [[cell(summary[key], fmt) for key, _, fmt in COLUMNS]
+            for summary in (c.summary(result.scenario.budget) for c in result.cells)]
+
+
+def provenance(result: SimResult) -> str:
+    m = result.machine
+    return (f"Command: `{result.command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(result.started))}, "
+            f"{result.seconds:.0f} s wall on {m['host']} ({m['cpus']} cores, {m['cpu']}, Python {m['python']}). "
+            f"Deterministic simulation of the Raft core (seeds 0..trials-1), election timeout = detection budget "
+            f"{result.scenario.budget:g} s; latencies are simulated seconds, `wall` is real time per cell.")

@@ -1,0 +1,200 @@
+"""Run a scenario: start the infrastructure it needs, every (method, fault) x trials, and summarize.
+
+Members of every trial are fresh processes in a fresh group (new topic, key prefix or ports), so
+trials do not leak into each other; the infrastructure is shared by the whole run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elect import registry
+from elect.errors import MissingExtra, UnknownScheme
+from elect_bench.infrastructure import DockerInfra, LocalInfra
+from elect_bench.meter import Meter
+from elect_bench.metering import Router
+from elect_bench.methods import METHODS
+from elect_bench.metrics import Summary
+from elect_bench.placement import DockerPlacement, NetnsPlacement
+from elect_bench.scenario import Scenario
+from elect_bench.trial import INFRA_FAULTS, Environment, TrialResult, TrialSpec, run_trial
+from elect_cluster.local import LocalCluster
+from elect_cluster.ports import free_ports
+
+Progress = Callable[[str, int, int, str], None]  # (cell, trials done, trials total, status)
+
+
+@dataclass
+class Cell:
+    """All trials of one method under one fault, and their summary."""
+
+    method: str
+    fault: str
+    members: int
+    trials: list[TrialResult] = field(default_factory=list)
+
+    def summary(self, budget: float) -> dict[str, Any]:
+        ok = [t for t in self.trials if t.ok]
+        latencies = [x for t in ok for x in t.failover]
+        fo = Summary.of(latencies)
+        return {
+            "method": self.method, "fault": self.fault, "members": self.members, "trials": len(self.trials),
+            "ok": len(ok),
+            "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
+            "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan,
+            "unrecovered": sum(t.unrecovered for t in ok),
+            "disrupted": sum(t.disrupted for t in ok) if self.fault in INFRA_FAULTS else math.nan,
+            "gap_p50": Summary.of([t.gap for t in ok]).p50, "gap_max": Summary.of([t.gap for t in ok]).max,
+            "overlap_total": sum(t.overlap for t in ok), "overlap_max": max((t.max_overlap for t in ok), default=0.0),
+            "steady_balanced": _share([t.steady_balanced for t in ok]),
+            "steady_max_led": max((t.steady_max_led for t in ok), default=0),
+            "after_balanced": _share([t.after_balanced for t in ok]) if self.fault != "none" else math.nan,
+            "violations": sum(len(t.violations) for t in ok),
+            "startup_p50": Summary.of([t.startup for t in ok]).p50,
+            "cpu_mean": _mean([c for t in ok for c in t.cpu.values()]),
+            "rss_mb_mean": _mean([m for t in ok for m in t.rss_mb.values()]),
+            "sent_rps_mean": _mean([x for t in ok for x in t.sent_rps.values()]),
+            "sent_pps_mean": _mean([x for t in ok for x in t.sent_pps.values()]),
+            "sent_bps_mean": _mean([x for t in ok for x in t.sent_bps.values()]),
+            "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
+        }
+
+
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else math.nan
+
+
+def _mean(values: list[float]) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    cells: list[Cell]
+    skipped: dict[str, str]
+    command: str
+    started: float
+    seconds: float
+    machine: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        budget = self.scenario.budget
+        return {
+            "command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
+            "scenario": self.scenario.__dict__ | {"faults": list(self.scenario.faults),
+                                                  "methods": list(self.scenario.methods)},
+            "skipped": self.skipped,
+            "summary": [c.summary(budget) for c in self.cells],
+            "trials": [t.to_json() for c in self.cells for t in c.trials],
+        }
+
+
+def available(method: str) -> str | None:
+    """None if the method's elector is installed, else why not."""
+    try:
+        registry.get(METHODS[method].scheme).check_installed()
+    except (UnknownScheme, MissingExtra) as exc:
+        return str(exc)
+    return None
+
+
+def machine() -> dict[str, Any]:
+    import importlib.metadata as md
+
+    versions = {}
+    for dist in ("elect", "confluent-kafka", "grpcio", "etcd3gw", "kazoo", "pysyncobj"):
+        with contextlib.suppress(md.PackageNotFoundError):
+            versions[dist] = md.version(dist)
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import os
+
+    return {"host": platform.node(), "cpus": os.cpu_count(), "cpu": cpu, "python": sys.version.split()[0],
+            "platform": platform.platform(), "versions": versions}
+
+
+@contextlib.contextmanager
+def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> Iterator[Environment]:
+    """Start what the scenario needs; with a `cut` fault, members live on network-namespace hosts.
+
+    With `scenario.meter` every member dials through counting relays (bench.metering).
+    With placement "docker" the infrastructure is the compose project's (already up) and members are
+    containers of it.
+    """
+    if placement == "docker":
+        from elect_cluster import compose
+
+        yield Environment(compose.endpoints(), workdir, DockerPlacement(str(compose.COMPOSE_FILE)), DockerInfra())
+        return
+    hosts = None
+    members = [f"m{i}" for i in range(max(scenario.group_sizes))]
+    if scenario.on_hosts:
+        from elect_cluster.netns import Hosts
+
+        hosts = Hosts(members).up()
+    host = hosts.gateway if hosts else "127.0.0.1"
+    meter = Meter().start() if scenario.meter else None
+    router = Router(meter, host) if meter else None
+    try:
+        endpoints = None
+        cluster = None
+        if scenario.needs:
+            front = free_ports(1, host)[0] if router and "kafka" in scenario.needs else None
+            cluster = LocalCluster(workdir / "infra", services=scenario.needs,
+                                   etcd_members=scenario.store_members, zookeeper_nodes=scenario.store_members,
+                                   host=host, kafka_advertised_port=front)
+            endpoints = cluster.up()
+            if router and front is not None:
+                router.front_kafka(f"{host}:{cluster.members('kafka')[0].ports['listen']}", front, members)
+        try:
+            yield Environment(endpoints, workdir, NetnsPlacement(hosts) if hosts is not None else None,
+                              LocalInfra(cluster) if cluster is not None else None, router)
+        finally:
+            if cluster is not None:
+                cluster.down()
+    finally:
+        if meter is not None:
+            meter.close()
+        if hosts is not None:
+            hosts.down()
+
+
+def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = "",
+        placement: str = "local") -> RunResult:
+    started_wall, began = time.time(), time.monotonic()
+    skipped = {m: why for m in scenario.methods if (why := available(m))}
+    methods = [m for m in scenario.methods if m not in skipped]
+    for f in set(scenario.faults) & set(INFRA_FAULTS):
+        for m in methods:
+            if not METHODS[m].needs:
+                skipped[f"{m} / {f}"] = "no infrastructure to fault (its members are the whole system)"
+    cells = [Cell(m, f, n) for m in methods for f in scenario.faults for n in scenario.group_sizes
+             if f not in INFRA_FAULTS or METHODS[m].needs]
+    total = len(cells) * scenario.trials
+    done = 0
+    with environment(scenario, workdir, placement) as env:
+        for cell in cells:
+            spec = TrialSpec(METHODS[cell.method], cell.fault, scenario.budget, cell.members, scenario.roles,
+                             scenario.hold, scenario.load_window, dict(scenario.overrides.get(cell.method, {})))
+            name = f"{cell.method} / {cell.fault} / {cell.members} members"
+            for i in range(scenario.trials):
+                unique = f"{cell.method}-{cell.fault}-{cell.members}-{i}-{int(time.time() * 1000) % 10**8}"
+
+                def show(status: str, name: str = name, done: int = done) -> None:
+                    progress(name, done, total, status)
+
+                result = run_trial(spec, env, i, unique, progress=show)
+                cell.trials.append(result)
+                done += 1
+                progress(name, done, total, "ok" if result.ok else f"failed: {result.error.splitlines()[0]}")
+    return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine())
