@@ -15,8 +15,8 @@ import time
 from abc import abstractmethod
 from collections.abc import Hashable, Iterable
 
-from elect.changes import Acquire, Extend, LeadershipChange, Revoke
 from elect.contract import Callback, Elector, Leadership, Unsubscribe
+from elect.core import Acquire, Extend, LeadershipChange, Revoke
 from elect.deadlines import DeadlineTimer
 from elect.dispatch import EventDispatcher
 from elect.errors import NotStarted

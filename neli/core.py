@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from elect.changes import Acquire, Extend, Fence, LeadershipChange, Revoke
+from elect.core import Acquire, Extend, Fence, LeadershipChange, Revoke
 from elect.roles import Role, partition_of
 from neli.heartbeat import Heartbeat
 

@@ -41,7 +41,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from elect.base import BaseElector
-from elect.changes import Revoke
+from elect.core import Revoke
 from elect.contract import Characteristics
 from elect.errors import ElectError
 from elect.roles import Role

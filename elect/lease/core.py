@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from elect.changes import Acquire, Extend, Fence, Revoke
+from elect.core import Acquire, Extend, Fence, Revoke
 from elect.lease.model import (
     Create,
     Delete,

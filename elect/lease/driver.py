@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from elect.base import BaseElector
-from elect.changes import Acquire, Extend, Fence, Revoke
 from elect.contract import Characteristics
+from elect.core import Acquire, Extend, Fence, Revoke
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import MemberRecord, Observation, Output, StoreAction
 from elect.lease.options import _LeaseOptions

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from elect.changes import LeadershipChange
+from elect.core import LeadershipChange
 from elect.roles import Role
 
 
@@ -121,5 +121,5 @@ StoreAction = Heartbeat | KeepAlive | Create | Expire | Delete | Publish
 
 # ---------------------------------------------------------------------------------------------- leadership
 # Acquire, Extend, Revoke (the driver reports `released(role)` once its callbacks are done), Fence:
-# the changes every core shares, from elect.changes.
+# the changes every core shares, from elect.core.
 Output = StoreAction | LeadershipChange

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from elect.changes import Acquire, Extend, Fence, Revoke
+from elect.core import Acquire, Extend, Fence, Revoke
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import (
     Create,

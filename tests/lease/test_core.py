@@ -7,7 +7,7 @@ import math
 import pytest
 from lease_sim import Sim
 
-from elect.changes import Acquire, Fence
+from elect.core import Acquire, Fence
 from elect.errors import ConfigError
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import Create, Expire, Heartbeat, Holder, MemberRecord, MemberSeen, RoleSeen, Snapshot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elect.changes import Acquire, Extend, Fence, Revoke
+from elect.core import Acquire, Extend, Fence, Revoke
 from neli.core import NeliCore, Output, Publish
 from neli.heartbeat import Heartbeat
 
