@@ -1,4 +1,4 @@
-"""Leadership events and their one-JSON-line-per-event form (the format DESIGN.md fixes).
+"""Leadership events and their one-JSON-line-per-event form (docs/architecture.md, "Events and their line").
 
 Every event carries two clocks: `ts` (wall, for humans and logs) and `mono` (`time.monotonic()`, one
 clock for every process on a Linux machine, so lines from different members compare directly).

@@ -1,6 +1,6 @@
 """`elect member URL --id ID --roles ...`: run one member and print one JSON line per event.
 
-Stdout carries event lines only (DESIGN.md's format), flushed one by one, so a harness can read them
+Stdout carries event lines only (docs/architecture.md's format), flushed one by one, so a harness can read them
 as they happen; diagnostics go to stderr. SIGTERM or SIGINT hands leadership over gracefully and exits
 0. With `--control`, lines on stdin steer the member (`resign R`, `add R...`, `remove R...`, `stop`;
 roles may be JSON-quoted), and end of input stops it, so a member never outlives its controller.

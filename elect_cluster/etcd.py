@@ -1,7 +1,7 @@
 """etcd: one member, or a real multi-member cluster with distinct client and peer ports.
 
 Election timeout 500 ms / heartbeat 50 ms by default: etcd grants at least ceil(1.5 x election timeout)
-as a lease TTL, so only with these settings is a 1 s TTL granted as asked (see DESIGN.md). Health is
+as a lease TTL, so only with these settings is a 1 s TTL granted as asked (docs/architecture.md). Health is
 checked over HTTP with the standard library: ``/health`` on every member and, for a cluster, the
 gRPC gateway's ``/v3/maintenance/status`` to see that all members agree on one leader.
 """

@@ -1,6 +1,6 @@
 """Real infrastructure on this machine: a Kafka-protocol broker, etcd and ZooKeeper, as plain processes.
 
-Tests and benchmarks need the real thing (see DESIGN.md: no mocks) and fault injection on single
+Tests and benchmarks need the real thing (no mocks: docs/architecture.md) and fault injection on single
 members, so ``LocalCluster`` starts each member detached, waits until it answers its own wire protocol,
 and records everything in the workdir's state file: ``down``/``status``/``kill`` then work from any
 process, and ``elect cluster up`` can return while the services keep running.

@@ -1,7 +1,7 @@
 """ZooKeeper: standalone, or an ensemble of N nodes, from the Debian ``zookeeper`` package's jars.
 
 tickTime is 200 ms so sessions of about 1 s are allowed (minimum session timeout = 2 ticks) and a dead
-client's ephemeral nodes vanish quickly (see DESIGN.md). The AdminServer is disabled so no node grabs
+client's ephemeral nodes vanish quickly (docs/architecture.md). The AdminServer is disabled so no node grabs
 port 8080, and all four-letter words are enabled because the health probe uses ``srvr``.
 """
 
