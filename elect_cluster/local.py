@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Self
 
 from . import state as statefile
+from .apache_kafka import ApacheKafkaService
 from .endpoints import Endpoints
 from .errors import ClusterError, NotReady
 from .etcd import EtcdService
@@ -33,6 +34,7 @@ from .waiting import WaitTimeout, wait_until
 from .zookeeper import ZooKeeperService
 
 SERVICES = ("kafka", "etcd", "zookeeper")
+BROKERS = ("tansu", "apache")  # the Kafka-protocol broker behind the "kafka" service
 
 
 def default_workdir() -> Path:
@@ -60,26 +62,30 @@ class LocalCluster:
 
     Any ``LocalCluster`` pointed at the same workdir (in any process) sees the same cluster; the
     constructor's service choices only matter for ``up``. ``kafka_advertised_port``: the broker tells
-    clients to connect there (where the caller puts a relay) instead of its own port.
+    clients to connect there (where the caller puts a relay) instead of its own port. ``broker``: Apache
+    Kafka (``apache``, 1 or 3 ``kafka_brokers``) or the light in-memory Tansu (``tansu``, one).
     """
 
     def __init__(self, workdir: Path | str | None = None, services: Iterable[str] = SERVICES,
                  etcd_members: int = 1, zookeeper_nodes: int = 1, host: str = "127.0.0.1",
                  etcd_election_timeout_ms: int = 500, etcd_heartbeat_interval_ms: int = 50,
-                 kafka_advertised_port: int | None = None) -> None:
+                 kafka_advertised_port: int | None = None, broker: str = "tansu", kafka_brokers: int = 1) -> None:
         self.workdir = Path(workdir) if workdir is not None else default_workdir()
         self.workdir = self.workdir.expanduser().absolute()
         wanted = list(dict.fromkeys(services))
         unknown = [s for s in wanted if s not in SERVICES]
         if unknown or not wanted:
             raise ClusterError(f"unknown services {unknown or wanted}; choose from {', '.join(SERVICES)}")
+        if broker not in BROKERS:
+            raise ClusterError(f"unknown broker {broker!r}; choose from {', '.join(BROKERS)}")
         self.host = host
+        self.broker = broker
         self._services: dict[str, Service] = {
-            "kafka": KafkaService(kafka_advertised_port),
+            "kafka": (ApacheKafkaService if broker == "apache" else KafkaService)(kafka_advertised_port),
             "etcd": EtcdService(etcd_election_timeout_ms, etcd_heartbeat_interval_ms),
             "zookeeper": ZooKeeperService(),
         }
-        counts = {"kafka": 1, "etcd": etcd_members, "zookeeper": zookeeper_nodes}
+        counts = {"kafka": kafka_brokers, "etcd": etcd_members, "zookeeper": zookeeper_nodes}
         self.counts = {s: counts[s] for s in SERVICES if s in wanted}
         for name, count in self.counts.items():
             if not 1 <= count <= self._services[name].max_members:

@@ -1,0 +1,229 @@
+"""Apache Kafka in KRaft mode, from the Maven Central jars: one node, or a three-node quorum.
+
+The jars are resolved by Maven from ``cluster/kafka/pom.xml`` (pinned version) into a cache directory
+outside the repository, once (``./setup`` does it; ``elect cluster up`` does it when they are missing and
+Maven is there). Every node is broker and controller; one node formats its storage ``--standalone``,
+three nodes name each other in ``controller.quorum.voters``.
+
+Settings chosen for fast consumer groups, so a group's handover is bounded by the session timeout the
+elector asks for and not by broker defaults:
+
+- ``group.initial.rebalance.delay.ms=0``: a new group forms at once (classic protocol);
+- ``group.min.session.timeout.ms`` / ``group.consumer.min.session.timeout.ms`` /
+  ``group.consumer.min.heartbeat.interval.ms`` lowered, so a 1 s session (and faster) is allowed;
+- ``group.consumer.assignment.interval.ms=0``: the KIP-848 coordinator assigns without batching delay;
+- ``offsets.topic.num.partitions=1``: one coordinator for every group (coordinator start is fast, and
+  `leader()` names the broker an infrastructure fault should hit);
+- ``broker.session.timeout.ms`` lowered so a dead broker's partitions move within seconds.
+
+The JVM runs with the serial collector and C1 only: the broker's work here is light and starts in ~3 s.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+
+from .errors import ClusterError, MissingBinary, NotReady
+from .kafka_broker import METADATA, _Reader, _request, api_versions, metadata_brokers
+from .ports import free_ports
+from .process import ProcessSpec
+from .service import Member, find_program
+
+FIND_COORDINATOR = 10
+_FIX = "apt-get install -y openjdk-17-jre-headless maven (then ./setup resolves the jars)"
+JVM_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true")
+
+
+def pom() -> Path:
+    """The pom that pins Apache Kafka's version (shipped as data of `elect_cluster.files`)."""
+    return Path(str(resources.files("elect_cluster.files").joinpath("kafka", "pom.xml")))
+
+
+def kafka_version() -> str:
+    found = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", pom().read_text())
+    if not found:
+        raise ClusterError(f"{pom()} does not pin <kafka.version>")
+    return found.group(1)
+
+
+def libs_dir() -> Path:
+    """Where the jars live: ``$ELECT_KAFKA_LIBS``, else a cache directory per Kafka version."""
+    override = os.environ.get("ELECT_KAFKA_LIBS")
+    if override:
+        return Path(override)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "elect" / f"kafka-{kafka_version()}" / "libs"
+
+
+def has_jars(libs: Path) -> bool:
+    return libs.is_dir() and any(libs.glob("kafka_2.13-*.jar"))
+
+
+def ensure_jars(timeout: float = 600.0) -> Path:
+    """The jars' directory, resolving them with Maven first if they are missing."""
+    libs = libs_dir()
+    if has_jars(libs):
+        return libs
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise MissingBinary(f"Apache Kafka's jars are not in {libs} and Maven is not installed. Fix: {_FIX}")
+    libs.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="libs-", dir=libs.parent))
+    try:
+        done = subprocess.run([mvn, "-q", "-B", "-f", str(pom()), "dependency:copy-dependencies",
+                               f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0 or not has_jars(staging):
+            raise ClusterError(f"Maven could not resolve Apache Kafka {kafka_version()} from {pom()}:\n"
+                               f"{(done.stdout + done.stderr)[-2000:]}")
+        staging.rename(libs)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return libs
+
+
+def cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, not starting with '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def find_coordinator(host: str, port: int, group: str, timeout: float = 2.0) -> int | None:
+    """FindCoordinator v0: the node id of `group`'s coordinator, or None while there is none."""
+    key = group.encode()
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            r = _Reader(_request(sock, FIND_COORDINATOR, 0, 3, struct.pack(">h", len(key)) + key))
+    except OSError as exc:
+        raise NotReady(f"no Kafka broker at {host}:{port}: {exc}") from exc
+    error, node = r.take(">h"), r.take(">i")
+    return None if error else node
+
+
+class ApacheKafkaService:
+    """Apache Kafka brokers (each also a KRaft controller) on free loopback ports.
+
+    With `advertised_port` (one node only) the broker tells clients to connect there, where the caller
+    puts a relay (the harness counts each member's requests), as the light broker does.
+    """
+
+    name = "kafka"
+    max_members = 3
+
+    def __init__(self, advertised_port: int | None = None) -> None:
+        self.advertised_port = advertised_port
+
+    def preflight(self) -> None:
+        find_program("java", "ELECT_JAVA", _FIX, "/usr/bin/java")
+        ensure_jars()
+
+    def plan(self, root: Path, host: str, count: int) -> list[Member]:
+        if count not in (1, 3):
+            raise ClusterError("Apache Kafka runs here as 1 or 3 nodes (a KRaft quorum needs a majority)")
+        if self.advertised_port is not None and count != 1:
+            raise ClusterError("an advertised relay port is supported for a single broker only")
+        java, libs = find_program("java", "ELECT_JAVA", _FIX, "/usr/bin/java"), ensure_jars()
+        ports = free_ports(2 * count, host)
+        clients, controllers = ports[:count], ports[count:]
+        voters = ",".join(f"{i + 1}@{host}:{controllers[i]}" for i in range(count))
+        ident = cluster_id()
+        members: list[Member] = []
+        formats: list[tuple[Member, tuple[str, ...]]] = []
+        for i in range(count):
+            node = root / f"kafka-{i}"
+            shutil.rmtree(node, ignore_errors=True)
+            node.mkdir(parents=True)
+            advertised = self.advertised_port or clients[i]
+            config = node / "server.properties"
+            config.write_text(_properties(i + 1, host, clients[i], advertised, controllers[i], voters, count,
+                                          node / "data"))
+            cmd = (java, *JVM_OPTS, "-cp", f"{libs}/*")
+            spec = ProcessSpec(argv=(*cmd, "kafka.Kafka", str(config)), cwd=str(node), log=str(node / "kafka.log"),
+                               env={"KAFKA_HEAP_OPTS": ""}, drop_env=("KAFKA_", "CLASSPATH", "JAVA_TOOL_OPTIONS"))
+            ports_of = {"client": advertised, "listen": clients[i], "controller": controllers[i]}
+            members.append(Member("kafka", i, host, ports_of, spec))
+            formats.append((members[-1], (*cmd, "kafka.tools.StorageTool", "format", "-t", ident, "-c", str(config),
+                                          *(("--standalone",) if count == 1 else ()))))
+        with ThreadPoolExecutor(count) as pool:
+            list(pool.map(lambda job: _format(*job), formats))
+        return members
+
+    def probe(self, member: Member, timeout: float) -> str:
+        host, port = member.host, member.ports["listen"]
+        if METADATA not in api_versions(host, port, timeout):
+            raise NotReady("broker does not offer the Metadata API")
+        brokers = metadata_brokers(host, port, timeout)
+        if not any((h, p) == (host, member.ports["client"]) for _, h, p in brokers):
+            raise NotReady(f"broker advertises {brokers}, not {member.address}")
+        return "broker"
+
+    def probe_group(self, members: list[Member], timeout: float) -> None:
+        if len(members) < 2:
+            return
+        seen = metadata_brokers(members[0].host, members[0].ports["listen"], timeout)
+        if len(seen) < len(members):
+            raise NotReady(f"{len(seen)} of {len(members)} brokers registered with the quorum")
+
+    def leader(self, members: list[Member], timeout: float) -> int | None:
+        """The broker that coordinates every group (one offsets partition), as the fault to hit."""
+        for m in members:
+            try:
+                node = find_coordinator(m.host, m.ports["listen"], "elect", timeout)
+            except NotReady:
+                continue
+            if node is not None:
+                return node - 1
+        return None
+
+
+def _format(member: Member, argv: tuple[str, ...]) -> None:
+    """Write the node's KRaft metadata (cluster id, voters) before its first start."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=member.spec.cwd)
+    if done.returncode != 0:
+        raise ClusterError(f"formatting {member.label}'s KRaft storage failed:\n{(done.stdout + done.stderr)[-2000:]}")
+
+
+def _properties(node_id: int, host: str, port: int, advertised: int, controller: int, voters: str, count: int,
+                data: Path) -> str:
+    replicas = min(count, 3)
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": node_id,
+        "controller.quorum.voters" if count > 1 else "controller.quorum.bootstrap.servers":
+            voters if count > 1 else f"{host}:{controller}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{advertised}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": data,
+        "num.partitions": 1,
+        "auto.create.topics.enable": "false",
+        "offsets.topic.num.partitions": 1,
+        "offsets.topic.replication.factor": replicas,
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": min(replicas, 2),
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": min(replicas, 2),
+        "group.initial.rebalance.delay.ms": 0,
+        "group.min.session.timeout.ms": 100,
+        "group.consumer.min.session.timeout.ms": 100,
+        "group.consumer.min.heartbeat.interval.ms": 50,
+        "group.consumer.assignment.interval.ms": 0,
+        "broker.heartbeat.interval.ms": 500,
+        "broker.session.timeout.ms": 3000,
+    }
+    return "".join(f"{k}={v}\n" for k, v in settings.items())
