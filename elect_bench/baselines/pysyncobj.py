@@ -13,7 +13,9 @@ There is no leadership transfer: ``stop()``/``resign()`` publish Revoked, wait f
 old leader keeps heartbeating meanwhile, which holds any successor back), then shut that partition's
 SyncObj down, so the others elect after an election timeout; a resigned partition rejoins after
 ``rejoin_delay``. A node that wins a partition on which it contends for no role steps aside the same way
-(for ET/2, so it is soon back to vote for a node that does).
+(for ET/2, so it is soon back to vote for a node that does). So does a node that wins back a partition it
+resigned, until it has seen another node lead it (or, when nobody else contends, for 10 ET at most):
+otherwise a resigner that rejoins while the others are still electing could simply win its role back.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class PySyncObjElector(BaseElector):
         self.revoke_timeout = options.revoke_timeout
         self._objs: dict[int, SyncObj] = {}
         self._rejoin_at: dict[int, float] = {}
+        self._resigned: dict[int, float] = {}  # partition -> until when a win is stepped away from
         self._leading: dict[int, int] = {}  # partition -> term this node leads it in
         self._objs_lock = threading.RLock()
         self._stop = threading.Event()
@@ -115,8 +118,10 @@ class PySyncObjElector(BaseElector):
             obj.destroy()
 
     def _on_resign(self, role: Role) -> None:
+        p = partition_of(role, self.options.partitions)
         with self._objs_lock:
-            self._step_down(partition_of(role, self.options.partitions), rejoin=True)
+            self._resigned[p] = time.monotonic() + 10 * self.options.election_timeout
+            self._step_down(p, rejoin=True)
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         P = self.options.partitions
@@ -171,13 +176,15 @@ class PySyncObjElector(BaseElector):
                 term = int(obj.raftCurrentTerm)
                 held = self._leading.get(p)
                 roles = self._roles_on(p)
+                if p in self._resigned and (now >= self._resigned[p] or (not leads and obj._getLeader() is not None)):
+                    del self._resigned[p]  # another node led it since (or nobody else wants it): contend again
                 if leads and held != term:
                     if self._stopping:
                         continue
                     if held is not None:
                         for role in roles:
                             self._fence(role)
-                    if not roles:
+                    if not roles or p in self._resigned:
                         # let a node that contends for this partition have it; come back soon to vote for it
                         self._step_down(p, rejoin=True, delay=o.election_timeout / 2)
                         continue
