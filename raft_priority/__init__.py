@@ -3,35 +3,35 @@
 Layers, each usable alone:
 
 * :mod:`raft_priority.core` -- :class:`RaftGroup`, one member of one election group: a state machine
-  fed messages and ticks (``now`` in seconds), producing an :class:`Output` (hard state to persist,
-  leadership changes, messages) and a ``deadline`` for the next tick. No I/O, clocks or threads.
-* :mod:`raft_priority.host` -- :class:`NodeHost`, all groups of one node behind one lazy timer heap.
+  fed messages and ticks (``now`` in seconds) whose output accumulates into an `elect.core.Ready`
+  (hard state to persist, leadership changes, messages, leaders seen), with a ``deadline`` for the
+  next tick. No I/O, clocks or threads.
+* :mod:`raft_priority.host` -- :class:`NodeHost`, all groups of one node behind one lazy timer heap
+  and one accumulator: the node's `elect.core.Core`.
 * :mod:`raft_priority.priorities` -- :func:`assign_priorities`: members and priorities per partition.
 * :mod:`raft_priority.storage` -- :class:`HardStateStore`: fsynced term/vote per group.
 
 The deterministic simulator that runs this core on virtual time lives in :mod:`elect_bench.simulation`.
 
 The ``raft://`` elector is built on top (imported only when used, so ``import raft_priority`` needs no
-grpc): :mod:`raft_priority.options` (URL options, light), :mod:`raft_priority.transport` (wire codec for
-``proto/raft.proto``, per-peer gRPC streams, the driver thread), :mod:`raft_priority.elector`
-(``RaftElector``), :mod:`raft_priority.plugin` (the ``raft`` entry point).
+grpc): :mod:`raft_priority.options` (URL options, light), :mod:`raft_priority.wire.codec` (core
+messages <-> ``proto/raft.proto`` batches), :mod:`raft_priority.grpc_link` (the gRPC server and
+per-peer streams), :mod:`raft_priority.driver` (the thread that feeds the host and handles each
+``Ready``), :mod:`raft_priority.elector` (``RaftElector``), :mod:`raft_priority.plugin` (the ``raft``
+entry point).
 
-A driver (gRPC transport, the ``raft://`` elector) loops: receive a batch of messages ->
-``host.step_all``; at ``host.next_deadline()`` -> ``host.tick``; after each call handle the Output:
-persist, deliver changes, then send (see :class:`Output`).
+A driver loops: receive a batch of messages -> ``host.step_all``; at ``host.next_wakeup()`` ->
+``host.tick``; then take ``host.ready()`` and handle it in order: persist, apply the changes, send.
 """
 
 from raft_priority.config import GroupSpec, PriorityMode, RaftConfig
-from raft_priority.core import RaftGroup, Role
+from raft_priority.core import RaftGroup, RaftState
 from raft_priority.host import NodeHost
 from raft_priority.messages import (
     HardState,
     Heartbeat,
     HeartbeatResponse,
-    LeaderHint,
-    LeadershipChange,
     Message,
-    Output,
     PreVoteRequest,
     PreVoteResponse,
     TimeoutNow,
@@ -47,17 +47,14 @@ __all__ = [
     "HardStateStore",
     "Heartbeat",
     "HeartbeatResponse",
-    "LeaderHint",
-    "LeadershipChange",
     "Message",
     "NodeHost",
-    "Output",
     "PreVoteRequest",
     "PreVoteResponse",
     "PriorityMode",
     "RaftConfig",
     "RaftGroup",
-    "Role",
+    "RaftState",
     "TimeoutNow",
     "VoteRequest",
     "VoteResponse",

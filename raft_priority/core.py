@@ -9,8 +9,8 @@ Leases (check-quorum on): a leader's lease ends ``W`` after the send time of the
 round a majority acknowledged (``W = lease_window``). A voter that heard a leader, or granted a vote,
 refuses every non-forced (pre-)vote for ``W`` from then, and a restarted member with a past term does
 the same for ``W`` after start. Any later leader needs one of those voters, so it cannot be elected
-before the old lease ends: an ``acquired`` never precedes the previous leader's ``revoked`` or
-``fenced`` time (with clocks that run at the same rate, up to ``lease_margin``).
+before the old lease ends: an ``Acquire`` never precedes the previous leader's ``Revoke`` or its
+``Fence``'s ``until`` (with clocks that run at the same rate, up to ``lease_margin``).
 
 Transfers (TimeoutNow) bypass leases, so the leader revokes first and only then lets the TimeoutNow
 go. If the transfer does not finish, the leader abandons it, announces the abandonment in its
@@ -24,16 +24,13 @@ import random
 from collections.abc import Callable
 from enum import IntEnum
 
+from elect.core import Acquire, Fence, LeaderSeen, Ready, Revoke
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.messages import (
-    ChangeKind,
     HardState,
     Heartbeat,
     HeartbeatResponse,
-    LeaderHint,
-    LeadershipChange,
     Message,
-    Output,
     PreVoteRequest,
     PreVoteResponse,
     TimeoutNow,
@@ -44,7 +41,9 @@ from raft_priority.messages import (
 INF = math.inf
 
 
-class Role(IntEnum):
+class RaftState(IntEnum):
+    """Where a member stands in its group's election (not `elect.Role`, which names what is led)."""
+
     FOLLOWER = 0
     PRE_CANDIDATE = 1
     CANDIDATE = 2
@@ -54,13 +53,21 @@ class Role(IntEnum):
 class RaftGroup:
     """One member's view of one election group. Feed it messages and ticks; read ``deadline``.
 
-    Driver contract: after every :meth:`step` / :meth:`tick` (and the other mutators) handle the
-    :class:`Output` (persist, then leadership changes, then send) and make sure :meth:`tick` is called
-    again at or after ``deadline``. Calling ``tick`` early is harmless, so a driver may keep one lazy
-    timer entry per group and only re-arm it when ``deadline`` moved earlier.
+    Driver contract (`elect.core`): whatever :meth:`step` / :meth:`tick` and the commands produce
+    accumulates in the ``ready`` given at construction (a node's groups share one, so the host hands
+    over one `Ready` and no step allocates one); handle what :meth:`ready` takes (persist, then
+    leadership changes, then send) and call :meth:`tick` again at or after ``deadline``. Calling
+    ``tick`` early is harmless, so a driver may keep one lazy timer entry per group and only re-arm it
+    when ``deadline`` moved earlier.
+
+    Leadership changes name the group as their role and the term as token. An ``Acquire``'s deadline
+    is the lease end at that moment (math.inf without check-quorum); the lease then moves on with every
+    acknowledged heartbeat round without an ``Extend`` (one per round per group would cost a node of
+    1000 groups more than the round itself): a driver that needs it reads :attr:`lease_until`.
     """
 
     __slots__ = (
+        "acc",
         "acks",
         "campaign_due",
         "cfg",
@@ -89,9 +96,9 @@ class RaftGroup:
         "resume_from",
         "retry_at",
         "rng",
-        "role",
         "round",
         "serving",
+        "state",
         "succession",
         "term",
         "timeout_sent",
@@ -113,6 +120,7 @@ class RaftGroup:
         rng: random.Random,
         now: float,
         hard_state: HardState | None = None,
+        ready: Ready[Message, HardState] | None = None,
     ) -> None:
         if node not in spec.priorities:
             raise ValueError(f"{node!r} is not a member of group {spec.group}")
@@ -120,6 +128,7 @@ class RaftGroup:
         self.node = node
         self.cfg = config
         self.rng = rng
+        self.acc: Ready[Message, HardState] = ready if ready is not None else Ready()
         order = {m: i for i, m in enumerate(spec.members)}
         peers = sorted((m for m in spec.members if m != node), key=lambda m: (-spec.priorities[m], order[m]))
         self.peers: tuple[str, ...] = tuple(peers)
@@ -132,7 +141,7 @@ class RaftGroup:
         hs = hard_state or HardState()
         self.term = hs.term
         self.voted_for = hs.voted_for
-        self.role = Role.FOLLOWER
+        self.state = RaftState.FOLLOWER
         self.leader: str | None = None
         self.log_index = 0
         self.log_term = 0
@@ -169,22 +178,22 @@ class RaftGroup:
 
     # ------------------------------------------------------------------ public API
 
-    def step(self, msg: Message, now: float, out: Output) -> None:
+    def step(self, msg: Message, now: float) -> None:
         """Handle one message addressed to this member of this group."""
-        if self.role is Role.LEADER:
-            self._check_lease(now, out)
-        _HANDLERS[type(msg)](self, msg, now, out)
+        if self.state is RaftState.LEADER:
+            self._check_lease(now)
+        _HANDLERS[type(msg)](self, msg, now)
         self._refresh_deadline()
 
-    def tick(self, now: float, out: Output) -> None:
+    def tick(self, now: float) -> None:
         """Advance timers to ``now``: election timeouts, decay rounds, heartbeats, lease, transfer."""
-        role = self.role
-        if role is Role.LEADER:
-            self._leader_tick(now, out)
-        elif role is Role.FOLLOWER:
-            self._follower_tick(now, out)
+        state = self.state
+        if state is RaftState.LEADER:
+            self._leader_tick(now)
+        elif state is RaftState.FOLLOWER:
+            self._follower_tick(now)
         elif now >= self.campaign_due:
-            self._campaign(now, out)
+            self._campaign(now)
         self._refresh_deadline()
 
     def set_log_position(self, last_index: int, last_term: int) -> None:
@@ -192,11 +201,11 @@ class RaftGroup:
         self.log_index = last_index
         self.log_term = last_term
 
-    def transfer_leadership(self, to: str | None, now: float, out: Output) -> bool:
+    def transfer_leadership(self, to: str | None, now: float) -> bool:
         """Hand leadership to ``to`` (None: the best live, caught-up follower). False if impossible."""
-        if self.role is Role.LEADER:
-            self._check_lease(now, out)
-        if self.role is not Role.LEADER or not self.serving or self.transfer_to is not None:
+        if self.state is RaftState.LEADER:
+            self._check_lease(now)
+        if self.state is not RaftState.LEADER or not self.serving or self.transfer_to is not None:
             return False
         if to is None:
             live = now - self.cfg.election_timeout
@@ -204,35 +213,39 @@ class RaftGroup:
         if to is None or to not in self.heard:
             return False
         self.serving = False
-        self._emit(out, "revoked", now, f"transfer to {to}")
+        self.acc.changes.append(Revoke(self.group, f"transfer to {to}"))
         self.transfer_seq += 1
         self.transfer_to = to
         self.transfer_due = now + self.cfg.transfer_deadline
         self.timeout_sent = False
         if self._caught_up(to):
-            self._send_timeout_now(out)
+            self._send_timeout_now()
         self._refresh_deadline()
         return True
 
-    def resign(self, now: float, out: Output) -> None:
+    def resign(self, now: float) -> None:
         """Give leadership up: transfer if a follower can take it, else step down and stay back."""
-        if self.role is not Role.LEADER or not self.serving:
+        if self.state is not RaftState.LEADER or not self.serving:
             return
-        if not self.transfer_leadership(None, now, out):
-            self._step_down(now, out, "revoked", "resign")
+        if not self.transfer_leadership(None, now):
+            self._step_down(now, "resign")
             # let the others elect first; take it back only if nobody did
             self.retry_at = now + 2 * self.cfg.election_timeout
         self._refresh_deadline()
 
-    def campaign(self, now: float, out: Output) -> None:
+    def campaign(self, now: float) -> None:
         """Start an election now (tests, or an operator); ignored while leading."""
-        if self.role is not Role.LEADER:
-            self._campaign(now, out)
+        if self.state is not RaftState.LEADER:
+            self._campaign(now)
             self._refresh_deadline()
+
+    def ready(self) -> Ready[Message, HardState]:
+        """Take everything produced since the last call (of every group sharing the accumulator)."""
+        return self.acc.take()
 
     def is_leader(self, now: float) -> bool:
         """Leading, not handing over, and the lease has not run out."""
-        return self.role is Role.LEADER and self.serving and now < self.lease_until
+        return self.state is RaftState.LEADER and self.serving and now < self.lease_until
 
     @property
     def hard_state(self) -> HardState:
@@ -241,7 +254,7 @@ class RaftGroup:
     @property
     def leader_lease_until(self) -> float:
         """Until when the leader we follow (or we, leading) is known to hold its lease."""
-        if self.role is Role.LEADER:
+        if self.state is RaftState.LEADER:
             return self.lease_until if self.serving else -INF
         return self.contact + self.window if self.leader is not None else -INF
 
@@ -272,37 +285,37 @@ class RaftGroup:
             return s[-1] - (k - len(s) + 1) * decay
         return self.max_priority - k * decay
 
-    def _follower_tick(self, now: float, out: Output) -> None:
+    def _follower_tick(self, now: float) -> None:
         if self.retry_at < INF:
             if now >= self.retry_at:
                 self.retry_at = INF
-                self._campaign(now, out)
+                self._campaign(now)
             return
         first = self.contact + self.first_timeout
         if now < first:
             return
         if self.leader is not None:
-            self._set_leader(None, out)
+            self._set_leader(None)
         if not self.prioritized:
-            self._campaign(now, out)
+            self._campaign(now)
             return
         step = self.cfg.decay_round
         while first + self.round * step <= now:
             if self.priority >= self._target(self.round):
-                self._campaign(now, out)
+                self._campaign(now)
                 return
             self.round += 1
 
     def _refresh_deadline(self) -> None:
-        role = self.role
-        if role is Role.LEADER:
+        state = self.state
+        if state is RaftState.LEADER:
             d = self.hb_due
             if self.lease_until < d:
                 d = self.lease_until
             if self.transfer_due < d:
                 d = self.transfer_due
             self.deadline = d
-        elif role is Role.FOLLOWER:
+        elif state is RaftState.FOLLOWER:
             if self.retry_at < INF:
                 self.deadline = self.retry_at
             else:
@@ -316,48 +329,48 @@ class RaftGroup:
         """Inside a lease: refuse non-forced (pre-)votes."""
         if not self.cfg.check_quorum:
             return False
-        return self.role is Role.LEADER or now < self.quiet_until
+        return self.state is RaftState.LEADER or now < self.quiet_until
 
     def _log_ok(self, last_index: int, last_term: int) -> bool:
         return (last_term, last_index) >= (self.log_term, self.log_index)
 
-    def _campaign(self, now: float, out: Output, force: bool = False, seq: int = 0) -> None:
-        self._set_leader(None, out)
+    def _campaign(self, now: float, force: bool = False, seq: int = 0) -> None:
+        self._set_leader(None)
         self.retry_at = INF
         if self.cfg.pre_vote and not force:
-            self.role = Role.PRE_CANDIDATE
+            self.state = RaftState.PRE_CANDIDATE
             self.votes = {self.node}
             self.campaign_due = now + self._campaign_timeout()
             proposed = self.term + 1
             for p in self.peers:
-                out.messages.append(
+                self.acc.messages.append(
                     PreVoteRequest(self.group, self.node, p, proposed, self.log_index, self.log_term)
                 )
             if len(self.votes) >= self.quorum:
-                self._start_election(now, out, False, 0)
+                self._start_election(now, False, 0)
         else:
-            self._start_election(now, out, force, seq)
+            self._start_election(now, force, seq)
 
-    def _start_election(self, now: float, out: Output, force: bool, seq: int) -> None:
+    def _start_election(self, now: float, force: bool, seq: int) -> None:
         self.term += 1
         self.voted_for = self.node
         self.closed = 0
-        self._persist(out)
-        self.role = Role.CANDIDATE
+        self._persist()
+        self.state = RaftState.CANDIDATE
         self.votes = {self.node}
         self.vote_sent_at = now
         self.campaign_due = now + self._campaign_timeout()
         for p in self.peers:
-            out.messages.append(
+            self.acc.messages.append(
                 VoteRequest(self.group, self.node, p, self.term, self.log_index, self.log_term, force, seq)
             )
         if len(self.votes) >= self.quorum:
-            self._become_leader(now, out)
+            self._become_leader(now)
 
-    def _become_leader(self, now: float, out: Output) -> None:
-        self.role = Role.LEADER
+    def _become_leader(self, now: float) -> None:
+        self.state = RaftState.LEADER
         self.serving = True
-        self._set_leader(self.node, out)
+        self._set_leader(self.node)
         sent = self.vote_sent_at
         for p in self.peers:
             voted = p in self.votes
@@ -374,57 +387,59 @@ class RaftGroup:
         if now >= self.lease_until:
             # the votes are older than a lease (this process was paused): they prove nothing now
             self.serving = False
-            self._step_down(now, out, "fenced", "stale election")
+            self._step_down(now, "stale election", fenced=True)
             return
-        self._emit(out, "acquired", now, "elected")
-        self._broadcast(now, out)
+        self._acquire()
+        self._broadcast(now)
 
-    def _step_down(self, now: float, out: Output, kind: ChangeKind, reason: str) -> None:
+    def _step_down(self, now: float, reason: str, fenced: bool = False) -> None:
+        """Stop leading: an orderly Revoke, or a Fence at the lease end (the lease ran out)."""
         if self.serving:
-            self._emit(out, kind, self.lease_until if kind == "fenced" else now, reason)
+            change = Fence(self.group, self.lease_until, reason) if fenced else Revoke(self.group, reason)
+            self.acc.changes.append(change)
         self.serving = False
         self.transfer_to = None
         self.transfer_due = INF
         self.resume_from = INF
         self.hb_due = INF
         self.lease_until = -INF
-        self._become_follower(now, out, None)
+        self._become_follower(now, None)
 
-    def _become_follower(self, now: float, out: Output, leader: str | None) -> None:
-        if self.role is not Role.FOLLOWER:
-            self.role = Role.FOLLOWER
+    def _become_follower(self, now: float, leader: str | None) -> None:
+        if self.state is not RaftState.FOLLOWER:
+            self.state = RaftState.FOLLOWER
             self.first_timeout = self._draw_first_timeout()
-        self._set_leader(leader, out)
+        self._set_leader(leader)
         self.contact = now
         self.round = 0
         self.retry_at = INF
         self.succession = ()
 
-    def _adopt_term(self, term: int, out: Output) -> None:
+    def _adopt_term(self, term: int) -> None:
         self.term = term
         self.voted_for = None
         self.closed = 0
-        self._persist(out)
+        self._persist()
 
-    def _higher_term(self, now: float, term: int, out: Output) -> None:
+    def _higher_term(self, now: float, term: int) -> None:
         """A message revealed a newer term: stop leading or campaigning in the old one."""
-        role = self.role
-        if role is Role.LEADER:
-            self._step_down(now, out, "revoked", "higher term")
-        elif role is not Role.FOLLOWER:
+        state = self.state
+        if state is RaftState.LEADER:
+            self._step_down(now, "higher term")
+        elif state is not RaftState.FOLLOWER:
             # still due to retry when the campaign would have timed out (ZEP006 keeps its target)
             due = self.campaign_due
-            self._become_follower(now, out, None)
+            self._become_follower(now, None)
             self.retry_at = due
         else:
-            self._set_leader(None, out)  # whoever we followed led an older term
-        self._adopt_term(term, out)
+            self._set_leader(None)  # whoever we followed led an older term
+        self._adopt_term(term)
 
     # ------------------------------------------------------------------ leader
 
-    def _check_lease(self, now: float, out: Output) -> None:
+    def _check_lease(self, now: float) -> None:
         if now >= self.lease_until:
-            self._step_down(now, out, "fenced", "check quorum")
+            self._step_down(now, "check quorum", fenced=True)
 
     def _recompute_lease(self) -> None:
         need = self.quorum - 1
@@ -436,21 +451,21 @@ class RaftGroup:
             self.quorum_ack = sorted(self.acks.values(), reverse=True)[need - 1]
         self.lease_until = INF if self.window == INF else self.quorum_ack + self.window
 
-    def _leader_tick(self, now: float, out: Output) -> None:
-        self._check_lease(now, out)
-        if self.role is not Role.LEADER:
+    def _leader_tick(self, now: float) -> None:
+        self._check_lease(now)
+        if self.state is not RaftState.LEADER:
             return
         if now >= self.transfer_due:
-            self._abandon_transfer(now, out)
+            self._abandon_transfer(now)
         if now >= self.hb_due:
             resend = self.timeout_sent and self.transfer_to is not None
             if self.cfg.rebalance and self.serving and self.prioritized:
-                self._maybe_rebalance(now, out)
-            self._broadcast(now, out)
+                self._maybe_rebalance(now)
+            self._broadcast(now)
             if resend:
-                self._send_timeout_now(out)  # the first may have been lost; the target dedups by term
+                self._send_timeout_now()  # the first may have been lost; the target dedups by term
 
-    def _broadcast(self, now: float, out: Output) -> None:
+    def _broadcast(self, now: float) -> None:
         if not self.peers:
             self.hb_due = INF
             return
@@ -460,7 +475,7 @@ class RaftGroup:
             heard = self.heard
             succession = tuple(pr for p, pr in zip(self.peers, self.peer_priority, strict=True) if heard[p] >= live)
         term, group, node, closed = self.term, self.group, self.node, self.transfer_closed
-        msgs = out.messages
+        msgs = self.acc.messages
         for p in self.peers:
             msgs.append(Heartbeat(group, node, p, term, now, succession, closed))
         self.hb_due = now + self.cfg.heartbeat_interval
@@ -469,22 +484,22 @@ class RaftGroup:
         t, i = self.positions[peer]
         return (t, i + self.cfg.rebalance_max_lag) >= (self.log_term, self.log_index)
 
-    def _maybe_rebalance(self, now: float, out: Output) -> None:
+    def _maybe_rebalance(self, now: float) -> None:
         steady = now - self.cfg.rebalance_hysteresis
         live = now - self.cfg.ack_gap
         for p, pr in zip(self.peers, self.peer_priority, strict=True):
             if pr <= self.priority:
                 return
             if self.heard[p] >= live and self.healthy_since[p] <= steady and self._caught_up(p):
-                self.transfer_leadership(p, now, out)
+                self.transfer_leadership(p, now)
                 return
 
-    def _send_timeout_now(self, out: Output) -> None:
+    def _send_timeout_now(self) -> None:
         assert self.transfer_to is not None
         self.timeout_sent = True
-        out.messages.append(TimeoutNow(self.group, self.node, self.transfer_to, self.term, self.transfer_seq))
+        self.acc.messages.append(TimeoutNow(self.group, self.node, self.transfer_to, self.term, self.transfer_seq))
 
-    def _abandon_transfer(self, now: float, out: Output) -> None:
+    def _abandon_transfer(self, now: float) -> None:
         to = self.transfer_to
         self.transfer_closed = self.transfer_seq
         self.transfer_to = None
@@ -492,26 +507,26 @@ class RaftGroup:
         if to is not None:
             self.healthy_since[to] = now  # start its hysteresis again: no flapping
         self.resume_from = now
-        self._broadcast(now, out)
+        self._broadcast(now)
         if self.quorum == 1:
             self.resume_from = INF
             self.serving = True
-            self._emit(out, "acquired", now, "transfer abandoned")
+            self._acquire()  # the transfer was abandoned
 
     # ------------------------------------------------------------------ handlers
 
-    def _on_heartbeat(self, m: Heartbeat, now: float, out: Output) -> None:
+    def _on_heartbeat(self, m: Heartbeat, now: float) -> None:
         if m.term < self.term:  # a deposed leader: tell it the newer term
-            out.messages.append(
+            self.acc.messages.append(
                 HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term)
             )
             return
-        if m.term == self.term and self.role is Role.LEADER:
+        if m.term == self.term and self.state is RaftState.LEADER:
             return  # cannot happen (one leader per term); never ack it
         if m.term > self.term:
-            self._higher_term(now, m.term, out)
-        if self.role is not Role.FOLLOWER or self.leader != m.src:
-            self._become_follower(now, out, m.src)
+            self._higher_term(now, m.term)
+        if self.state is not RaftState.FOLLOWER or self.leader != m.src:
+            self._become_follower(now, m.src)
         else:
             self.contact = now
             self.round = 0
@@ -520,15 +535,15 @@ class RaftGroup:
         self.closed = m.transfer_closed
         if self.quiet_until < now + self.window:
             self.quiet_until = now + self.window
-        out.messages.append(
+        self.acc.messages.append(
             HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term)
         )
 
-    def _on_heartbeat_response(self, m: HeartbeatResponse, now: float, out: Output) -> None:
+    def _on_heartbeat_response(self, m: HeartbeatResponse, now: float) -> None:
         if m.term > self.term:
-            self._higher_term(now, m.term, out)
+            self._higher_term(now, m.term)
             return
-        if self.role is not Role.LEADER or m.term != self.term:
+        if self.state is not RaftState.LEADER or m.term != self.term:
             return
         p = m.src
         if now - self.heard[p] > self.cfg.ack_gap:
@@ -542,89 +557,90 @@ class RaftGroup:
                 if self.resume_from <= self.quorum_ack:
                     self.resume_from = INF
                     self.serving = True
-                    self._emit(out, "acquired", now, "transfer abandoned")
+                    self._acquire()  # the transfer was abandoned
         if p == self.transfer_to and not self.timeout_sent and self._caught_up(p):
-            self._send_timeout_now(out)
+            self._send_timeout_now()
 
-    def _on_pre_vote(self, m: PreVoteRequest, now: float, out: Output) -> None:
+    def _on_pre_vote(self, m: PreVoteRequest, now: float) -> None:
         if m.term < self.term or self._quiet(now):
             return
         ok = (
             (self.voted_for == m.src or m.term > self.term or (self.voted_for is None and self.leader is None))
             and self._log_ok(m.last_log_index, m.last_log_term)
         )
-        out.messages.append(
+        self.acc.messages.append(
             PreVoteResponse(self.group, self.node, m.src, m.term if ok else self.term, ok)
         )
 
-    def _on_pre_vote_response(self, m: PreVoteResponse, now: float, out: Output) -> None:
+    def _on_pre_vote_response(self, m: PreVoteResponse, now: float) -> None:
         if m.granted:
-            if self.role is Role.PRE_CANDIDATE and m.term == self.term + 1:
+            if self.state is RaftState.PRE_CANDIDATE and m.term == self.term + 1:
                 self.votes.add(m.src)
                 if len(self.votes) >= self.quorum:
-                    self._start_election(now, out, False, 0)
+                    self._start_election(now, False, 0)
         elif m.term > self.term:
-            self._higher_term(now, m.term, out)
+            self._higher_term(now, m.term)
 
-    def _on_vote(self, m: VoteRequest, now: float, out: Output) -> None:
+    def _on_vote(self, m: VoteRequest, now: float) -> None:
         if m.term < self.term:
-            out.messages.append(VoteResponse(self.group, self.node, m.src, self.term, False))
+            self.acc.messages.append(VoteResponse(self.group, self.node, m.src, self.term, False))
             return
         if m.force:
-            closed = self.transfer_closed if self.role is Role.LEADER else self.closed
+            closed = self.transfer_closed if self.state is RaftState.LEADER else self.closed
             if m.term - 1 == self.term and m.transfer_seq <= closed:
                 return  # that transfer was abandoned; its leader is serving again
         elif self._quiet(now) and not (m.term == self.term and self.voted_for == m.src):
             return
         if m.term > self.term:
-            self._higher_term(now, m.term, out)
+            self._higher_term(now, m.term)
         ok = self.voted_for in (None, m.src) and self._log_ok(m.last_log_index, m.last_log_term)
         if ok:
             self.voted_for = m.src
-            self._persist(out)
-            if self.role is not Role.FOLLOWER:
-                self._become_follower(now, out, None)
+            self._persist()
+            if self.state is not RaftState.FOLLOWER:
+                self._become_follower(now, None)
             else:
                 self.contact = now
                 self.round = 0
                 self.retry_at = INF
             if self.quiet_until < now + self.window:
                 self.quiet_until = now + self.window
-        out.messages.append(VoteResponse(self.group, self.node, m.src, self.term, ok))
+        self.acc.messages.append(VoteResponse(self.group, self.node, m.src, self.term, ok))
 
-    def _on_vote_response(self, m: VoteResponse, now: float, out: Output) -> None:
+    def _on_vote_response(self, m: VoteResponse, now: float) -> None:
         if m.term > self.term:
-            self._higher_term(now, m.term, out)
+            self._higher_term(now, m.term)
             return
-        if self.role is Role.CANDIDATE and m.term == self.term and m.granted:
+        if self.state is RaftState.CANDIDATE and m.term == self.term and m.granted:
             self.votes.add(m.src)
             if len(self.votes) >= self.quorum:
-                self._become_leader(now, out)
+                self._become_leader(now)
 
-    def _on_timeout_now(self, m: TimeoutNow, now: float, out: Output) -> None:
-        if m.term < self.term or self.role is Role.LEADER:
+    def _on_timeout_now(self, m: TimeoutNow, now: float) -> None:
+        if m.term < self.term or self.state is RaftState.LEADER:
             return
         if m.term == self.term and m.transfer_seq <= self.closed:
             return
         if m.term > self.term:
-            self._adopt_term(m.term, out)
-        self._campaign(now, out, force=True, seq=m.transfer_seq)
+            self._adopt_term(m.term)
+        self._campaign(now, force=True, seq=m.transfer_seq)
 
     # ------------------------------------------------------------------ outputs
 
-    def _persist(self, out: Output) -> None:
-        out.persist[self.group] = HardState(self.term, self.voted_for)
+    def _persist(self) -> None:
+        self.acc.persist[self.group] = HardState(self.term, self.voted_for)
 
-    def _emit(self, out: Output, kind: ChangeKind, at: float, reason: str) -> None:
-        out.changes.append(LeadershipChange(self.group, self.node, kind, self.term, at, reason))
+    def _acquire(self) -> None:
+        """Lead until the lease end known now; the lease moves on without an Extend (see the class)."""
+        self.acc.changes.append(Acquire(self.group, self.term, self.lease_until))
 
-    def _set_leader(self, leader: str | None, out: Output) -> None:
+    def _set_leader(self, leader: str | None) -> None:
         if leader != self.leader:
             self.leader = leader
-            out.hints.append(LeaderHint(self.group, self.node, leader, self.term))
+            self.acc.seen.append(LeaderSeen(self.group, leader, self.term))
 
 
-_HANDLERS: dict[type, Callable[[RaftGroup, object, float, Output], None]] = {
+_HANDLERS: dict[type, Callable[[RaftGroup, object, float], None]] = {
     Heartbeat: RaftGroup._on_heartbeat,  # type: ignore[dict-item]
     HeartbeatResponse: RaftGroup._on_heartbeat_response,  # type: ignore[dict-item]
     PreVoteRequest: RaftGroup._on_pre_vote,  # type: ignore[dict-item]

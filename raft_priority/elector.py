@@ -34,26 +34,29 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
+from elect.core import Acquire, Fence, Ready, Revoke
 from elect.errors import InfrastructureUnavailable
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
-from raft_priority.core import Role as RaftRole
+from raft_priority.core import RaftState
+from raft_priority.driver import Driver
+from raft_priority.grpc_link import Transport
 from raft_priority.host import NodeHost
-from raft_priority.messages import Message, Output
+from raft_priority.messages import HardState, Message
 from raft_priority.options import RaftOptions
 from raft_priority.priorities import assign_priorities
 from raft_priority.storage import HardStateLog
-from raft_priority.transport import Driver, Transport
 
 log = logging.getLogger("elect.raft")
 INF = math.inf
 INTERESTED = (0, 1)  # (last_log_index, last_log_term) of a node that contends for a role on the partition
 UNINTERESTED = (0, 0)
 
-Action = Callable[[float, Output], None]
+Action = Callable[[float], None]
 
 
 @dataclass
@@ -175,7 +178,7 @@ class RaftElector(BaseElector):
         try:
             driver.call(self._begin_stop, timeout=5)
             # 1. the Revoked callbacks of every led partition return (bounded by revoke_timeout) ...
-            self._poll_driver(lambda now, out: not self._handovers, overall)
+            self._poll_driver(lambda now: not self._handovers, overall)
             # 2. ... then successors take over (bounded by handover_timeout: if every node is stopping at
             # once, partitions would bounce between them; nobody waits for that)
             self._poll_driver(self._handed_over, min(overall, time.monotonic() + o.handover))
@@ -188,7 +191,7 @@ class RaftElector(BaseElector):
             if isinstance(store, HardStateLog):
                 store.close()
 
-    def _poll_driver(self, done: Callable[[float, Output], bool], deadline: float) -> bool:
+    def _poll_driver(self, done: Callable[[float], bool], deadline: float) -> bool:
         driver = self._require_driver()
         while True:
             if driver.call(done, timeout=5):
@@ -200,7 +203,7 @@ class RaftElector(BaseElector):
     def _on_resign(self, role: Role) -> None:
         driver = self._require_driver()
         p = partition_of(role, self.options.partitions)
-        dones = driver.call(lambda now, out: self._give_up(p, now, out), timeout=10)
+        dones = driver.call(lambda now: self._give_up(p, now), timeout=10)
         self._wait_callbacks(dones)
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
@@ -213,20 +216,20 @@ class RaftElector(BaseElector):
                 if role in roles:
                     roles.remove(role)
         driver = self._require_driver()
-        dones = driver.call(lambda now, out: self._apply_roles(added, removed, now, out), timeout=10)
+        dones = driver.call(lambda now: self._apply_roles(added, removed, now), timeout=10)
         self._wait_callbacks(dones)
 
     def _on_lapsed(self, role: Role) -> None:
         driver = self.driver
         if driver is not None and self.running:
-            driver.submit(lambda now, out: self._lapsed(role, now, out))
+            driver.submit(lambda now: self._lapsed(role, now))
 
     # ------------------------------------------------------------------ introspection (tests, tools)
 
     def leaders(self, timeout: float = 5.0) -> dict[int, str | None]:
         """Per partition this node is a member of: the leader it knows of (itself included)."""
         driver = self._require_driver()
-        return driver.call(lambda now, out: {p: g.leader for p, g in self._host().groups.items()}, timeout)
+        return driver.call(lambda now: {p: g.leader for p, g in self._host().groups.items()}, timeout)
 
     def stats(self, timeout: float = 5.0) -> dict[str, int]:
         driver = self._require_driver()
@@ -238,34 +241,35 @@ class RaftElector(BaseElector):
 
     # ------------------------------------------------------------------ driver-thread callbacks
 
-    def on_output(self, driver: Driver, out: Output, now: float) -> None:
-        host = self._host()
-        for c in out.changes:
-            roles = self._roles_on(c.group)
-            if c.kind == "acquired":
-                if self._stopping or c.group in self._giving_up:
-                    self._giving_up.add(c.group)
-                    self._handovers.append(_Handover(c.group, [], now, self._transfer_action(c.group, None)))
+    def on_ready(self, driver: Driver, ready: Ready[Message, HardState], now: float) -> None:
+        """Apply each change of a partition's group to every role of that partition. The core emits no
+        Extend: `_sweep` renews the deadlines from the groups' leases."""
+        for c in ready.changes:
+            p = cast(int, c.role)  # a Raft core's role is its group: the partition
+            roles = self._roles_on(p)
+            if isinstance(c, Acquire):
+                if self._stopping or p in self._giving_up:
+                    self._giving_up.add(p)
+                    self._handovers.append(_Handover(p, [], now, self._transfer_action(p, None)))
                     continue
-                lease = host.groups[c.group].lease_until
                 for role in roles:
-                    self._take(role, c.group, c.term, lease)
-            elif c.kind == "revoked":
+                    self._take(role, p, c.token, c.deadline)
+            elif isinstance(c, Revoke):
                 waiting = [d for role in roles if (d := self._begin_revoke(role)) is not None and not d.is_set()]
                 if waiting:
-                    driver.hold(c.group)
-                    self._handovers.append(_Handover(c.group, waiting, now + self.options.revoke_timeout, None))
-            else:
+                    driver.hold(p)
+                    self._handovers.append(_Handover(p, waiting, now + self.options.revoke_timeout, None))
+            elif isinstance(c, Fence):
                 for role in roles:
                     self._leased.pop(role, None)
-                    self._fence(role, until=c.at)
+                    self._fence(role, until=c.until)
 
-    def on_idle(self, driver: Driver, now: float, out: Output) -> float:
+    def on_idle(self, driver: Driver, now: float) -> float:
         if self._handovers:
-            self._run_handovers(driver, now, out)
+            self._run_handovers(driver, now)
         if now >= self._next_sweep:
             self._next_sweep = now + self._sweep_every
-            self._sweep(now, out)
+            self._sweep(now)
         return now + 0.01 if self._handovers else self._next_sweep
 
     # ------------------------------------------------------------------ internals (driver thread)
@@ -312,11 +316,11 @@ class RaftElector(BaseElector):
         for done in dones:
             done.wait(max(0.0, limit - time.monotonic()))
 
-    def _give_up(self, p: int, now: float, out: Output, to: str | None = None) -> list[threading.Event]:
+    def _give_up(self, p: int, now: float, to: str | None = None) -> list[threading.Event]:
         """Driver-initiated handover of partition ``p``: Revoked, wait for callbacks, then transfer."""
         host = self._host()
         g = host.groups.get(p)
-        if g is None or g.role is not RaftRole.LEADER:
+        if g is None or g.state is not RaftState.LEADER:
             return []
         dones = [d for role in self._roles_on(p) if (d := self._begin_revoke(role)) is not None]
         self._giving_up.add(p)
@@ -325,16 +329,16 @@ class RaftElector(BaseElector):
         return dones
 
     def _transfer_action(self, p: int, to: str | None) -> Action:
-        def act(now: float, out: Output) -> None:
+        def act(now: float) -> None:
             host = self._host()
             g = host.groups[p]
             if not self._stopping:
                 self._giving_up.discard(p)
-            if g.role is not RaftRole.LEADER or not g.serving:
+            if g.state is not RaftState.LEADER or not g.serving:
                 return
             target = to if to is not None else self._best_successor(p, now)
-            if target is None or not host.transfer(p, target, now, out):
-                host.resign(p, now, out)
+            if target is None or not host.transfer(p, target, now):
+                host.resign(p, now)
 
         return act
 
@@ -347,7 +351,7 @@ class RaftElector(BaseElector):
         best = keen or alive
         return best[0] if best else None
 
-    def _run_handovers(self, driver: Driver, now: float, out: Output) -> None:
+    def _run_handovers(self, driver: Driver, now: float) -> None:
         still: list[_Handover] = []
         for h in self._handovers:
             if now < h.deadline and not all(d.is_set() for d in h.waiting):
@@ -357,12 +361,12 @@ class RaftElector(BaseElector):
                 log.warning("raft://%s: Revoked callbacks of partition %d still running after %gs; handing over",
                             self.member, h.group, self.options.revoke_timeout)
             if h.action is None:
-                driver.release(h.group, out)
+                driver.release(h.group)
             else:
-                h.action(now, out)
+                h.action(now)
         self._handovers = still
 
-    def _sweep(self, now: float, out: Output) -> None:
+    def _sweep(self, now: float) -> None:
         """Renew leaderships' deadlines from the leases; hand partitions this node does not want to
         followers that do."""
         host = self._host()
@@ -386,10 +390,9 @@ class RaftElector(BaseElector):
             to = next((peer for peer in g.peers
                        if g.heard.get(peer, -INF) >= live and g.positions.get(peer, (-1, -1)) > (0, 0)), None)
             if to is not None:
-                host.transfer(p, to, now, out)
+                host.transfer(p, to, now)
 
-    def _apply_roles(self, added: tuple[Role, ...], removed: tuple[Role, ...], now: float,
-                     out: Output) -> list[threading.Event]:
+    def _apply_roles(self, added: tuple[Role, ...], removed: tuple[Role, ...], now: float) -> list[threading.Event]:
         host = self._host()
         P = self.options.partitions
         touched = {partition_of(r, P) for r in (*added, *removed)}
@@ -407,7 +410,7 @@ class RaftElector(BaseElector):
                 dones.append(done)
         for p in touched:
             g = host.groups.get(p)
-            if (g is not None and p in self._uninterested and g.role is RaftRole.LEADER and g.serving
+            if (g is not None and p in self._uninterested and g.state is RaftState.LEADER and g.serving
                     and p not in self._giving_up):
                 waiting = [d for d in dones if not d.is_set()]
                 self._giving_up.add(p)
@@ -416,36 +419,36 @@ class RaftElector(BaseElector):
         return dones
 
     def _interest_action(self, p: int) -> Action:
-        def act(now: float, out: Output) -> None:
+        def act(now: float) -> None:
             self._giving_up.discard(p)
             g = self._host().groups[p]
             if not g.is_leader(now) or p not in self._uninterested:
                 return
             to = self._best_successor(p, now)
             if to is not None and self._host().groups[p].positions.get(to, (-1, -1)) > (0, 0):
-                self._host().transfer(p, to, now, out)
+                self._host().transfer(p, to, now)
 
         return act
 
-    def _lapsed(self, role: Role, now: float, out: Output) -> None:
+    def _lapsed(self, role: Role, now: float) -> None:
         """A leadership's deadline passed on this node's clock while the core may still lead."""
         self._leased.pop(role, None)
         p = partition_of(role, self.options.partitions)
         g = self._host().groups.get(p)
         if g is not None and g.is_leader(now) and p not in self._giving_up:
             # The application was told Fenced; let another node lead under a newer term.
-            self._give_up(p, now, out)
+            self._give_up(p, now)
 
-    def _begin_stop(self, now: float, out: Output) -> None:
+    def _begin_stop(self, now: float) -> None:
         self._stopping = True
         for p, g in self._host().groups.items():
-            if g.role is RaftRole.LEADER and p not in self._giving_up:
-                self._give_up(p, now, out)
+            if g.state is RaftState.LEADER and p not in self._giving_up:
+                self._give_up(p, now)
 
-    def _handed_over(self, now: float, out: Output) -> bool:
+    def _handed_over(self, now: float) -> bool:
         if self._handovers:
             return False
-        return all(g.role is not RaftRole.LEADER for g in self._host().groups.values())
+        return all(g.state is not RaftState.LEADER for g in self._host().groups.values())
 
 
 def create(options: RaftOptions, member: str, roles: tuple[Role, ...]) -> RaftElector:

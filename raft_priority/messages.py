@@ -1,16 +1,13 @@
-"""What the election core consumes and produces: wire messages, hard state, leadership changes.
+"""What the election core exchanges and persists: wire messages and hard state (leadership changes are
+`elect.core`'s, as for every core).
 
 Every message carries its group id so a transport can batch the messages of many groups per peer.
-The dataclasses are not frozen (construction speed matters in a node hosting 1000 groups); treat
-them as immutable once built.
+The messages are not frozen (construction speed matters in a node hosting 1000 groups); treat them
+as immutable once built.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Literal
-
-ChangeKind = Literal["acquired", "revoked", "fenced"]
+from dataclasses import dataclass
 
 
 @dataclass(slots=True)
@@ -81,63 +78,3 @@ class HardState:
 
     term: int = 0
     voted_for: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LeadershipChange:
-    """This node started or stopped leading a group.
-
-    ``acquired``: lead from ``at``; ``term`` is the fencing token. ``revoked``: orderly end (transfer,
-    resign, a higher term seen while the lease still held): no successor can have started yet.
-    ``fenced``: the lease ran out without a quorum (check-quorum); ``at`` is the lease end, which is
-    earlier than the step that noticed it when the driver ticked late (a paused process).
-    """
-
-    group: int
-    node: str
-    kind: ChangeKind
-    term: int
-    at: float
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderHint:
-    """The leader this node follows in ``group`` changed (``leader`` None: none known)."""
-
-    group: int
-    node: str
-    leader: str | None
-    term: int
-
-
-@dataclass(slots=True)
-class Output:
-    """Everything one or more steps produced. A driver must, in this order:
-
-    1. persist every ``persist`` entry durably (fsync) -- votes and terms must survive a crash;
-    2. deliver ``changes`` to the application (a ``revoked`` callback may block: the TimeoutNow that
-       lets the successor start is in ``messages`` and must not leave before it returns);
-    3. send ``messages`` (batched per ``dst`` if it likes; see :meth:`by_destination`);
-    4. call ``tick`` again no later than the group's (or host's) next deadline.
-    """
-
-    messages: list[Message] = field(default_factory=list)
-    persist: dict[int, HardState] = field(default_factory=dict)
-    changes: list[LeadershipChange] = field(default_factory=list)
-    hints: list[LeaderHint] = field(default_factory=list)
-
-    def clear(self) -> None:
-        self.messages.clear()
-        self.persist.clear()
-        self.changes.clear()
-        self.hints.clear()
-
-    def __bool__(self) -> bool:
-        return bool(self.messages or self.persist or self.changes or self.hints)
-
-    def by_destination(self) -> dict[str, list[Message]]:
-        batches: defaultdict[str, list[Message]] = defaultdict(list)
-        for m in self.messages:
-            batches[m.dst].append(m)
-        return dict(batches)

@@ -1,7 +1,7 @@
 """Micro-benchmarks of raft:// hot paths (pytest-benchmark). In the suite each runs once as a test
 (`--benchmark-disable` is the default); measure with:
 
-    python -m pytest tests/raft_priority/test_rp_micro.py --benchmark-enable
+    python -m pytest bench/micro/test_raft_micro.py --benchmark-enable
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ from raft_priority.messages import (
     Heartbeat,
     HeartbeatResponse,
     Message,
-    Output,
     PreVoteResponse,
     VoteResponse,
 )
 from raft_priority.priorities import assign_priorities
 from raft_priority.storage import HardStateLog
-from raft_priority.transport import decode, encode
 from raft_priority.wire import raft_pb2 as pb
+from raft_priority.wire.codec import decode, encode
 
 GROUPS = 1000
 
@@ -38,16 +37,14 @@ def _steady_host(node: str = "b") -> NodeHost:
 
 def test_core_steps_a_heartbeat_batch_of_1000_groups(benchmark: Any) -> None:
     host = _steady_host()
-    out = Output()
     clock = [1.0]
 
     def step() -> None:
         clock[0] += 0.1
         now = clock[0]
         batch = [Heartbeat(g, "a", "b", 1, now, (2, 1)) for g in range(GROUPS)]
-        host.step_all(batch, now, out)
-        assert len(out.messages) == GROUPS
-        out.clear()
+        host.step_all(batch, now)
+        assert len(host.ready().messages) == GROUPS
 
     benchmark(step)
     assert all(g.leader == "a" for g in host.groups.values())
@@ -58,23 +55,21 @@ def test_core_heartbeat_round_of_a_1000_group_leader(benchmark: Any) -> None:
     host = NodeHost("a", RaftConfig.improved(), random.Random(1))
     for g in range(GROUPS):
         host.add_group(GroupSpec(g, {"a": 3, "b": 2, "c": 1}), 0.0)
-    out = Output()
     for g, group in host.groups.items():  # elect a everywhere: b grants the pre-vote and the vote
-        group.campaign(2.0, out)
-        host.step(PreVoteResponse(g, "b", "a", group.term + 1, True), 2.0, out)
-        host.step(VoteResponse(g, "b", "a", group.term, True), 2.0, out)
-    out.clear()
+        group.campaign(2.0)
+        host.step(PreVoteResponse(g, "b", "a", group.term + 1, True), 2.0)
+        host.step(VoteResponse(g, "b", "a", group.term, True), 2.0)
+    host.ready()
     clock = [2.0]
 
     def round_trip() -> None:
         clock[0] += 0.1
         now = clock[0]
-        host.tick(now, out)
-        acks = [HeartbeatResponse(m.group, "b", "a", m.term, now, 0, 0) for m in out.messages if m.dst == "b"]
+        host.tick(now)
+        acks = [HeartbeatResponse(m.group, "b", "a", m.term, now, 0, 0) for m in host.ready().messages if m.dst == "b"]
         assert len(acks) == GROUPS
-        out.clear()
-        host.step_all(acks, now, out)
-        out.clear()
+        host.step_all(acks, now)
+        host.ready()
 
     benchmark(round_trip)
     assert len(host.leading(clock[0])) == GROUPS

@@ -6,9 +6,10 @@ bit for bit. Faults: message loss, per-message delay from a distribution, cuts b
 (one-way or both ways), crash + restart (a restart keeps the persisted term/vote and loses the rest),
 and pauses (a SIGSTOP: the node sees nothing until it resumes, then catches up late).
 
-Like the real driver, a node wakes on a timer granularity (default 1 ms) and sends each step's
-messages per destination as one batch (one delay sample), so ten thousand groups cost events per
-node pair, not per group, wherever their timers coincide.
+Like the real driver, a node wakes on a timer granularity (default 1 ms), takes its host's ``Ready``
+after each step, and sends that step's messages per destination as one batch (one delay sample), so
+ten thousand groups cost events per node pair, not per group, wherever their timers coincide.
+:attr:`Simulation.history` records every leadership change with the node and virtual time of its step.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
 
+from elect.core import Fence, LeadershipChange
+from elect.roles import Role
 from raft_priority.config import GroupSpec, RaftConfig
-from raft_priority.core import Role
+from raft_priority.core import RaftState
 from raft_priority.host import NodeHost
-from raft_priority.messages import HardState, LeadershipChange, Message, Output
+from raft_priority.messages import HardState, Message
 
 INF = math.inf
 _DELIVER, _WAKE, _ACTION = 0, 1, 2
@@ -52,6 +55,16 @@ class NetworkModel:
         return d
 
 
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A leadership change of ``node``, made by the step at virtual time ``at`` (the changes carry no
+    node or time of their own; a Fence's ``until`` may be earlier than ``at``)."""
+
+    node: str
+    at: float
+    change: LeadershipChange
+
+
 @dataclass(slots=True)
 class _Node:
     name: str
@@ -61,7 +74,7 @@ class _Node:
     incarnation: int = 0
     wake_at: float = INF
     paused_until: float = -INF
-    disk: dict[int, HardState] = field(default_factory=dict)
+    disk: dict[Role, HardState] = field(default_factory=dict)
 
 
 class Simulation:
@@ -90,7 +103,7 @@ class Simulation:
         for spec in self.specs:
             for m in spec.members:
                 self.nodes[m].groups.append(spec.group)
-        self.history: list[LeadershipChange] = []
+        self.history: list[Recorded] = []
         self.crashes: list[tuple[float, str]] = []
         self.messages_sent = 0
         self.events_processed = 0
@@ -98,7 +111,6 @@ class Simulation:
         self._seq = 0
         self._blocked: set[tuple[str, str]] = set()
         self._link_free: dict[tuple[str, str], float] = {}
-        self._out = Output()
         for n in names:
             t = (start_at or {}).get(n, self.rng.random() * start_jitter if start_jitter else 0.0)
             self.at(t, partial(self._start, n))
@@ -129,9 +141,10 @@ class Simulation:
             return
         assert n.host is not None
         for gid, g in n.host.groups.items():
-            if g.role is Role.LEADER and g.serving:
+            if g.state is RaftState.LEADER and g.serving:
+                # leadership ended at the crash, or at the lease end if that came first (a paused leader)
                 end = min(self.now, g.lease_until)
-                self.history.append(LeadershipChange(gid, node, "fenced", g.term, end, "crashed"))
+                self.history.append(Recorded(node, self.now, Fence(gid, end, "crashed")))
         n.host = None
         n.up = False
         n.incarnation += 1
@@ -224,27 +237,28 @@ class Simulation:
             return
         host = n.host
         assert host is not None
-        out = self._out
         if kind == _DELIVER:
             src, msgs = cast("tuple[str, list[Message]]", c)
             if (src, n.name) in self._blocked:
                 return
-            host.step_all(msgs, t, out)
+            host.step_all(msgs, t)
         else:
             if t != n.wake_at:
                 return
             n.wake_at = INF
-            host.tick(t, out)
-        self._handle_output(n, out)
+            host.tick(t)
+        self._handle_ready(n, host)
 
-    def _handle_output(self, n: _Node, out: Output) -> None:
-        if out.persist:
-            n.disk.update(out.persist)
-        if out.changes:
-            self.history.extend(out.changes)
-        if out.messages:
-            self._send(n.name, out.messages)
-        out.clear()
+    def _handle_ready(self, n: _Node, host: NodeHost) -> None:
+        """What the real driver does with a Ready, in its order: persist, changes, send."""
+        ready = host.ready()
+        if ready.persist:
+            n.disk.update(ready.persist)
+        if ready.changes:
+            name, now = n.name, self.now
+            self.history.extend(Recorded(name, now, c) for c in ready.changes)
+        if ready.messages:
+            self._send(n.name, ready.messages)
         self._arm(n)
 
     def _send(self, src: str, msgs: list[Message]) -> None:
@@ -278,7 +292,7 @@ class Simulation:
     def _arm(self, n: _Node) -> None:
         if not n.up or n.host is None:
             return
-        d = n.host.next_deadline()
+        d = n.host.next_wakeup()
         if d == INF:
             return
         g = self.granularity

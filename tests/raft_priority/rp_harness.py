@@ -5,9 +5,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 
+from elect.core import Acquire, Fence, Ready, Revoke
+from elect_bench.simulation.tenures import KINDS, effective_at
+from elect_bench.simulation.world import Recorded
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup
-from raft_priority.messages import HardState, LeadershipChange, Message, Output
+from raft_priority.messages import HardState, Message
 
 
 class Bench:
@@ -25,25 +28,27 @@ class Bench:
         self.drop: Callable[[Message], bool] = lambda m: False
         self.inflight: list[Message] = []
         self.sent: list[Message] = []
-        self.changes: list[LeadershipChange] = []
+        self.changes: list[Recorded] = []
         for i, n in enumerate(self.spec.members):
             self.nodes[n] = RaftGroup(self.spec, n, cfg, random.Random(seed * 100 + i), now)
 
     def __getitem__(self, node: str) -> RaftGroup:
         return self.nodes[node]
 
-    def collect(self, node: str, out: Output) -> None:
-        if out.persist:
-            self.disk[node] = out.persist[0]
-        self.changes.extend(out.changes)
-        self.sent.extend(out.messages)
-        self.inflight.extend(out.messages)
+    def collect(self, node: str) -> Ready[Message, HardState]:
+        """Take ``node``'s Ready and route it; returns it."""
+        ready = self.nodes[node].ready()
+        if ready.persist:
+            self.disk[node] = ready.persist[0]
+        self.changes.extend(Recorded(node, self.now, c) for c in ready.changes)
+        self.sent.extend(ready.messages)
+        self.inflight.extend(ready.messages)
+        return ready
 
-    def out(self, node: str, fn: Callable[[RaftGroup, Output], object]) -> object:
-        """Call ``fn(group, out)`` on a node and route its output."""
-        out = Output()
-        res = fn(self.nodes[node], out)
-        self.collect(node, out)
+    def out(self, node: str, fn: Callable[[RaftGroup], object]) -> object:
+        """Call ``fn(group)`` on a node and route its output."""
+        res = fn(self.nodes[node])
+        self.collect(node)
         return res
 
     def flush(self) -> None:
@@ -51,12 +56,12 @@ class Bench:
             m = self.inflight.pop(0)
             if m.dst in self.down or m.src in self.down or (m.src, m.dst) in self.blocked or self.drop(m):
                 continue
-            self.out(m.dst, lambda g, o, m=m: g.step(m, self.now, o))
+            self.out(m.dst, lambda g, m=m: g.step(m, self.now))
 
     def tick_all(self) -> None:
         for n, g in self.nodes.items():
             if n not in self.down and g.deadline <= self.now:
-                self.out(n, lambda g, o: g.tick(self.now, o))
+                self.out(n, lambda g: g.tick(self.now))
         self.flush()
 
     def run_to(self, t: float) -> None:
@@ -88,4 +93,27 @@ class Bench:
         return [n for n, g in self.nodes.items() if n not in self.down and g.is_leader(self.now)]
 
     def events(self, kind: str | None = None) -> list[tuple[str, str, int, float]]:
-        return [(c.node, c.kind, c.term, c.at) for c in self.changes if kind is None or c.kind == kind]
+        """(node, kind, term, time) per change; a Revoke or Fence under the term of the tenure it ends."""
+        terms: dict[str, int] = {}
+        res: list[tuple[str, str, int, float]] = []
+        for r in self.changes:
+            c = r.change
+            if isinstance(c, Acquire):
+                terms[r.node] = c.token
+            if kind is None or KINDS[type(c)] == kind:
+                res.append((r.node, KINDS[type(c)], terms[r.node], effective_at(r)))
+        return res
+
+    def reasons(self) -> list[tuple[float, str]]:
+        """(time, reason) per change; an Acquire carries none: "transfer abandoned" when the node takes
+        back a term it led already, else "elected"."""
+        led: set[tuple[str, int]] = set()
+        res: list[tuple[float, str]] = []
+        for r in self.changes:
+            c = r.change
+            if isinstance(c, Acquire):
+                res.append((r.at, "transfer abandoned" if (r.node, c.token) in led else "elected"))
+                led.add((r.node, c.token))
+            elif isinstance(c, Revoke | Fence):
+                res.append((effective_at(r), c.reason))
+        return res

@@ -7,13 +7,13 @@ import random
 import pytest
 from rp_harness import Bench
 
+from elect.core import Acquire, Revoke
 from raft_priority.config import GroupSpec, RaftConfig
-from raft_priority.core import RaftGroup, Role
+from raft_priority.core import RaftGroup, RaftState
 from raft_priority.messages import (
     HardState,
     Heartbeat,
     HeartbeatResponse,
-    Output,
     PreVoteRequest,
     PreVoteResponse,
     VoteRequest,
@@ -50,32 +50,30 @@ def test_messages_carry_group_and_addresses() -> None:
 
 def test_one_vote_per_term_and_it_is_persisted_before_the_grant() -> None:
     g = lone()
-    out = Output()
-    g.step(VoteRequest(7, "a", "b", 5, 0, 0), 2.0, out)
+    g.step(VoteRequest(7, "a", "b", 5, 0, 0), 2.0)
+    out = g.ready()
     assert out.persist[7] == HardState(5, "a")
     assert [(type(m), m.granted) for m in out.messages] == [(VoteResponse, True)]  # type: ignore[attr-defined]
-    out2 = Output()
-    g.step(VoteRequest(7, "c", "b", 5, 0, 0), 5.0, out2)  # same term, other candidate, lease over
+    g.step(VoteRequest(7, "c", "b", 5, 0, 0), 5.0)  # same term, other candidate, lease over
+    out2 = g.ready()
     assert [m.granted for m in out2.messages] == [False]  # type: ignore[attr-defined]
-    out3 = Output()
-    g.step(VoteRequest(7, "a", "b", 5, 0, 0), 5.0, out3)  # a retransmission is granted again
+    g.step(VoteRequest(7, "a", "b", 5, 0, 0), 5.0)  # a retransmission is granted again
+    out3 = g.ready()
     assert [m.granted for m in out3.messages] == [True]  # type: ignore[attr-defined]
 
 
 def test_restart_keeps_the_vote() -> None:
     g = lone(hs=HardState(5, "a"))
-    out = Output()
-    g.step(VoteRequest(7, "c", "b", 5, 0, 0), 10.0, out)
-    assert [m.granted for m in out.messages] == [False]  # type: ignore[attr-defined]
+    g.step(VoteRequest(7, "c", "b", 5, 0, 0), 10.0)
+    assert [m.granted for m in g.ready().messages] == [False]  # type: ignore[attr-defined]
 
 
 def test_restarted_member_honours_a_lease_it_may_have_acked() -> None:
     g = lone(hs=HardState(5, None))  # restarted at t=0 with a past term
-    out = Output()
-    g.step(VoteRequest(7, "c", "b", 6, 0, 0), 0.5, out)
-    assert out.messages == [] and g.term == 5
-    g.step(VoteRequest(7, "c", "b", 6, 0, 0), 0.95, out)
-    assert [m.granted for m in out.messages] == [True]  # type: ignore[attr-defined]
+    g.step(VoteRequest(7, "c", "b", 6, 0, 0), 0.5)
+    assert g.ready().messages == [] and g.term == 5
+    g.step(VoteRequest(7, "c", "b", 6, 0, 0), 0.95)
+    assert [m.granted for m in g.ready().messages] == [True]  # type: ignore[attr-defined]
 
 
 def test_majority_needed() -> None:
@@ -97,12 +95,10 @@ def test_log_position_restriction() -> None:
     for (idx, term), ok in {(9, 3): False, (10, 2): False, (10, 3): True, (1, 4): True}.items():
         g2 = lone()
         g2.set_log_position(10, 3)
-        out = Output()
-        g2.step(VoteRequest(7, "a", "b", 5, idx, term), 2.0, out)
-        assert [m.granted for m in out.messages] == [ok]  # type: ignore[attr-defined]
-        out = Output()
-        g.step(PreVoteRequest(7, "a", "b", 5, idx, term), 2.0, out)
-        assert [m.granted for m in out.messages] == [ok]  # type: ignore[attr-defined]
+        g2.step(VoteRequest(7, "a", "b", 5, idx, term), 2.0)
+        assert [m.granted for m in g2.ready().messages] == [ok]  # type: ignore[attr-defined]
+        g.step(PreVoteRequest(7, "a", "b", 5, idx, term), 2.0)
+        assert [m.granted for m in g.ready().messages] == [ok]  # type: ignore[attr-defined]
 
 
 def test_stale_primary_cannot_win_and_an_up_to_date_member_does() -> None:
@@ -116,24 +112,22 @@ def test_stale_primary_cannot_win_and_an_up_to_date_member_does() -> None:
 
 def test_pre_vote_changes_no_state() -> None:
     g = lone()
-    out = Output()
-    g.step(PreVoteRequest(7, "c", "b", 9, 0, 0), 2.0, out)
+    g.step(PreVoteRequest(7, "c", "b", 9, 0, 0), 2.0)
+    out = g.ready()
     assert g.term == 0 and g.voted_for is None and not out.persist
     assert [(m.term, m.granted) for m in out.messages] == [(9, True)]  # type: ignore[attr-defined]
 
 
 def test_followers_in_lease_refuse_pre_votes() -> None:
     b = elected()
-    out = Output()
-    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.5, out)
-    assert out.messages == []
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.5)
+    assert b["b"].ready().messages == []
     b.run_to(1.95)
     b.crash("a")  # last heartbeat b heard: 1.9 (one every 0.1 s from 1.0)
-    out = Output()
-    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 - 0.01, out)
-    assert out.messages == []  # W = ET * (1 - lease_margin) = 0.9
-    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 + 0.01, out)
-    assert [m.granted for m in out.messages] == [True]  # type: ignore[attr-defined]
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 - 0.01)
+    assert b["b"].ready().messages == []  # W = ET * (1 - lease_margin) = 0.9
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 + 0.01)
+    assert [m.granted for m in b["b"].ready().messages] == [True]  # type: ignore[attr-defined]
 
 
 def test_rejoining_node_does_not_disturb_a_healthy_leader() -> None:
@@ -141,7 +135,7 @@ def test_rejoining_node_does_not_disturb_a_healthy_leader() -> None:
     b.cut("a", "c")
     b.cut("b", "c")
     b.run_to(12.0)  # c times out and pre-votes over and over, unheard
-    assert b["c"].term == 1 and b["c"].role is Role.PRE_CANDIDATE
+    assert b["c"].term == 1 and b["c"].state is RaftState.PRE_CANDIDATE
     b.blocked.clear()
     b.run_to(14.0)
     assert b.leaders() == ["a"] and b["a"].term == 1
@@ -163,9 +157,9 @@ def test_check_quorum_fences_at_lease_end_even_when_noticed_late() -> None:
     b.cut("a", "b")
     b.cut("a", "c")
     b.now = 7.0  # the leader's process was frozen: its first tick after the cut comes late
-    b.out("a", lambda g, o: g.tick(7.0, o))
+    b.out("a", lambda g: g.tick(7.0))
     assert b.events("fenced") == [("a", "fenced", 1, pytest.approx(2.0 + 0.9))]
-    assert b["a"].role is Role.FOLLOWER and not b["a"].is_leader(7.0)
+    assert b["a"].state is RaftState.FOLLOWER and not b["a"].is_leader(7.0)
 
 
 def test_check_quorum_fences_a_cut_off_leader_before_anyone_else_can_win() -> None:
@@ -182,34 +176,31 @@ def test_check_quorum_fences_a_cut_off_leader_before_anyone_else_can_win() -> No
 
 def test_higher_term_revokes() -> None:
     b = elected()
-    out = Output()
-    b["a"].step(HeartbeatResponse(0, "b", "a", 4, 0.0), 1.5, out)
-    assert [(c.kind, c.at, c.reason) for c in out.changes] == [("revoked", 1.5, "higher term")]
+    b["a"].step(HeartbeatResponse(0, "b", "a", 4, 0.0), 1.5)
+    out = b["a"].ready()
+    assert out.changes == [Revoke(0, "higher term")]  # at the step's time, 1.5
     assert b["a"].term == 4 and out.persist[0] == HardState(4, None)
 
 
 def test_leader_ignores_non_forced_votes_inside_its_lease() -> None:
     b = elected()
-    out = Output()
-    b["a"].step(VoteRequest(0, "c", "a", 7, 0, 0), 1.5, out)
-    assert out.messages == [] and b["a"].is_leader(1.5) and b["a"].term == 1
+    b["a"].step(VoteRequest(0, "c", "a", 7, 0, 0), 1.5)
+    assert b["a"].ready().messages == [] and b["a"].is_leader(1.5) and b["a"].term == 1
 
 
 def test_stale_pre_vote_response_with_higher_term_is_adopted() -> None:
     g = lone()
-    out = Output()
-    g.campaign(1.0, out)
-    assert g.role is Role.PRE_CANDIDATE
-    g.step(PreVoteResponse(7, "a", "b", 6, False), 1.1, out)
-    assert g.term == 6 and g.role is Role.FOLLOWER
+    g.campaign(1.0)
+    assert g.state is RaftState.PRE_CANDIDATE
+    g.step(PreVoteResponse(7, "a", "b", 6, False), 1.1)
+    assert g.term == 6 and g.state is RaftState.FOLLOWER
     assert g.deadline == pytest.approx(2.0)  # still retries when its campaign would have timed out
 
 
 def test_single_member_group_leads_alone_and_never_fences() -> None:
     g = RaftGroup(GroupSpec(1, {"a": 1}), "a", ZEP, random.Random(0), 0.0)
-    out = Output()
-    g.tick(1.0, out)
-    assert [c.kind for c in out.changes] == ["acquired"] and g.is_leader(1e9)
+    g.tick(1.0)
+    assert [type(c) for c in g.ready().changes] == [Acquire] and g.is_leader(1e9)
     assert g.deadline == float("inf")
 
 
@@ -222,19 +213,17 @@ def test_stock_mode_randomizes_timeouts_in_et_to_2et() -> None:
 
 def test_vote_response_counting_ignores_other_terms() -> None:
     g = lone(cfg=ZEP.__class__.zep006(pre_vote=False))
-    out = Output()
-    g.campaign(1.0, out)
-    assert g.role is Role.CANDIDATE and g.term == 1 and out.persist[7] == HardState(1, "b")
-    g.step(VoteResponse(7, "a", "b", 0, True), 1.01, out)
-    assert g.role is Role.CANDIDATE
-    g.step(VoteResponse(7, "a", "b", 1, True), 1.02, out)
-    assert g.role is Role.LEADER and [c.kind for c in out.changes] == ["acquired"]
+    g.campaign(1.0)
+    assert g.state is RaftState.CANDIDATE and g.term == 1 and g.ready().persist[7] == HardState(1, "b")
+    g.step(VoteResponse(7, "a", "b", 0, True), 1.01)
+    assert g.state is RaftState.CANDIDATE
+    g.step(VoteResponse(7, "a", "b", 1, True), 1.02)
+    assert g.state is RaftState.LEADER and [type(c) for c in g.ready().changes] == [Acquire]
 
 
-def test_leader_hints_follow_the_leader_and_expire_with_the_timeout() -> None:
+def test_leaders_seen_follow_the_leader_and_expire_with_the_timeout() -> None:
     b = elected()
-    out = Output()
-    b["b"].step(Heartbeat(0, "a", "b", 1, 1.5), 1.5, out)
-    assert out.hints == []  # unchanged
-    b["b"].tick(2.5, out)
-    assert [(x.node, x.leader) for x in out.hints] == [("b", None)]
+    b["b"].step(Heartbeat(0, "a", "b", 1, 1.5), 1.5)
+    assert b["b"].ready().seen == []  # unchanged
+    b["b"].tick(2.5)
+    assert [(x.role, x.leader) for x in b["b"].ready().seen] == [(0, None)]

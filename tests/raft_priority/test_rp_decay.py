@@ -8,8 +8,8 @@ import pytest
 from rp_harness import Bench
 
 from raft_priority.config import GroupSpec, RaftConfig
-from raft_priority.core import RaftGroup, Role
-from raft_priority.messages import Heartbeat, Output, PreVoteRequest
+from raft_priority.core import RaftGroup, RaftState
+from raft_priority.messages import Heartbeat, PreVoteRequest
 
 ZEP = RaftConfig.zep006()
 P3 = {"a": 3, "b": 2, "c": 1}
@@ -19,11 +19,10 @@ P5 = {"a": 5, "b": 4, "c": 3, "d": 2, "e": 1}
 def campaign_time(cfg: RaftConfig, priorities: dict[str, int], node: str, limit: float = 30.0) -> float:
     """When a follower that never hears anybody first sends a pre-vote (tick exactly at deadlines)."""
     g = RaftGroup(GroupSpec(0, priorities), node, cfg, random.Random(0), 0.0)
-    out = Output()
     while g.deadline <= limit:
         now = g.deadline
-        g.tick(now, out)
-        if any(isinstance(m, PreVoteRequest) for m in out.messages):
+        g.tick(now)
+        if any(isinstance(m, PreVoteRequest) for m in g.ready().messages):
             return now
     raise AssertionError("never campaigned")
 
@@ -45,16 +44,15 @@ def test_shorter_decay_rounds_b(node: str, expected: float) -> None:
 
 def test_target_steps_down_each_round_and_a_late_tick_catches_up() -> None:
     g = RaftGroup(GroupSpec(0, P5), "d", ZEP, random.Random(0), 0.0)
-    out = Output()
     seen = []
     for t in (1.0, 2.0, 3.0):
         assert g.deadline == pytest.approx(t)
-        g.tick(t, out)
+        g.tick(t)
         seen.append(g.target_priority())
-    assert seen == [4, 3, 2] and out.messages == [] and g.deadline == pytest.approx(4.0)
+    assert seen == [4, 3, 2] and g.ready().messages == [] and g.deadline == pytest.approx(4.0)
     g2 = RaftGroup(GroupSpec(0, P5), "e", ZEP, random.Random(0), 0.0)
-    g2.tick(9.0, out)  # the driver was late: all rounds due by now happen at once
-    assert g2.role is Role.PRE_CANDIDATE
+    g2.tick(9.0)  # the driver was late: all rounds due by now happen at once
+    assert g2.state is RaftState.PRE_CANDIDATE
 
 
 def _crash_leader_at(bench: Bench, t: float, *nodes: str) -> float:
@@ -71,7 +69,7 @@ def test_zep006_step_by_step_after_the_primary_dies() -> None:
     assert last == pytest.approx(1.9)
     assert (b["b"].deadline, b["b"].target_priority()) == (pytest.approx(2.9), 3)
     b.run_to(2.95)  # first timeout: 2 < 3, wait one more round
-    assert (b["b"].deadline, b["b"].target_priority(), b["b"].role) == (pytest.approx(3.9), 2, Role.FOLLOWER)
+    assert (b["b"].deadline, b["b"].target_priority(), b["b"].state) == (pytest.approx(3.9), 2, RaftState.FOLLOWER)
     assert (b["c"].deadline, b["c"].target_priority()) == (pytest.approx(3.9), 2)
     b.run_to(3.95)  # second round: target 2 reached, b wins
     assert b.events("acquired")[-1] == ("b", "acquired", 2, pytest.approx(3.9))

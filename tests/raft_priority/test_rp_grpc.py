@@ -25,7 +25,7 @@ from raft_priority.messages import (
     VoteRequest,
     VoteResponse,
 )
-from raft_priority.transport import decode, encode
+from raft_priority.wire.codec import decode, encode
 
 IDS = ("a", "b", "c")
 P = 6

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from elect.core import Revoke
 from raft_priority.config import GroupSpec, RaftConfig
-from raft_priority.core import RaftGroup, Role
+from raft_priority.core import RaftGroup, RaftState
 from raft_priority.host import NodeHost
-from raft_priority.messages import HardState, Heartbeat, Output, VoteRequest
+from raft_priority.messages import HardState, Heartbeat, VoteRequest
 from raft_priority.storage import HardStateStore
 
 P3 = {"a": 3, "b": 2, "c": 1}
@@ -34,13 +35,11 @@ def test_store_roundtrip_is_atomic_and_fsynced(tmp_path: Path, monkeypatch: pyte
 def test_vote_survives_a_crash_through_the_store(tmp_path: Path) -> None:
     store = HardStateStore(tmp_path, "b")
     g = RaftGroup(GroupSpec(0, P3), "b", RaftConfig.zep006(), random.Random(0), 0.0)
-    out = Output()
-    g.step(VoteRequest(0, "a", "b", 3, 0, 0), 2.0, out)
-    store.save(out.persist)  # the driver persists before it sends the grant
+    g.step(VoteRequest(0, "a", "b", 3, 0, 0), 2.0)
+    store.save(g.ready().persist)  # the driver persists before it sends the grant
     g2 = RaftGroup(GroupSpec(0, P3), "b", RaftConfig.zep006(), random.Random(0), 9.0, store.load(0))
-    out2 = Output()
-    g2.step(VoteRequest(0, "c", "b", 3, 0, 0), 10.0, out2)
-    assert [m.granted for m in out2.messages] == [False]  # type: ignore[attr-defined]
+    g2.step(VoteRequest(0, "c", "b", 3, 0, 0), 10.0)
+    assert [m.granted for m in g2.ready().messages] == [False]  # type: ignore[attr-defined]
 
 
 def test_host_routes_by_group_and_keeps_one_lazy_timer_per_group() -> None:
@@ -49,47 +48,46 @@ def test_host_routes_by_group_and_keeps_one_lazy_timer_per_group() -> None:
     n = 1000
     for gid in range(n):
         host.add_group(GroupSpec(gid, P3), 0.0)
-    out = Output()
     ticks = 0
     original = RaftGroup.tick
 
-    def counting(self: RaftGroup, now: float, o: Output) -> None:
+    def counting(self: RaftGroup, now: float) -> None:
         nonlocal ticks
         ticks += 1
-        original(self, now, o)
+        original(self, now)
 
     RaftGroup.tick = counting  # type: ignore[method-assign]
     try:
         t = 0.5
         while t < 10.0:  # a leader "a" heartbeats every group every 0.1 s
-            host.step_all([Heartbeat(gid, "a", "b", 1, t) for gid in range(n)], t, out)
-            if host.next_deadline() <= t:
-                host.tick(t, out)
+            host.step_all([Heartbeat(gid, "a", "b", 1, t) for gid in range(n)], t)
+            if host.next_wakeup() <= t:
+                host.tick(t)
+            host.ready()
             t = round(t + 0.1, 6)
     finally:
         RaftGroup.tick = original  # type: ignore[method-assign]
-    assert all(g.leader == "a" and g.role is Role.FOLLOWER for g in host.groups.values())
+    assert all(g.leader == "a" and g.state is RaftState.FOLLOWER for g in host.groups.values())
     assert ticks <= n * 11  # about one wake-up per group per election timeout, not per heartbeat
     assert len(host._heap) <= 2 * n
     # the wake-up may be early (lazy), never late; an early tick just re-arms at the true deadline
-    assert host.next_deadline() <= min(g.deadline for g in host.groups.values())
-    host.tick(host.next_deadline(), out)
-    assert host.next_deadline() == pytest.approx(9.9 + 1.0)
-    host.step(Heartbeat(12345, "a", "b", 1, 0.0), 10.0, out)  # unknown group: ignored
+    assert host.next_wakeup() <= min(g.deadline for g in host.groups.values())
+    host.tick(host.next_wakeup())
+    assert host.next_wakeup() == pytest.approx(9.9 + 1.0)
+    host.step(Heartbeat(12345, "a", "b", 1, 0.0), 10.0)  # unknown group: ignored
 
 
 def test_host_ticks_only_due_groups_and_a_lone_member_leads() -> None:
     host = NodeHost("a", RaftConfig.zep006(), random.Random(0))
     host.add_group(GroupSpec(0, {"a": 1}), 0.0)
     host.add_group(GroupSpec(1, P3), 0.0)
-    out = Output()
-    host.tick(0.5, out)
-    assert not out
-    host.tick(1.0, out)
+    host.tick(0.5)
+    assert not host.ready()
+    host.tick(1.0)
+    out = host.ready()
     assert host.leading(1.0) == [0] and len([m for m in out.messages if m.group == 1]) == 2  # pre-votes
-    out.clear()
-    host.remove_group(0, 2.0, out)
-    assert [(c.kind, c.reason) for c in out.changes] == [("revoked", "resign")]
+    host.remove_group(0, 2.0)
+    assert host.ready().changes == [Revoke(0, "resign")]
 
 
 def test_hard_state_log_survives_torn_lines_and_compaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from rp_harness import Bench
 
+from elect.core import Ready, Revoke
 from raft_priority.config import RaftConfig
-from raft_priority.core import Role
-from raft_priority.messages import Message, Output, PreVoteRequest, TimeoutNow, VoteRequest
+from raft_priority.core import RaftState
+from raft_priority.messages import HardState, Message, PreVoteRequest, TimeoutNow, VoteRequest
 
 P3 = {"a": 3, "b": 2, "c": 1}
 ZEP = RaftConfig.zep006()
@@ -21,24 +22,22 @@ def elected(cfg: RaftConfig = ZEP) -> Bench:
     return b
 
 
-def transfer(b: Bench, to: str | None) -> Output:
-    out = Output()
-    assert b["a"].transfer_leadership(to, b.now, out)
-    b.collect("a", out)
-    return out
+def transfer(b: Bench, to: str | None) -> Ready[Message, HardState]:
+    assert b["a"].transfer_leadership(to, b.now)
+    return b.collect("a")
 
 
 def test_transfer_revokes_first_then_the_target_campaigns_without_pre_vote() -> None:
     b = elected()
     out = transfer(b, "c")
-    assert [(c.kind, c.reason) for c in out.changes] == [("revoked", "transfer to c")]
+    assert out.changes == [Revoke(0, "transfer to c")]
     assert [type(m) for m in out.messages] == [TimeoutNow]  # leaves only after the revoked callback
     b.sent.clear()
     b.flush()
     from_c = [m for m in b.sent if m.src == "c"]
     assert not any(isinstance(m, PreVoteRequest) for m in from_c)
     assert all(m.force for m in from_c if isinstance(m, VoteRequest))
-    assert b.leaders() == ["c"] and b["a"].role is Role.FOLLOWER
+    assert b.leaders() == ["c"] and b["a"].state is RaftState.FOLLOWER
     assert b.events() == [
         ("a", "acquired", 1, 1.0),
         ("a", "revoked", 1, 2.05),
@@ -68,7 +67,7 @@ def test_unfinished_transfer_is_abandoned_and_the_old_leader_resumes() -> None:
     b.run_to(3.2)
     assert b.leaders() == ["a"]
     assert b.events()[-2:] == [("a", "revoked", 1, 2.05), ("a", "acquired", 1, pytest.approx(3.05))]
-    assert b.changes[-1].reason == "transfer abandoned"
+    assert b.reasons()[-1][1] == "transfer abandoned"
 
 
 def test_a_late_timeout_now_cannot_win_after_abandonment() -> None:
@@ -77,9 +76,9 @@ def test_a_late_timeout_now_cannot_win_after_abandonment() -> None:
     late: list[Message] = [m for m in transfer(b, "c").messages if isinstance(m, TimeoutNow)]
     b.run_to(3.1)
     assert b.leaders() == ["a"]  # resumed on b's acks of the post-abandonment heartbeats
-    b.out("c", lambda g, o: g.step(late[0], b.now, o))  # ... and now the TimeoutNow arrives, an ET late
+    b.out("c", lambda g: g.step(late[0], b.now))  # ... and now the TimeoutNow arrives, an ET late
     b.flush()
-    assert b["c"].role is Role.CANDIDATE and b["c"].term == 2  # it tried, forced ...
+    assert b["c"].state is RaftState.CANDIDATE and b["c"].term == 2  # it tried, forced ...
     assert (b["b"].term, b["b"].voted_for) == (1, "a")  # ... and the voters refused that transfer
     b.run_to(3.5)
     assert b.leaders() == ["a"]
@@ -112,7 +111,7 @@ def test_rebalance_never_goes_to_a_flapping_member() -> None:
         b.run_to(t + 3.0)
         t += 3.0
     assert b.leaders() == ["b"]
-    assert not [c for c in b.changes if c.reason.startswith("transfer")]
+    assert not [r for _, r in b.reasons() if r.startswith("transfer")]
 
 
 def test_rebalance_retries_only_after_another_hysteresis_when_abandoned() -> None:
@@ -122,8 +121,8 @@ def test_rebalance_retries_only_after_another_hysteresis_when_abandoned() -> Non
     b.restart("a")
     b.drop = lambda m: isinstance(m, TimeoutNow)
     b.run_to(16.0)
-    starts = [c.at for c in b.changes if c.reason.startswith("transfer to")]
-    resumes = [c.at for c in b.changes if c.reason == "transfer abandoned"]
+    starts = [at for at, r in b.reasons() if r.startswith("transfer to")]
+    resumes = [at for at, r in b.reasons() if r == "transfer abandoned"]
     assert len(starts) == len(resumes) == 2
     assert 8.0 <= starts[0] <= 8.3  # a's first ack came with the first heartbeat after 5.0
     assert resumes[0] == pytest.approx(starts[0] + 1.0) and resumes[1] == pytest.approx(starts[1] + 1.0)
@@ -145,7 +144,7 @@ def test_no_rebalance_towards_lower_priority_or_when_switched_off() -> None:
 
 def test_resign_transfers_to_the_best_live_follower() -> None:
     b = elected()
-    b.out("a", lambda g, o: g.resign(b.now, o))
+    b.out("a", lambda g: g.resign(b.now))
     b.flush()
     assert b.leaders() == ["b"]
 
@@ -153,7 +152,6 @@ def test_resign_transfers_to_the_best_live_follower() -> None:
 def test_resign_without_successor_steps_back() -> None:
     b = elected()
     b["a"].set_log_position(9, 1)  # nobody has caught up with the leader
-    out = Output()
-    b["a"].resign(b.now, out)
-    assert [(c.kind, c.reason) for c in out.changes] == [("revoked", "resign")]
-    assert b["a"].role is Role.FOLLOWER and b["a"].deadline == pytest.approx(b.now + 2.0)
+    b["a"].resign(b.now)
+    assert b["a"].ready().changes == [Revoke(0, "resign")]
+    assert b["a"].state is RaftState.FOLLOWER and b["a"].deadline == pytest.approx(b.now + 2.0)

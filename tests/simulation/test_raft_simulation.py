@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from elect.core import Fence
 from elect_bench.simulation import experiments as ex
 from elect_bench.simulation import tenures as h
 from elect_bench.simulation.world import NetworkModel, Simulation
@@ -62,8 +63,8 @@ def test_paused_leader_is_fenced_at_its_lease_end_not_when_it_wakes() -> None:
     victim = sim.leaders()[0][0]
     sim.pause(victim, 5.0)
     sim.run_until(12.0)
-    fenced = [c for c in sim.history if c.node == victim and c.kind == "fenced"]
-    assert fenced and all(3.0 < c.at < 4.0 for c in fenced)  # lease end, though noticed at 8.0
+    fenced = [r.change for r in sim.history if r.node == victim and isinstance(r.change, Fence)]
+    assert fenced and all(3.0 < c.until < 4.0 for c in fenced)  # lease end, though noticed at 8.0
     assert h.overlaps(h.tenures(sim.history)) == []
     assert sim.all_led()
 

@@ -1,0 +1,117 @@
+"""Core messages <-> one ``Batch`` of ``proto/raft.proto`` per peer (any groups, one direction).
+
+Heartbeats and their responses, nearly all steady-state traffic, travel as packed columns: a node of
+1000 groups sends one batch per peer per round, not 1000 messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from raft_priority.messages import (
+    Heartbeat,
+    HeartbeatResponse,
+    Message,
+    PreVoteRequest,
+    PreVoteResponse,
+    TimeoutNow,
+    VoteRequest,
+    VoteResponse,
+)
+from raft_priority.wire import raft_pb2 as pb
+
+
+def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batch:
+    """One batch holding ``msgs`` (all from ``src`` to ``dst``, any groups)."""
+    batch = pb.Batch(cluster=cluster, src=src, dst=dst)
+    hb_group: list[int] = []
+    hb_term: list[int] = []
+    hb_sent: list[float] = []
+    hb_closed: list[int] = []
+    hb_len: list[int] = []
+    hb_succ: list[int] = []
+    r_group: list[int] = []
+    r_term: list[int] = []
+    r_echo: list[float] = []
+    r_index: list[int] = []
+    r_lterm: list[int] = []
+    for m in msgs:
+        t = type(m)
+        if t is Heartbeat:
+            assert isinstance(m, Heartbeat)
+            hb_group.append(m.group)
+            hb_term.append(m.term)
+            hb_sent.append(m.sent_at)
+            hb_closed.append(m.transfer_closed)
+            hb_len.append(len(m.succession))
+            hb_succ.extend(m.succession)
+        elif t is HeartbeatResponse:
+            assert isinstance(m, HeartbeatResponse)
+            r_group.append(m.group)
+            r_term.append(m.term)
+            r_echo.append(m.echo)
+            r_index.append(m.last_log_index)
+            r_lterm.append(m.last_log_term)
+        elif t is PreVoteRequest:
+            assert isinstance(m, PreVoteRequest)
+            batch.pre_votes.add(group=m.group, term=m.term, last_log_index=m.last_log_index,
+                                last_log_term=m.last_log_term)
+        elif t is PreVoteResponse:
+            assert isinstance(m, PreVoteResponse)
+            batch.pre_vote_responses.add(group=m.group, term=m.term, granted=m.granted)
+        elif t is VoteRequest:
+            assert isinstance(m, VoteRequest)
+            batch.votes.add(group=m.group, term=m.term, last_log_index=m.last_log_index,
+                            last_log_term=m.last_log_term, force=m.force, transfer_seq=m.transfer_seq)
+        elif t is VoteResponse:
+            assert isinstance(m, VoteResponse)
+            batch.vote_responses.add(group=m.group, term=m.term, granted=m.granted)
+        elif t is TimeoutNow:
+            assert isinstance(m, TimeoutNow)
+            batch.timeout_nows.add(group=m.group, term=m.term, transfer_seq=m.transfer_seq)
+        else:
+            raise TypeError(f"cannot encode {m!r}")
+    if hb_group:
+        h = batch.heartbeats
+        h.group.extend(hb_group)
+        h.term.extend(hb_term)
+        h.sent_at.extend(hb_sent)
+        h.transfer_closed.extend(hb_closed)
+        h.succession_len.extend(hb_len)
+        h.succession.extend(hb_succ)
+    if r_group:
+        r = batch.heartbeat_responses
+        r.group.extend(r_group)
+        r.term.extend(r_term)
+        r.echo.extend(r_echo)
+        r.last_log_index.extend(r_index)
+        r.last_log_term.extend(r_lterm)
+    return batch
+
+
+def decode(batch: pb.Batch) -> list[Message]:
+    """The core messages of one batch, in a fixed order: heartbeat traffic first, then elections."""
+    src, dst = batch.src, batch.dst
+    out: list[Message] = []
+    if batch.HasField("heartbeats"):
+        h = batch.heartbeats
+        succ = list(h.succession)
+        pos = 0
+        for g, t, s, c, n in zip(h.group, h.term, h.sent_at, h.transfer_closed, h.succession_len, strict=True):
+            out.append(Heartbeat(g, src, dst, t, s, tuple(succ[pos:pos + n]) if n else (), c))
+            pos += n
+    if batch.HasField("heartbeat_responses"):
+        r = batch.heartbeat_responses
+        for g, t, e, i, lt in zip(r.group, r.term, r.echo, r.last_log_index, r.last_log_term, strict=True):
+            out.append(HeartbeatResponse(g, src, dst, t, e, i, lt))
+    for p in batch.pre_votes:
+        out.append(PreVoteRequest(p.group, src, dst, p.term, p.last_log_index, p.last_log_term))
+    for q in batch.pre_vote_responses:
+        out.append(PreVoteResponse(q.group, src, dst, q.term, q.granted))
+    for v in batch.votes:
+        out.append(VoteRequest(v.group, src, dst, v.term, v.last_log_index, v.last_log_term, v.force, v.transfer_seq))
+    for w in batch.vote_responses:
+        out.append(VoteResponse(w.group, src, dst, w.term, w.granted))
+    for x in batch.timeout_nows:
+        out.append(TimeoutNow(x.group, src, dst, x.term, x.transfer_seq))
+    return out
