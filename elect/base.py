@@ -1,10 +1,11 @@
 """The part of every elector that is not about a particular algorithm.
 
 `BaseElector` keeps the roles a member contends for, the leaderships it holds, deadlines, and event
-delivery. A driver (memory, Raft, NELI, lease) implements the `_on_*` hooks and reports what its
-algorithm decided through `_acquire`, `_extend`, `_revoke` and `_fence`; the base turns those into
-state that `is_leader()` reads and into events, in order, with `Fenced` always ahead of whatever
-follows an expired leadership.
+delivery. A driver implements the `_on_*` hooks and reports what its algorithm decided: the drivers of
+pure cores (Raft, NELI, lease; see `elect.core`) hand each change of a core's `Ready.changes` to
+`_apply_change`, which maps it onto `_acquire`, `_extend`, `_revoke` and `_fence`; memory, which has
+no core, calls those directly. The base turns them into state that `is_leader()` reads and into
+events, in order, with `Fenced` always ahead of whatever follows an expired leadership.
 """
 
 from __future__ import annotations
@@ -238,8 +239,9 @@ class BaseElector(Elector):
             return True
 
     def _apply_change(self, change: LeadershipChange, *, wait: bool = True) -> bool:
-        """Apply one change a pure core decided; False only for an Extend of a leadership that had lapsed
-        already (it was fenced; the core should hear of it). `wait` is for a Revoke (see `_revoke`)."""
+        """Apply one change of a core's `Ready.changes`, in order; False only for an Extend of a leadership
+        that had lapsed already (it was fenced; the core should hear of it). `wait` is for a Revoke (see
+        `_revoke`; a driver whose thread must not block hands Revokes to `_begin_revoke` instead)."""
         if isinstance(change, Acquire):
             self._acquire(change.role, change.token, change.deadline)
         elif isinstance(change, Extend):

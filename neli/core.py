@@ -1,9 +1,12 @@
-"""NELI as a pure state machine: no I/O, threads, sleeps or clock reads.
+"""NELI as a pure state machine following `elect.core`'s protocol: no I/O, threads, sleeps or clock reads.
 
-Inputs are the consumer group's verdicts (`assign`, `revoke`, lost partitions), heartbeat records read
-back from the leader topic (`received`) and clock ticks (`tick`), each with the time `now`; outputs are
-records to publish and leadership changes per role. The Kafka driver feeds it from one poll thread; the
-unit tests feed it on virtual time.
+`step(message, now)` takes the consumer group's verdicts (`Assigned`, `Unassigned`, lost partitions
+included) and the heartbeat records read back from the leader topic (`Received`); `tick(now)` says time
+passed; `set_roles`, `resign` and `stop` are the application's commands. What they produce, the
+leadership changes per role and the heartbeats to publish (`Publish`), the driver takes with `ready()`.
+The only wall clock the core sees is in the messages: a record's sender's (`HeartbeatRecord.wall`) and
+the receiver's at receipt (`Received.wall`). The Kafka driver feeds it from one poll thread; the unit
+tests feed it on virtual time.
 
 Both variants of the paper share the machine and differ in three rules:
 
@@ -32,20 +35,49 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from elect.core import Acquire, Extend, Fence, LeadershipChange, Revoke
+from elect.core import Acquire, Extend, Fence, Ready, Revoke
 from elect.roles import Role, partition_of
-from neli.heartbeat import Heartbeat
+from neli.heartbeat import Heartbeat, HeartbeatRecord
 
 Mode = Literal["fast", "full"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Assigned:
+    """The group gave this member `partitions` (in the order given: each assignment takes the next epoch)."""
+
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unassigned:
+    """The group took `partitions` away: in order (the rebalance callback) or behind our back (`lost`)."""
+
+    partitions: tuple[int, ...]
+    lost: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """`heartbeat` was read back from `partition` at `offset`; `wall` is the receiver's wall clock then,
+    which dates the record against its sender's wall clock."""
+
+    partition: int
+    offset: int
+    heartbeat: HeartbeatRecord
+    wall: float
+
+
+NeliInput = Assigned | Unassigned | Received
+"""What `NeliCore.step` takes."""
+
+
+@dataclass(frozen=True, slots=True)
 class Publish:
+    """Send `heartbeat` to `partition` (the driver stamps the sender's wall clock on it as it sends)."""
+
     partition: int
     heartbeat: Heartbeat
-
-
-Output = Publish | LeadershipChange
 
 
 @dataclass
@@ -72,6 +104,7 @@ class NeliCore:
     `timeout` is fast mode's heartbeat timeout or full mode's threshold T. `overlap` (full mode above
     the exclusivity bound) keeps leading after an orderly revoke until the evidence is `timeout` old;
     the `Revoke` then comes `release_margin` before that, ahead of the elector's own deadline timer.
+    Every input first fences the leaderships whose deadline has passed, so nothing is decided on them.
     """
 
     def __init__(self, *, group: str, member: str, instance: str, mode: Mode, partitions: int, interval: float,
@@ -86,7 +119,8 @@ class NeliCore:
         self._released: dict[int, _Ownership] = {}
         self._epoch = 0
         self._next_beat = -math.inf
-        self.publishing = True
+        self._publishing = True
+        self._ready: Ready[Publish, None] = Ready()
 
     # ----------------------------------------------------------------- views
     @property
@@ -105,85 +139,45 @@ class NeliCore:
 
     def next_wakeup(self) -> float:
         """The next time `tick` has something to do (a heartbeat due, a deadline, a release)."""
-        times = [self._next_beat] if self.publishing and (self._owned or self.mode == "full") else []
+        times = [self._next_beat] if self._publishing and (self._owned or self.mode == "full") else []
         times += [o.deadline for _, o in self._all() if o.leading]
         times += [o.deadline - self.release_margin for o in self._released.values() if o.orderly]
         return min(times, default=math.inf)
 
+    def ready(self) -> Ready[Publish, None]:
+        """Everything produced since the last call: leadership changes, then heartbeats to publish."""
+        return self._ready.take()
+
     # ----------------------------------------------------------------- inputs
-    def assign(self, partitions: Iterable[int], now: float, wall_now: float) -> list[Output]:
-        """The group gave this member `partitions`; fast mode heartbeats to each at once."""
-        out = self._expire(now)
-        for k in partitions:
-            if k in self._owned:
-                continue
-            released = self._released.pop(k, None)
-            if released is not None:  # back before its release ran out: end it, start afresh
-                out += self._end(released, fence=not released.orderly, until=now)
-            self._epoch += 1
-            self._owned[k] = _Ownership(epoch=self._epoch)
-            if self.mode == "fast" and self.publishing:
-                out.append(Publish(k, self._beat(self._epoch, now, wall_now)))
-        return out
+    def step(self, message: NeliInput, now: float) -> None:
+        """A verdict of the group or a record read back arrived at `now`."""
+        self._expire(now)
+        if isinstance(message, Received):
+            self._received(message, now)
+        elif isinstance(message, Assigned):
+            self._assign(message.partitions, now)
+        else:
+            self._unassign(message.partitions, now, lost=message.lost)
 
-    def revoke(self, partitions: Iterable[int], now: float, *, lost: bool = False) -> list[Output]:
-        """The group took `partitions` away: in order (`lost=False`) or behind our back (`lost=True`)."""
-        out = self._expire(now)
-        for k in partitions:
-            own = self._owned.pop(k, None)
-            if own is None or not own.leading:
-                continue
-            if self.overlap:
-                own.orderly = not lost
-                self._released[k] = own
-            else:
-                out += self._end(own, fence=lost, until=min(now, own.deadline))
-        return out
-
-    def received(self, partition: int, offset: int, heartbeat: Heartbeat, now: float, wall_now: float) -> list[Output]:
-        """A record read back from `partition` at `offset`."""
-        out = self._expire(now)
-        own = self._owned.get(partition)
-        if own is None or heartbeat.group != self.group:
-            return out
-        if self.mode == "fast" and not self._mine(heartbeat):
-            return out + self._contest(own, heartbeat, now, wall_now)
-        sent = self._evidence(own, heartbeat, now, wall_now)
-        if sent is None or sent <= own.fenced_at:
-            return out
-        deadline = sent + self.timeout
-        if deadline <= now:
-            return out  # stale: it says nothing about now
-        if not own.leading:
-            if now < own.contested_until:
-                return out  # someone else heartbeats here too: wait until its claim has gone quiet
-            own.token, own.deadline, own.since = offset, deadline, now
-            own.roles = self._roles_of(partition)
-            out += [Acquire(role, offset, deadline) for role in own.roles]
-        elif deadline > own.deadline:
-            own.deadline = deadline
-            out += [Extend(role, deadline) for role in own.roles]
-        return out
-
-    def tick(self, now: float, wall_now: float) -> list[Output]:
+    def tick(self, now: float) -> None:
         """Time passed: fence lapsed leaderships, end released ones, publish heartbeats that are due."""
-        out = self._expire(now)
+        self._expire(now)
         for k, own in list(self._released.items()):
             if own.orderly and now >= own.deadline - self.release_margin:
                 del self._released[k]
-                out += self._end(own, fence=False, until=now)
-        if self.publishing and now >= self._next_beat:
+                self._end(own, fence=False, until=now)
+        if self._publishing and now >= self._next_beat:
             if self.mode == "fast":
-                out += [Publish(k, self._beat(o.epoch, now, wall_now)) for k, o in self._owned.items()]
+                self._ready.messages += [Publish(k, self._beat(o.epoch, now)) for k, o in self._owned.items()]
             else:
-                beat = self._beat(0, now, wall_now)
-                out += [Publish(k, beat) for k in range(self.partitions)]
+                beat = self._beat(0, now)
+                self._ready.messages += [Publish(k, beat) for k in range(self.partitions)]
             self._next_beat = now + self.interval
-        return out
 
-    def set_roles(self, roles: Iterable[Role], now: float) -> list[Output]:
+    # ----------------------------------------------------------------- commands
+    def set_roles(self, roles: Iterable[Role], now: float) -> None:
         """The roles this member contends for changed: acquire added ones it leads, revoke removed ones."""
-        out = self._expire(now)
+        self._expire(now)
         new = list(dict.fromkeys(roles))
         self._roles = new
         for k, own in self._all():
@@ -192,67 +186,115 @@ class NeliCore:
                 continue
             for role in [r for r in own.roles if r not in new]:
                 own.roles.remove(role)
-                out.append(Revoke(role))
+                self._ready.changes.append(Revoke(role))
             if k in self._owned:  # a released leadership takes on no new roles
                 for role in self._roles_of(k):
                     if role not in own.roles:
                         own.roles.append(role)
-                        out.append(Acquire(role, token, own.deadline))
-        return out
+                        self._ready.changes.append(Acquire(role, token, own.deadline))
 
-    def drop(self, roles: Iterable[Role], now: float) -> list[Output]:
-        """End `roles` now (resign) while the rest of their partition's leadership carries on."""
-        out = self._expire(now)
+    def resign(self, roles: Iterable[Role], now: float) -> None:
+        """End `roles` now while the rest of their partition's leadership carries on (a member cannot give
+        one partition back: the driver hands all of them over to let another member take these roles)."""
+        self._expire(now)
         for role in roles:
             for _, own in self._all():
                 if role in own.roles:
                     own.roles.remove(role)
-                    out.append(Revoke(role))
-        return out
+                    self._ready.changes.append(Revoke(role))
+
+    def stop(self) -> None:
+        """Publish no more heartbeats: what is still led ends with the group's revoke or by its deadline."""
+        self._publishing = False
 
     # ----------------------------------------------------------------- rules
+    def _assign(self, partitions: Iterable[int], now: float) -> None:
+        """The group gave this member `partitions`; fast mode heartbeats to each at once."""
+        for k in partitions:
+            if k in self._owned:
+                continue
+            released = self._released.pop(k, None)
+            if released is not None:  # back before its release ran out: end it, start afresh
+                self._end(released, fence=not released.orderly, until=now)
+            self._epoch += 1
+            self._owned[k] = _Ownership(epoch=self._epoch)
+            if self.mode == "fast" and self._publishing:
+                self._ready.messages.append(Publish(k, self._beat(self._epoch, now)))
+
+    def _unassign(self, partitions: Iterable[int], now: float, *, lost: bool) -> None:
+        for k in partitions:
+            own = self._owned.pop(k, None)
+            if own is None or not own.leading:
+                continue
+            if self.overlap:
+                own.orderly = not lost
+                self._released[k] = own
+            else:
+                self._end(own, fence=lost, until=min(now, own.deadline))
+
+    def _received(self, msg: Received, now: float) -> None:
+        own = self._owned.get(msg.partition)
+        hb = msg.heartbeat
+        if own is None or hb.group != self.group:
+            return
+        if self.mode == "fast" and not self._mine(hb):
+            self._contest(own, hb, now, msg.wall)
+            return
+        sent = self._evidence(own, hb, now, msg.wall)
+        if sent is None or sent <= own.fenced_at:
+            return
+        deadline = sent + self.timeout
+        if deadline <= now:
+            return  # stale: it says nothing about now
+        if not own.leading:
+            if now < own.contested_until:
+                return  # someone else heartbeats here too: wait until its claim has gone quiet
+            own.token, own.deadline, own.since = msg.offset, deadline, now
+            own.roles = self._roles_of(msg.partition)
+            self._ready.changes += [Acquire(role, msg.offset, deadline) for role in own.roles]
+        elif deadline > own.deadline:
+            own.deadline = deadline
+            self._ready.changes += [Extend(role, deadline) for role in own.roles]
+
     def _mine(self, hb: Heartbeat) -> bool:
         return hb.member == self.member and hb.instance == self.instance
 
-    def _contest(self, own: _Ownership, hb: Heartbeat, now: float, wall_now: float) -> list[Output]:
+    def _contest(self, own: _Ownership, hb: HeartbeatRecord, now: float, wall: float) -> None:
         """Fast mode: another member heartbeats on a partition this one owns, so it believes it owns it
         too (a member the group dropped that has not noticed yet, or an assignment handed over without
         this member's revoke). Nobody leads on a contested claim: a leader whose leadership began before
         the other's record was sent fences at once, and an owner acquires only once the other's
         heartbeats are `timeout` old. The record's age comes from its sender's wall clock (as in full
         mode); a sender whose clock runs ahead only makes the wait longer."""
-        sent = now - max(0.0, wall_now - hb.wall)
+        sent = now - max(0.0, wall - hb.wall)
         own.contested_until = max(own.contested_until, sent + self.timeout)
         if own.leading and sent >= own.since:
             own.fenced_at = now
-            return self._end(own, fence=True, until=now)
-        return []
+            self._end(own, fence=True, until=now)
 
-    def _evidence(self, own: _Ownership, hb: Heartbeat, now: float, wall_now: float) -> float | None:
-        """When the record was sent, on this member's monotonic clock, if it counts as evidence."""
+    def _evidence(self, own: _Ownership, hb: HeartbeatRecord, now: float, wall: float) -> float | None:
+        """When the record was sent, on this member's monotonic clock, if it counts as evidence (`wall`:
+        this member's wall clock when it was read)."""
         mine = self._mine(hb)
         if self.mode == "fast":
             return hb.sent if mine and hb.epoch == own.epoch else None
         if mine:
             return hb.sent
-        return now - max(0.0, wall_now - hb.wall)
+        return now - max(0.0, wall - hb.wall)
 
-    def _expire(self, now: float) -> list[Output]:
-        out: list[Output] = []
+    def _expire(self, now: float) -> None:
         for own in self._owned.values():
             if own.leading and own.deadline <= now:
                 own.fenced_at = own.deadline
-                out += self._end(own, fence=True, until=own.deadline)
+                self._end(own, fence=True, until=own.deadline)
         for k, own in list(self._released.items()):
             if own.deadline <= now:
                 del self._released[k]
-                out += self._end(own, fence=True, until=own.deadline)
-        return out
+                self._end(own, fence=True, until=own.deadline)
 
-    def _end(self, own: _Ownership, *, fence: bool, until: float) -> list[Output]:
-        out: list[Output] = [Fence(r, until) if fence else Revoke(r) for r in own.roles]
+    def _end(self, own: _Ownership, *, fence: bool, until: float) -> None:
+        self._ready.changes += [Fence(r, until) if fence else Revoke(r) for r in own.roles]
         own.roles, own.token = [], None
-        return out
 
     def _roles_of(self, partition: int) -> list[Role]:
         return [r for r in self._roles if partition_of(r, self.partitions) == partition]
@@ -260,6 +302,5 @@ class NeliCore:
     def _all(self) -> list[tuple[int, _Ownership]]:
         return [*self._owned.items(), *self._released.items()]
 
-    def _beat(self, epoch: int, now: float, wall_now: float) -> Heartbeat:
-        return Heartbeat(group=self.group, member=self.member, instance=self.instance, epoch=epoch, sent=now,
-                         wall=wall_now)
+    def _beat(self, epoch: int, now: float) -> Heartbeat:
+        return Heartbeat(group=self.group, member=self.member, instance=self.instance, epoch=epoch, sent=now)

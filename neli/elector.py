@@ -2,7 +2,9 @@
 
 Everything Kafka and everything that touches the core happens on the poll thread, in order: rebalance
 callbacks (they run inside `consume`), records read back, clock ticks, and the commands that API calls
-(`resign`, role changes, `stop`) queue for it. A revocation is handed to the application inside the
+(`resign`, role changes, `stop`) queue for it. After each input the thread takes the core's `ready()`,
+applies its leadership changes and then publishes its heartbeats, stamping each with the wall clock as
+it sends it (the core reads no clock). A revocation is handed to the application inside the
 rebalance callback and the callback waits for its `Revoked` callbacks, so the group cannot give the
 partition to a successor before the application has finished (goNELI's barrier). The base elector's
 deadline timer fences a leadership on the member's own clock if its evidence stops, even while this
@@ -41,11 +43,11 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from elect.base import BaseElector
-from elect.core import Revoke
 from elect.contract import Characteristics
+from elect.core import Revoke
 from elect.errors import ElectError
 from elect.roles import Role
-from neli.core import NeliCore, Output, Publish
+from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Unassigned
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error
 from neli.options import KafkaOptions
@@ -179,7 +181,8 @@ class KafkaElector(BaseElector):
         now = time.monotonic()
         if self._stopping and self._stopped(now):
             return False  # the consumer is closed on the way out (LeaveGroup)
-        self._apply_outputs(core.tick(now, time.time()))
+        core.tick(now)
+        self._handle_ready()
         if self._rejoin_at is not None and now >= self._rejoin_at and not self._stopping:
             self._rejoin_at = None
             if self._consumer is None:
@@ -216,13 +219,14 @@ class KafkaElector(BaseElector):
             try:
                 if command.kind == "stop":
                     self._stopping = True
-                    core.publishing = False
+                    core.stop()
                     self._stop_parked()
                 elif command.kind == "resign":
                     self._handover(command.roles)
                 elif command.kind == "roles":
                     led = core.leading_roles()
-                    self._apply_outputs(core.set_roles(self.roles, time.monotonic()))
+                    core.set_roles(self.roles, time.monotonic())
+                    self._handle_ready()
                     if any(r in led for r in command.roles):
                         self._handover(())  # let a member that still contends take the partition
             finally:
@@ -230,7 +234,8 @@ class KafkaElector(BaseElector):
 
     def _handover(self, roles: tuple[Role, ...]) -> None:
         """Give every partition back to the group and rejoin after `rejoin_delay`."""
-        self._apply_outputs(self._require_core().drop(roles, time.monotonic()))
+        self._require_core().resign(roles, time.monotonic())
+        self._handle_ready()
         if self._consumer is None or self._stopping or self._rejoin_at is not None:
             return  # parked or out of the group already: it comes back when that ends
         if not self._park():
@@ -273,7 +278,7 @@ class KafkaElector(BaseElector):
             log.warning("neli: %s: closing the consumer failed: %s", self.member, exc)
         core = self._require_core()
         if core.owned:  # close could not run the revoke callback (e.g. the session was already lost)
-            self._apply_outputs(core.revoke(core.owned, time.monotonic(), lost=True))
+            self._feed(Unassigned(tuple(sorted(core.owned)), lost=True))
 
     def _partitions(self, parts: list[TopicPartition]) -> list[int]:
         return [p.partition for p in parts if p.topic == self.options.topic]
@@ -285,7 +290,7 @@ class KafkaElector(BaseElector):
             self._parking = "revoking"  # from a rebalance before parking: librdkafka revokes it again
         elif self._parking == "joining":
             self._parking = "parked"  # the first rebalance with the parking subscription completed
-        self._guarded(lambda: self._require_core().assign(ours, time.monotonic(), time.time()))
+        self._guarded(Assigned(tuple(ours)))
         if self.options.mode == "fast":
             self._read_from_tail(consumer, parts)
 
@@ -307,7 +312,7 @@ class KafkaElector(BaseElector):
             log.warning("neli: %s: could not set start offsets (%s); reading from the end", self.member, exc)
 
     def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
-        self._guarded(lambda: self._require_core().revoke(self._partitions(parts), time.monotonic()))
+        self._guarded(Unassigned(tuple(self._partitions(parts))))
         self._revoked()
 
     def _revoked(self) -> None:
@@ -317,12 +322,12 @@ class KafkaElector(BaseElector):
     def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         log.warning("neli: %s lost partitions %s (session expired behind its back)", self.member,
                     self._partitions(parts))
-        self._guarded(lambda: self._require_core().revoke(self._partitions(parts), time.monotonic(), lost=True))
+        self._guarded(Unassigned(tuple(self._partitions(parts)), lost=True))
         self._revoked()
 
-    def _guarded(self, step: Any) -> None:
+    def _guarded(self, message: NeliInput) -> None:
         try:
-            self._apply_outputs(step())
+            self._feed(message)
         except Exception:  # an exception must not escape into librdkafka's callback machinery
             log.exception("neli: %s: rebalance callback failed", self.member)
 
@@ -337,7 +342,7 @@ class KafkaElector(BaseElector):
         partition, offset = msg.partition(), msg.offset()
         if heartbeat is None or partition is None or offset is None:
             return
-        self._apply_outputs(self._require_core().received(partition, offset, heartbeat, time.monotonic(), time.time()))
+        self._feed(Received(partition, offset, heartbeat, time.time()))
 
     def _on_kafka_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and self._core is not None:
@@ -353,20 +358,26 @@ class KafkaElector(BaseElector):
         level = logging.ERROR if err.fatal() else logging.WARNING
         log.log(level, "neli: %s: Kafka: %s", self.member, err.str())
 
-    # ----------------------------------------------------------------- outputs
-    def _apply_outputs(self, outputs: list[Output]) -> None:
-        last_revoke = max((i for i, o in enumerate(outputs) if isinstance(o, Revoke)), default=-1)
-        for i, out in enumerate(outputs):
-            if isinstance(out, Publish):
-                self._publish(out)
-            else:
-                self._apply_change(out, wait=i == last_revoke)
+    # ----------------------------------------------------------------- the core's output
+    def _feed(self, message: NeliInput) -> None:
+        self._require_core().step(message, time.monotonic())
+        self._handle_ready()
+
+    def _handle_ready(self) -> None:
+        """Apply the core's changes, then publish. Only the last `Revoke` waits for its callbacks: events
+        run in order on one dispatcher, so that wait covers the earlier ones too (the barrier)."""
+        ready = self._require_core().ready()
+        last_revoke = max((i for i, c in enumerate(ready.changes) if isinstance(c, Revoke)), default=-1)
+        for i, change in enumerate(ready.changes):
+            self._apply_change(change, wait=i == last_revoke)
+        for publish in ready.messages:
+            self._publish(publish)
 
     def _publish(self, out: Publish) -> None:
         if self._producer is None:
             return
         try:
-            self._producer.produce(self.options.topic, out.heartbeat.encode(), partition=out.partition)
+            self._producer.produce(self.options.topic, out.heartbeat.encode(time.time()), partition=out.partition)
         except (BufferError, KafkaException) as exc:
             self.publish_errors += 1  # the broker is unreachable: leadership lapses by its deadline
             if self.publish_errors in (1, 10, 100) or self.publish_errors % 1000 == 0:

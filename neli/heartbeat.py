@@ -4,8 +4,10 @@ A record names its sender precisely enough that a member counts only its *own cu
 `member` and `instance` (one per elector run, so a restarted process does not count its predecessor's
 records), the sender's `epoch` for the partition (bumped at every assignment, so records from an
 earlier ownership do not count for a later one) and the `group` (several groups may share a topic).
-`sent` is the sender's monotonic clock, which dates its own evidence exactly; `wall` dates a record
-for other readers (full mode), whose monotonic clocks differ.
+`sent` is the sender's monotonic clock, which dates its own evidence exactly; the sender's wall clock
+dates a record for other readers (full mode, contested claims), whose monotonic clocks differ. The core
+reads no clock, so what it publishes (`Heartbeat`) has no wall time: the driver stamps it as it sends
+(`encode(wall)`), and a record read back (`HeartbeatRecord`) carries it.
 """
 
 from __future__ import annotations
@@ -16,26 +18,35 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Heartbeat:
+    """A heartbeat as the sender's core makes it."""
+
     group: str
     member: str
     instance: str
     epoch: int
     sent: float
-    wall: float
 
-    def encode(self) -> bytes:
+    def encode(self, wall: float) -> bytes:
+        """The wire form, stamped with the sender's wall clock `wall` at sending."""
         return json.dumps({"g": self.group, "m": self.member, "i": self.instance, "e": self.epoch,
-                           "s": round(self.sent, 6), "w": round(self.wall, 6)},
+                           "s": round(self.sent, 6), "w": round(wall, 6)},
                           separators=(",", ":")).encode()
 
-    @classmethod
-    def decode(cls, data: bytes | None) -> Heartbeat | None:
+    @staticmethod
+    def decode(data: bytes | None) -> HeartbeatRecord | None:
         """The record, or None for anything that is not a NELI heartbeat (the topic may be shared)."""
         if not data:
             return None
         try:
             raw = json.loads(data)
-            return cls(group=str(raw["g"]), member=str(raw["m"]), instance=str(raw["i"]), epoch=int(raw["e"]),
-                       sent=float(raw["s"]), wall=float(raw["w"]))
+            return HeartbeatRecord(group=str(raw["g"]), member=str(raw["m"]), instance=str(raw["i"]),
+                                   epoch=int(raw["e"]), sent=float(raw["s"]), wall=float(raw["w"]))
         except (ValueError, KeyError, TypeError):
             return None
+
+
+@dataclass(frozen=True)
+class HeartbeatRecord(Heartbeat):
+    """A heartbeat read back from the topic, with the wall clock (`wall`) its sender stamped on it."""
+
+    wall: float

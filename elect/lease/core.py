@@ -1,16 +1,17 @@
 """The lease elector's pure core: one member's view of a store's role keys, and what to do next.
 
-Fed with observations of the store (role keys, membership entries), the outcome of the actions it
-asked for, commands (roles changed, resign, stop) and the time; returns store actions and leadership
-changes. No I/O, threads or sleeps, so the etcd and ZooKeeper drivers share every decision and tests
-run it on virtual time.
+It follows `elect.core`'s protocol: `step(message, now)` takes observations of the store (role keys,
+membership entries) and the outcome of the actions it asked for (`Done`); `tick(now)` decides; commands
+(roles changed, resign, stop, and the driver's notices: released, lapsed, suspended, rebind) are
+methods. `ready()` hands over leadership changes and store actions. No I/O, threads or sleeps, so the
+etcd and ZooKeeper drivers share every decision and tests run it on virtual time.
 
-Safety: a leadership's deadline is `sent + renew_deadline`, `sent` being when the last heartbeat that
+Safety: a leadership's deadline is `sent + renew_deadline`, `sent` being when the last renewal that
 succeeded was sent (and never past the store's own lease). A contender takes a key over only after
 the holder's membership entry has not changed for `ttl` on the contender's clock, and only with a
-compare on that very entry, so a heartbeat that lands first defeats the takeover. As
+compare on that very entry, so a renewal that lands first defeats the takeover. As
 `renew_deadline < ttl`, the old leader has stopped by its own clock before any successor starts.
-A heartbeat confirms only keys it saw as still ours, so one racing a takeover extends nothing.
+A renewal confirms only keys it saw as still ours, so one racing a takeover extends nothing.
 
 Fair sharing: each member publishes the roles it contends for. A member leading its share
 `ceil(roles the live group contends for / live members)` leaves a free role for `fair_delay` to a live
@@ -26,20 +27,21 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from elect.core import Acquire, Extend, Fence, Revoke
+from elect.core import Acquire, Extend, Fence, Ready, Revoke
 from elect.lease.model import (
     Create,
     Delete,
+    Done,
     Expire,
-    Heartbeat,
     Holder,
     KeepAlive,
+    LeaseInput,
     LeaseSeen,
     MemberRecord,
     MemberSeen,
     Observation,
-    Output,
     Publish,
+    Renew,
     RoleSeen,
     Snapshot,
     StoreAction,
@@ -55,8 +57,8 @@ class Timing:
     """The core's clocks, in seconds.
 
     ttl: a holder silent this long (on the contender's clock) may be taken over; for ZooKeeper the
-    session timeout. renew_interval: heartbeat period. renew_deadline: a leader whose last successful
-    heartbeat was sent this long ago stops. fair_delay: how long a member at its fair share leaves a
+    session timeout. renew_interval: renewal period. renew_deadline: a leader whose last successful
+    renewal was sent this long ago stops. fair_delay: how long a member at its fair share leaves a
     free role to one below its share. resign_backoff: how long a resigned role is left to others
     (and how soon a shed role may be shed again). retry_interval: pause after a failed request.
     silence_takeover: contenders time holders (etcd) rather than trusting the store to delete their
@@ -121,8 +123,8 @@ class _Lead:
 class LeaseCore:
     """The state machine of one member (one session) of a lease group.
 
-    Inputs mutate state and return nothing; `evaluate(now)` returns what to do, and must be called
-    after inputs. Store actions stay in flight until `done(action, ok, sent, now)`.
+    Inputs and commands mutate state and return nothing; `tick(now)` decides, and must be called after
+    them. Store actions stay in flight until their `Done` is stepped in.
     """
 
     def __init__(self, member: str, session: str, timing: Timing, roles: Iterable[Role], now: float,
@@ -147,11 +149,11 @@ class LeaseCore:
         self._backoff: dict[Role, float] = {}   # resigned: left to others, and published as such
         self._shed_at: dict[Role, float] = {}   # when a role was last shed: not shed again for a while
         self._excess_since: float | None = None  # since when this member has led more than its share
-        self._pending: list[Output] = []
+        self._ready: Ready[StoreAction, None] = Ready()
         self._stopping = False
-        self._hb_inflight = False
-        self._hb_ok_sent: float | None = None
-        self._next_hb = now
+        self._renew_inflight = False
+        self._renewed_sent: float | None = None  # when the last successful renewal was sent
+        self._next_renew = now
         self._ka_inflight = False
         self._next_ka = now + (timing.keepalive_interval or 0.0)
         self._lease_until = lease_until
@@ -186,14 +188,14 @@ class LeaseCore:
             role in self._must_delete
 
     def next_wakeup(self) -> float:
-        """When `evaluate` next has something to do even if nothing else happens."""
+        """When `tick` next has something to do even if nothing else happens."""
         return self._wake
 
     def valid_until(self) -> float:
         """How long leaderships may last on what the store has confirmed so far."""
-        if self._hb_ok_sent is None:
+        if self._renewed_sent is None:
             return -INF
-        return min(self._hb_ok_sent + self.timing.renew_deadline, self._lease_until)
+        return min(self._renewed_sent + self.timing.renew_deadline, self._lease_until)
 
     def record(self, now: float) -> MemberRecord:
         """The membership record to publish: the roles contended for now."""
@@ -204,8 +206,19 @@ class LeaseCore:
         live = self._live_others(now)
         return self._share_of(live, self._universe(live))
 
+    def ready(self) -> Ready[StoreAction, None]:
+        """Everything decided since the last call: leadership changes, then store actions to execute."""
+        return self._ready.take()
+
     # ------------------------------------------------------------------------------------------ inputs
-    def observe(self, obs: Observation, now: float) -> None:
+    def step(self, message: LeaseInput, now: float) -> None:
+        """An observation of the store, or the outcome of an action, arrived at `now`."""
+        if isinstance(message, Done):
+            self._done(message, now)
+        else:
+            self._observe(message, now)
+
+    def _observe(self, obs: Observation, now: float) -> None:
         if isinstance(obs, RoleSeen):
             self._see_role(obs.role, obs.holder, obs.rev, now)
         elif isinstance(obs, MemberSeen):
@@ -220,16 +233,16 @@ class LeaseCore:
         elif isinstance(obs, LeaseSeen):
             self._lease_until = max(self._lease_until, obs.until)
 
-    def done(self, action: StoreAction, ok: bool, sent: float, now: float) -> None:
-        """A store action finished (`ok`) or failed with an unknown outcome."""
+    def _done(self, done: Done, now: float) -> None:
+        action, ok, sent = done.action, done.ok, done.sent
         retry = now + self.timing.retry_interval
-        if isinstance(action, Heartbeat):
-            self._hb_inflight = False
+        if isinstance(action, Renew):
+            self._renew_inflight = False
             if ok:
-                self._hb_ok_sent = sent if self._hb_ok_sent is None else max(self._hb_ok_sent, sent)
-                self._next_hb = sent + self.timing.renew_interval
+                self._renewed_sent = sent if self._renewed_sent is None else max(self._renewed_sent, sent)
+                self._next_renew = sent + self.timing.renew_interval
             else:
-                self._next_hb = max(retry, now + self.timing.renew_interval / 4)
+                self._next_renew = max(retry, now + self.timing.renew_interval / 4)
         elif isinstance(action, KeepAlive):
             self._ka_inflight = False
             interval = self.timing.keepalive_interval or 0.0
@@ -258,6 +271,7 @@ class LeaseCore:
                 self._record_dirty = True
                 self._publish_at = retry
 
+    # ------------------------------------------------------------------------------------------ commands
     def set_roles(self, roles: Iterable[Role], now: float) -> None:
         """Contend for exactly `roles` from now on; led roles no longer wanted are handed over."""
         wanted = tuple(dict.fromkeys(roles))
@@ -299,13 +313,13 @@ class LeaseCore:
         """The store connection is gone (ZooKeeper SUSPENDED): stop at once; renew before leading again."""
         for role, lead in list(self._leading.items()):  # a leadership already past due ended at its deadline
             del self._leading[role]
-            self._pending.append(Fence(role, min(now, lead.deadline)))
+            self._ready.changes.append(Fence(role, min(now, lead.deadline)))
         for role, lead in self._releasing.items():
             if not lead.fenced:
                 lead.fenced = True
-                self._pending.append(Fence(role, min(now, lead.deadline)))
-        self._hb_ok_sent = None
-        self._next_hb = min(self._next_hb, now)
+                self._ready.changes.append(Fence(role, min(now, lead.deadline)))
+        self._renewed_sent = None
+        self._next_renew = min(self._next_renew, now)
 
     def rebind(self, session: str, now: float, lease_until: float = INF) -> None:
         """The session is gone and a new one began: what the old one held belongs to no one we know."""
@@ -317,16 +331,16 @@ class LeaseCore:
         self._must_delete.clear()
         for roles in (self._to_release, self._deleting, self._creating, self._expiring, self._abandoned):
             roles.clear()
-        self._hb_inflight = self._ka_inflight = self._publishing = False
+        self._renew_inflight = self._ka_inflight = self._publishing = False
         self._lease_until = lease_until
         self._record_dirty = True
 
     # ------------------------------------------------------------------------------------------ decisions
-    def evaluate(self, now: float) -> list[Output]:
-        out, self._pending = self._pending, []
+    def tick(self, now: float) -> None:
+        """Decide what to do at `now`: leadership changes and store actions, into `ready()`."""
         wake = [INF]
         valid = self.valid_until()
-        self._check_leaderships(now, valid, out, wake)
+        self._check_leaderships(now, valid, wake)
         for role, until in list(self._backoff.items()):
             if now >= until:
                 del self._backoff[role]
@@ -342,55 +356,56 @@ class LeaseCore:
             self._shed(now, live, share, counts, wake)
         else:
             self._excess_since = None
-        self._upkeep(now, out, wake)
+        self._upkeep(now, wake)
         for role in sorted(self._to_release, key=str):
             lead = self._leading.pop(role, None)
             if lead is not None:
                 self._releasing[role] = lead
-                out.append(Revoke(role))
+                self._ready.changes.append(Revoke(role))
         self._to_release.clear()
-        self._own_keys(now, valid, out, wake)
+        self._own_keys(now, valid, wake)
         if healthy:
-            self._contend(now, live, share, counts, out, wake)
+            self._contend(now, live, share, counts, wake)
         self._wake = min(wake)
-        return out
 
-    def _check_leaderships(self, now: float, valid: float, out: list[Output], wake: list[float]) -> None:
+    def _check_leaderships(self, now: float, valid: float, wake: list[float]) -> None:
+        changes = self._ready.changes
         for role, lead in self._releasing.items():  # until Revoked is issued, they are still led
             if lead.fenced or now >= lead.deadline:
                 continue
             if not self._is_ours(role, lead.token):
                 lead.fenced = True
-                out.append(Fence(role, now))
+                changes.append(Fence(role, now))
             elif valid > lead.deadline:
                 lead.deadline = valid
-                out.append(Extend(role, valid))
+                changes.append(Extend(role, valid))
         for role, lead in list(self._leading.items()):
             if now >= lead.deadline:
                 del self._leading[role]
-                out.append(Fence(role, lead.deadline))
+                changes.append(Fence(role, lead.deadline))
             elif not self._is_ours(role, lead.token):
                 del self._leading[role]
-                out.append(Fence(role, now))
+                changes.append(Fence(role, now))
             else:
                 if valid > lead.deadline:
                     lead.deadline = valid
-                    out.append(Extend(role, valid))
+                    changes.append(Extend(role, valid))
                 wake.append(lead.deadline)
 
-    def _upkeep(self, now: float, out: list[Output], wake: list[float]) -> None:
+    def _upkeep(self, now: float, wake: list[float]) -> None:
+        actions = self._ready.messages
         # a stopping member renews only while it still leads something it is handing over
         renewing = not self._stopping or bool(self._leading or self._releasing or self._to_release)
-        if not self._hb_inflight and renewing:
-            if now >= self._next_hb:
-                self._hb_inflight = True
-                out.append(Heartbeat())
+        if not self._renew_inflight and renewing:
+            if now >= self._next_renew:
+                self._renew_inflight = True
+                actions.append(Renew())
             else:
-                wake.append(self._next_hb)
+                wake.append(self._next_renew)
         if self.timing.keepalive_interval is not None and not self._ka_inflight and renewing:
             if now >= self._next_ka:
                 self._ka_inflight = True
-                out.append(KeepAlive())
+                actions.append(KeepAlive())
             else:
                 wake.append(self._next_ka)
         if self._record_dirty and not self._publishing:
@@ -401,9 +416,9 @@ class LeaseCore:
                 record = self.record(now)
                 if record != self._published:
                     self._publishing = True
-                    out.append(Publish(record))
+                    actions.append(Publish(record))
 
-    def _own_keys(self, now: float, valid: float, out: list[Output], wake: list[float]) -> None:
+    def _own_keys(self, now: float, valid: float, wake: list[float]) -> None:
         """Adopt keys of this session that are not led (created, or confirmed again); delete unwanted ones."""
         owned = self._owned()
         for role, token in list(self._must_delete.items()):
@@ -418,10 +433,10 @@ class LeaseCore:
                     wake.append(self._retry_at[role])
                     continue
                 self._deleting.add(role)
-                out.append(Delete(role, holder.token))
+                self._ready.messages.append(Delete(role, holder.token))
             elif valid > now and not self._stopping:
                 self._leading[role] = _Lead(holder.token, valid, since=now)
-                out.append(Acquire(role, holder.token, valid))
+                self._ready.changes.append(Acquire(role, holder.token, valid))
                 wake.append(valid)
 
     def _shed(self, now: float, live: dict[str, MemberRecord], share: float, counts: Counter[str],
@@ -452,7 +467,8 @@ class LeaseCore:
                 budget -= 1
 
     def _contend(self, now: float, live: dict[str, MemberRecord], share: float, counts: Counter[str],
-                 out: list[Output], wake: list[float]) -> None:
+                 wake: list[float]) -> None:
+        actions = self._ready.messages
         mine = len([r for r in self._owned() if r in self._wanted_set and not self.busy(r)]) + len(self._creating)
         under = [rec for s, rec in live.items() if counts[s] < share]
         created = bool(self._creating)  # one create at a time: each decision sees the last one's outcome
@@ -474,7 +490,7 @@ class LeaseCore:
                         continue
                 self._free_since.pop(role, None)
                 self._creating.add(role)
-                out.append(Create(role))
+                actions.append(Create(role))
                 created = True
                 mine += 1
             else:
@@ -484,7 +500,7 @@ class LeaseCore:
                     silent_from = member.changed_at + self.timing.ttl
                     if now >= silent_from:
                         self._expiring.add(role)
-                        out.append(Expire(role, holder, member.version))
+                        actions.append(Expire(role, holder, member.version))
                     else:
                         wake.append(silent_from)
 

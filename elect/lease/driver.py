@@ -1,10 +1,11 @@
 """Runs a `LeaseCore` against a store: one loop thread owns the core and does the store's I/O.
 
 Everything that happens elsewhere (watch events, connection states, user commands, the end of a
-handover, a deadline that passed) is queued to the loop, applied to the core, and the core's
-decisions are executed there: leadership changes through `BaseElector`, store actions through the
-`Store` (blocking, each with a timeout). Revoked callbacks run on a handover thread, so a slow
-callback holds back only its own role's successor, never the heartbeats that keep the other roles.
+handover, a deadline that passed) is queued to the loop and applied to the core (`step` or a command);
+the loop then ticks it and executes what `ready()` hands over: leadership changes through
+`BaseElector`, store actions through the `Store` (blocking, each with a timeout; its outcome goes back
+in as `Done`). Revoked callbacks run on a handover thread, so a slow callback holds back only its own
+role's successor, never the renewals that keep the other roles.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Protocol
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
-from elect.core import Acquire, Extend, Fence, Revoke
+from elect.core import Revoke
 from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import MemberRecord, Observation, Output, StoreAction
+from elect.lease.model import Done, MemberRecord, Observation, StoreAction
 from elect.lease.options import _LeaseOptions
 from elect.roles import Role
 
@@ -154,7 +155,7 @@ class LeaseElector(BaseElector):
         now = time.monotonic()
         core = LeaseCore(self.member, opened.session, self._timing, self.roles, now, opened.lease_until)
         for obs in opened.observations:
-            core.observe(obs, now)
+            core.step(obs, now)
         self._core = core
         for target, name in ((self._run, "loop"), (self._run_handovers, "handover")):
             thread = threading.Thread(target=target, name=f"elect-lease-{name}-{self.member}", daemon=True)
@@ -249,7 +250,7 @@ class LeaseElector(BaseElector):
         elif isinstance(item, Task):
             item.fn()
         else:
-            core.observe(item, now)  # type: ignore[arg-type]
+            core.step(item, now)  # type: ignore[arg-type]
 
     def _drain(self) -> None:
         while True:
@@ -267,7 +268,7 @@ class LeaseElector(BaseElector):
         """
         core = self._core
         assert core is not None
-        work: deque[StoreAction] = deque(self._apply_decisions(core.evaluate(time.monotonic())))
+        work: deque[StoreAction] = deque(self._decide(time.monotonic()))
         while work and not self._abort.is_set() and not core.finished and not self._session_down:
             action = work.popleft()
             self._drain()
@@ -275,22 +276,20 @@ class LeaseElector(BaseElector):
                 break  # dropped: rebind() forgets what was in flight
             self._execute(action)
             if not self._session_down:
-                work.extend(self._apply_decisions(core.evaluate(time.monotonic())))
+                work.extend(self._decide(time.monotonic()))
 
-    def _apply_decisions(self, outputs: list[Output]) -> list[StoreAction]:
-        """Apply leadership changes and start handovers; return the store actions, in order."""
+    def _decide(self, now: float) -> list[StoreAction]:
+        """Tick the core, apply its leadership changes and start handovers; return its store actions."""
         core = self._core
         assert core is not None
-        actions: list[StoreAction] = []
-        for out in outputs:
-            if isinstance(out, Revoke):
-                self._handovers.put(out)  # its callbacks run on the handover thread; the loop goes on
-            elif isinstance(out, Acquire | Extend | Fence):
-                if not self._apply_change(out):
-                    core.lapsed(out.role, time.monotonic())
-            else:
-                actions.append(out)
-        return actions
+        core.tick(now)
+        ready = core.ready()
+        for change in ready.changes:
+            if isinstance(change, Revoke):
+                self._handovers.put(change)  # its callbacks run on the handover thread; the loop goes on
+            elif not self._apply_change(change):
+                core.lapsed(change.role, time.monotonic())
+        return ready.messages
 
     def _execute(self, action: StoreAction) -> None:
         core = self._core
@@ -301,7 +300,7 @@ class LeaseElector(BaseElector):
             seen = self._store.execute(action, self.options.timeout)
         except SessionLost as exc:
             log.warning("elect: %s: session lost (%s)", self.member, exc)
-            core.done(action, False, sent, time.monotonic())
+            core.step(Done(action, False, sent), time.monotonic())
             self._lose_session(time.monotonic())
             return
         except StoreError as exc:
@@ -309,14 +308,14 @@ class LeaseElector(BaseElector):
             ok = False
         now = time.monotonic()
         for obs in seen:
-            core.observe(obs, now)
-        core.done(action, ok, sent, now)
+            core.step(obs, now)
+        core.step(Done(action, ok, sent), now)
 
     def _lose_session(self, now: float) -> None:
         core = self._core
         assert core is not None
         core.suspended(now)
-        self._apply_decisions(core.evaluate(now))  # fence now; store actions wait for the new session
+        self._decide(now)  # fence now; store actions wait for the new session (rebind forgets them)
         self._session_down = True
         self._reopen_at = now
 
@@ -333,7 +332,7 @@ class LeaseElector(BaseElector):
         now = time.monotonic()
         core.rebind(opened.session, now, opened.lease_until)
         for obs in opened.observations:
-            core.observe(obs, now)
+            core.step(obs, now)
         self._session_down = False
         log.warning("elect: %s: new session %s", self.member, opened.session)
 

@@ -2,7 +2,7 @@
 
 Layout under /PREFIX/: `roles/<role>` (value: holder; bound to the holder's lease; created only if
 absent, so its creation revision is the fencing token) and `members/<lease id>` (value: member and the
-roles it contends for). Each heartbeat is one transaction that touches the member's own entry (new
+roles it contends for). Each renewal is one transaction that touches the member's own entry (new
 mod revision: the holder is alive) and reads every key, so it both proves liveness and refreshes the
 member's view even when the watch lags. The watch makes handovers immediate. etcd's lease (whole
 seconds, expiry swept coarsely) is only the backstop that clears a dead member's keys: contenders time
@@ -35,7 +35,6 @@ from elect.lease.model import (
     Create,
     Delete,
     Expire,
-    Heartbeat,
     Holder,
     KeepAlive,
     LeaseSeen,
@@ -43,6 +42,7 @@ from elect.lease.model import (
     MemberSeen,
     Observation,
     Publish,
+    Renew,
     RoleSeen,
     Snapshot,
     StoreAction,
@@ -73,7 +73,7 @@ class EtcdStore:
         self._watch_lock = threading.Lock()
         self._watch_rev = 0          # the newest revision the watch has delivered
         self._next_rev = 0           # where a restarted watch resumes
-        self._unseen: tuple[int, float] | None = None  # (own heartbeat revision, when) not yet watched
+        self._unseen: tuple[int, float] | None = None  # (own renewal's revision, when) not yet watched
         self._watch_requests = 0
 
     @property
@@ -139,8 +139,8 @@ class EtcdStore:
 
     # ------------------------------------------------------------------------------------------ actions
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
-        if isinstance(action, Heartbeat):
-            return self._heartbeat(timeout)
+        if isinstance(action, Renew):
+            return self._renew(timeout)
         if isinstance(action, KeepAlive):
             sent = time.monotonic()
             data = self._call("lease/keepalive", {"ID": self._lease}, timeout).get("result", {})
@@ -178,7 +178,7 @@ class EtcdStore:
             return []
         raise StoreError(f"etcd cannot {type(action).__name__}")
 
-    def _heartbeat(self, timeout: float) -> list[Observation]:
+    def _renew(self, timeout: float) -> list[Observation]:
         key = self._member_key(self.session)
         touch = {"request_put": {"key": b64(key), "ignore_value": True, "ignore_lease": True}}
         data = self._txn([_compare(key, "CREATE", 0, "GREATER")],
@@ -214,7 +214,7 @@ class EtcdStore:
     def _on_watch(self, result: JSON) -> None:
         assert self._sink is not None
         if result.get("compact_revision"):
-            self._next_rev = 0  # resume from now; the next heartbeat's snapshot fills the gap
+            self._next_rev = 0  # resume from now; the next renewal's snapshot fills the gap
             raise OSError("watch compacted")
         if result.get("canceled"):
             raise OSError(f"watch canceled: {result.get('cancel_reason', '')}")
@@ -228,7 +228,7 @@ class EtcdStore:
         self._watch_rev = max(self._watch_rev, revision(result))
 
     def _check_watch(self, own_rev: int) -> None:
-        """Restart a watch that has not delivered this member's own heartbeat two intervals later."""
+        """Restart a watch that has not delivered this member's own renewal two intervals later."""
         now = time.monotonic()
         if self._unseen is not None and self._watch_rev < self._unseen[0] and \
                 now - self._unseen[1] > 2 * self.options.interval:
@@ -320,7 +320,7 @@ def _kvs(response: JSON) -> list[JSON]:
 
 def characteristics(options: EtcdOptions) -> Characteristics:
     """Exclusive while clocks run at one rate; a crashed leader's roles move after about ttl, plus up to
-    one renew interval for the last heartbeat to be seen."""
+    one renew interval for the last renewal to be seen."""
     return Characteristics(exclusive=True, max_overlap=0.0, max_failover=options.ttl + options.interval,
                            graceful_handover=True, token="etcd creation revision of the role's key")
 

@@ -1,4 +1,5 @@
-"""What flows in and out of the lease core: observations of the store, actions, leadership changes.
+"""What flows in and out of the lease core: observations of the store and outcomes of its actions (what
+`LeaseCore.step` takes), and the store actions it asks for (its `Ready.messages`).
 
 Plain frozen records, no I/O, so the core can be driven by a real store or by a test on virtual time.
 Revisions (`rev`) order observations of one key: a driver gives every observation the store's own
@@ -11,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from elect.core import LeadershipChange
 from elect.roles import Role
 
 
@@ -47,7 +47,7 @@ class RoleSeen:
 
 @dataclass(frozen=True)
 class MemberSeen:
-    """The membership entry of `session` is `record` (None: absent); `version` changes on every heartbeat."""
+    """The membership entry of `session` is `record` (None: absent); `version` changes on every renewal."""
 
     session: str
     record: MemberRecord | None
@@ -76,8 +76,9 @@ Observation = RoleSeen | MemberSeen | Snapshot | LeaseSeen
 
 # ---------------------------------------------------------------------------------------------- store actions
 @dataclass(frozen=True)
-class Heartbeat:
-    """Prove liveness: touch this member's entry (and, where the store can, read every key at once)."""
+class Renew:
+    """Renew this member's claim to what it holds: touch its membership entry (proof of liveness to the
+    others) and, where the store can, read every key at once; its success dates the leaderships' deadline."""
 
 
 @dataclass(frozen=True)
@@ -116,10 +117,19 @@ class Publish:
     record: MemberRecord
 
 
-StoreAction = Heartbeat | KeepAlive | Create | Expire | Delete | Publish
+StoreAction = Renew | KeepAlive | Create | Expire | Delete | Publish
 
 
-# ---------------------------------------------------------------------------------------------- leadership
-# Acquire, Extend, Revoke (the driver reports `released(role)` once its callbacks are done), Fence:
-# the changes every core shares, from elect.core.
-Output = StoreAction | LeadershipChange
+# ---------------------------------------------------------------------------------------------- outcomes
+@dataclass(frozen=True)
+class Done:
+    """`action`, sent at monotonic time `sent`, finished (`ok`) or failed with an unknown outcome."""
+
+    action: StoreAction
+    ok: bool
+    sent: float
+
+
+LeaseInput = Observation | Done
+"""What `LeaseCore.step` takes. Its leadership changes are elect.core's; after a `Revoke` the driver
+reports `released(role)` once the role's callbacks are done."""

@@ -18,8 +18,8 @@ from elect.options import rule
 class _LeaseOptions:
     """What both stores share.
 
-    renew_interval: heartbeat period (default TTL/4). renew_deadline: a leader stops when its last
-    successful heartbeat was sent this long ago (default 3/4 TTL; must lie between renew_interval and
+    renew_interval: renewal period (default TTL/4). renew_deadline: a leader stops when its last
+    successful renewal was sent this long ago (default 3/4 TTL; must lie between renew_interval and
     the TTL). fair: share roles evenly (ceil(roles / live members) each). fair_delay: how long a member
     at its share leaves a free role to one below it, and how long an imbalance lasts before roles are
     shed (default renew_interval). resign_backoff: how long a resigned role is left to others, and how

@@ -4,7 +4,7 @@ Layout under /PATH: `roles/<role>` (ephemeral, value: holder; its creation zxid 
 and `members/<session id>` (ephemeral, value: member and the roles it contends for). The server
 deletes a dead member's nodes when its session expires, so contenders wait for the deletion instead of
 timing silence. A leader stops when its connection is SUSPENDED, and in any case `renew_deadline`
-after its last successful heartbeat was sent (a read on its own session, which the server can only
+after its last successful renewal was sent (a read on its own session, which the server can only
 answer while the session lives; the session cannot expire before `session_timeout` after it).
 
 Watches are armed with kazoo's asynchronous calls and re-armed on every event and reconnection, so
@@ -26,12 +26,12 @@ from elect.lease.driver import Gone, LeaseElector, Opened, SessionLost, Sink, St
 from elect.lease.model import (
     Create,
     Delete,
-    Heartbeat,
     Holder,
     MemberRecord,
     MemberSeen,
     Observation,
     Publish,
+    Renew,
     RoleSeen,
     StoreAction,
 )
@@ -304,7 +304,7 @@ class ZooKeeperStore:
 
         client = self._client
         self.count()
-        if isinstance(action, Heartbeat):
+        if isinstance(action, Renew):
             if client.exists_async(self._member_path(self.session)).get(timeout=timeout) is None:
                 raise SessionLost(f"membership node of session {self.session} is gone")
             return []

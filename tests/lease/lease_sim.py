@@ -1,7 +1,7 @@
 """A deterministic, virtual-time world for the lease core: an in-memory store and members run by it.
 
 The store follows etcd's semantics (compare-and-swap on creation revisions, a global revision,
-membership entries whose mod revision is the heartbeat) or, with `sessions=True`, ZooKeeper's (the
+membership entries whose mod revision is the last renewal) or, with `sessions=True`, ZooKeeper's (the
 store deletes a session's keys once it has not heard from it for `ttl`). Members execute the core's
 actions at once, see every change after `watch_delay`, and keep leaderships the way BaseElector does
 (a deadline fences). `check()` asserts that no two members hold a valid leadership of a role at any step.
@@ -13,13 +13,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from elect.core import Acquire, Extend, Fence, Revoke
+from elect.core import Acquire, Extend, Fence, LeadershipChange, Revoke
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import (
     Create,
     Delete,
+    Done,
     Expire,
-    Heartbeat,
     Holder,
     KeepAlive,
     LeaseSeen,
@@ -27,11 +27,20 @@ from elect.lease.model import (
     MemberSeen,
     Observation,
     Publish,
+    Renew,
     RoleSeen,
     Snapshot,
     StoreAction,
 )
 from elect.roles import Role
+
+
+def decide(core: LeaseCore, now: float) -> list[LeadershipChange | StoreAction]:
+    """Tick `core` and take what it decided: leadership changes first, then store actions (the order the
+    driver handles them in)."""
+    core.tick(now)
+    ready = core.ready()
+    return [*ready.changes, *ready.messages]
 
 
 @dataclass
@@ -89,7 +98,7 @@ class SimStore:
         if session not in self.members:
             raise LookupError("session gone")
         self.touched[session] = now
-        if isinstance(action, Heartbeat):
+        if isinstance(action, Renew):
             self.rev += 1
             record, _ = self.members[session]
             self.members[session] = (record, self.rev)
@@ -177,7 +186,7 @@ class Sim:
         self.members[name] = member
         self._broadcast(self.store.register(session, MemberRecord(name, frozenset(roles)), self.now))
         for seen in [Snapshot(dict(self.store.roles), dict(self.store.members), self.store.rev)]:
-            core.observe(seen, self.now)
+            core.step(seen, self.now)
         return member
 
     def crash(self, name: str) -> None:
@@ -235,7 +244,7 @@ class Sim:
         due = [obs for t, obs in m.inbox if t <= now and not m.blind]
         m.inbox = [(t, obs) for t, obs in m.inbox if t > now]
         for obs in due:
-            m.core.observe(obs, now)
+            m.core.step(obs, now)
         for t, role in [r for r in m.releases if r[0] <= now]:
             m.releases.remove((t, role))
             m.core.released(role, now)
@@ -246,7 +255,7 @@ class Sim:
                 m.events.append(Event("revoked" if now < deadline else "fenced", role, token, now))
             m.handover_free_at = now + m.revoke_delay
             m.releases.append((m.handover_free_at, role))
-        work = list(m.core.evaluate(now))
+        work = decide(m.core, now)
         while work:
             out = work.pop(0)
             if isinstance(out, Acquire):
@@ -265,20 +274,20 @@ class Sim:
                 m.handovers.append(out.role)
             else:
                 self._execute(m, out)
-                work = list(m.core.evaluate(now)) + work
+                work = decide(m.core, now) + work
 
     def _execute(self, m: SimMember, action: StoreAction) -> None:
         now = self.now
         if not m.reachable:
-            m.core.done(action, False, now, now)
+            m.core.step(Done(action, False, now), now)
             return
         try:
             mine, theirs = self.store.execute(m.core.session, m.name, action, now)
         except LookupError:
-            m.core.done(action, False, now, now)
+            m.core.step(Done(action, False, now), now)
             return
         for obs in mine:
             if not (m.blind and isinstance(obs, Snapshot)):
-                m.core.observe(obs, now)
-        m.core.done(action, True, now, now)
+                m.core.step(obs, now)
+        m.core.step(Done(action, True, now), now)
         self._broadcast(theirs)

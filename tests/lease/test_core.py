@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from lease_sim import Sim
+from lease_sim import Sim, decide
 
 from elect.core import Acquire, Fence
 from elect.errors import ConfigError
 from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import Create, Expire, Heartbeat, Holder, MemberRecord, MemberSeen, RoleSeen, Snapshot
+from elect.lease.model import Create, Done, Expire, Holder, MemberRecord, MemberSeen, Renew, RoleSeen, Snapshot
 from elect.roles import Role
 
 ETCD = Timing(ttl=1.0, renew_interval=0.25, renew_deadline=0.75, fair_delay=0.25, resign_backoff=1.0,
@@ -50,71 +50,71 @@ def test_zookeeper_timing_names_session_timeout() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- the state machine
-def test_no_leadership_before_a_heartbeat_succeeded() -> None:
+def test_no_leadership_before_a_renewal_succeeded() -> None:
     core = LeaseCore("a", "s1", ETCD, ["x"], now=0.0)
-    out = core.evaluate(0.0)
-    assert Heartbeat() in out and not any(isinstance(o, (Create, Acquire)) for o in out)
-    core.done(Heartbeat(), True, sent=0.0, now=0.01)
-    out = core.evaluate(0.01)
+    out = decide(core, 0.0)
+    assert Renew() in out and not any(isinstance(o, (Create, Acquire)) for o in out)
+    core.step(Done(Renew(), True, 0.0), 0.01)
+    out = decide(core, 0.01)
     assert Create("x") in out
-    core.observe(RoleSeen("x", Holder("s1", "a", 7), 7), 0.02)
-    core.done(Create("x"), True, sent=0.01, now=0.02)
-    (acquire,) = [o for o in core.evaluate(0.02) if isinstance(o, Acquire)]
-    # the deadline counts from when the last successful heartbeat was *sent*
+    core.step(RoleSeen("x", Holder("s1", "a", 7), 7), 0.02)
+    core.step(Done(Create("x"), True, 0.01), 0.02)
+    (acquire,) = [o for o in decide(core, 0.02) if isinstance(o, Acquire)]
+    # the deadline counts from when the last successful renewal was *sent*
     assert acquire == Acquire("x", 7, 0.0 + ETCD.renew_deadline)
 
 
 def test_older_observations_are_ignored() -> None:
     core = LeaseCore("a", "s1", ETCD, ["x"], now=0.0)
-    core.observe(RoleSeen("x", Holder("s2", "b", 10), 10), 0.0)
-    core.observe(RoleSeen("x", None, 5), 0.0)  # stale: from before revision 10
-    core.done(Heartbeat(), True, 0.0, 0.0)
-    assert Create("x") not in core.evaluate(0.0)
-    core.observe(Snapshot({}, {}, 11), 0.0)  # newer: the key is gone
-    assert Create("x") in core.evaluate(0.0)
+    core.step(RoleSeen("x", Holder("s2", "b", 10), 10), 0.0)
+    core.step(RoleSeen("x", None, 5), 0.0)  # stale: from before revision 10
+    core.step(Done(Renew(), True, 0.0), 0.0)
+    assert Create("x") not in decide(core, 0.0)
+    core.step(Snapshot({}, {}, 11), 0.0)  # newer: the key is gone
+    assert Create("x") in decide(core, 0.0)
 
 
-def test_a_heartbeat_that_does_not_show_our_key_fences_at_once() -> None:
+def test_a_renewal_that_does_not_show_our_key_fences_at_once() -> None:
     core = LeaseCore("a", "s1", ETCD, ["x"], now=0.0)
-    core.done(Heartbeat(), True, 0.0, 0.0)
-    core.evaluate(0.0)
-    core.observe(RoleSeen("x", Holder("s1", "a", 3), 3), 0.0)
-    core.done(Create("x"), True, 0.0, 0.0)
-    assert any(isinstance(o, Acquire) for o in core.evaluate(0.0))
-    core.observe(Snapshot({"x": Holder("s2", "b", 9)}, {}, 9), 0.3)
-    core.done(Heartbeat(), True, 0.25, 0.3)
-    assert Fence("x", 0.3) in core.evaluate(0.3)
+    core.step(Done(Renew(), True, 0.0), 0.0)
+    decide(core, 0.0)
+    core.step(RoleSeen("x", Holder("s1", "a", 3), 3), 0.0)
+    core.step(Done(Create("x"), True, 0.0), 0.0)
+    assert any(isinstance(o, Acquire) for o in decide(core, 0.0))
+    core.step(Snapshot({"x": Holder("s2", "b", 9)}, {}, 9), 0.3)
+    core.step(Done(Renew(), True, 0.25), 0.3)
+    assert Fence("x", 0.3) in decide(core, 0.3)
 
 
 def test_suspended_fences_every_role_now() -> None:
     core = LeaseCore("a", "s1", ZK, ["x", "y"], now=0.0)
-    core.done(Heartbeat(), True, 0.0, 0.0)
+    core.step(Done(Renew(), True, 0.0), 0.0)
     for role, token in (("x", 4), ("y", 6)):
-        core.evaluate(0.0)
-        core.observe(RoleSeen(role, Holder("s1", "a", token), 2 * token), 0.0)
-        core.done(Create(role), True, 0.0, 0.0)
-    core.evaluate(0.0)
+        decide(core, 0.0)
+        core.step(RoleSeen(role, Holder("s1", "a", token), 2 * token), 0.0)
+        core.step(Done(Create(role), True, 0.0), 0.0)
+    decide(core, 0.0)
     assert set(core.leading()) == {"x", "y"}
     core.suspended(0.4)
-    out = core.evaluate(0.4)
+    out = decide(core, 0.4)
     assert {o for o in out if isinstance(o, Fence)} == {Fence("x", 0.4), Fence("y", 0.4)}
-    # back on the same session, with the nodes still ours: lead again only after a heartbeat
-    assert not any(isinstance(o, Acquire) for o in core.evaluate(0.5))
-    core.done(Heartbeat(), True, 0.6, 0.61)
-    assert {o.role for o in core.evaluate(0.61) if isinstance(o, Acquire)} == {"x", "y"}
+    # back on the same session, with the nodes still ours: lead again only after a renewal
+    assert not any(isinstance(o, Acquire) for o in decide(core, 0.5))
+    core.step(Done(Renew(), True, 0.6), 0.61)
+    assert {o.role for o in decide(core, 0.61) if isinstance(o, Acquire)} == {"x", "y"}
 
 
 def test_a_silent_holder_is_expired_only_after_ttl_on_our_own_clock() -> None:
     core = LeaseCore("b", "s2", ETCD, ["x"], now=0.0)
-    core.observe(MemberSeen("s1", MemberRecord("a", frozenset({"x"})), 5, 5), 0.0)
-    core.observe(RoleSeen("x", Holder("s1", "a", 6), 6), 0.0)
-    core.done(Heartbeat(), True, 0.85, 0.85)
-    assert not [o for o in core.evaluate(0.9) if isinstance(o, Expire)]
-    core.observe(MemberSeen("s1", MemberRecord("a", frozenset({"x"})), 8, 8), 0.9)  # a heartbeat of a
-    core.done(Heartbeat(), True, 0.9, 0.9)
-    assert not [o for o in core.evaluate(1.5) if isinstance(o, Expire)]
-    core.done(Heartbeat(), True, 1.85, 1.85)
-    expire = [o for o in core.evaluate(1.9) if isinstance(o, Expire)]
+    core.step(MemberSeen("s1", MemberRecord("a", frozenset({"x"})), 5, 5), 0.0)
+    core.step(RoleSeen("x", Holder("s1", "a", 6), 6), 0.0)
+    core.step(Done(Renew(), True, 0.85), 0.85)
+    assert not [o for o in decide(core, 0.9) if isinstance(o, Expire)]
+    core.step(MemberSeen("s1", MemberRecord("a", frozenset({"x"})), 8, 8), 0.9)  # a renewal of a
+    core.step(Done(Renew(), True, 0.9), 0.9)
+    assert not [o for o in decide(core, 1.5) if isinstance(o, Expire)]
+    core.step(Done(Renew(), True, 1.85), 1.85)
+    expire = [o for o in decide(core, 1.9) if isinstance(o, Expire)]
     assert [(e.role, e.version) for e in expire] == [("x", 8)]  # guarded by the version last seen
 
 
@@ -184,7 +184,7 @@ def test_zookeeper_suspension_fences_before_the_session_expires() -> None:
 
 
 def test_a_lagging_watch_alone_never_causes_a_takeover() -> None:
-    """b's watch falls 5 s behind; the snapshot in each of its own heartbeats keeps its view fresh."""
+    """b's watch falls 5 s behind; the snapshot in each of its own renewals keeps its view fresh."""
     sim = Sim(ETCD, watch_delay=0.005)
     sim.add("a", ["x"])
     sim.run(0.1)
@@ -195,8 +195,8 @@ def test_a_lagging_watch_alone_never_causes_a_takeover() -> None:
     assert leaders(sim, "x") == ["a"] and not b.events
 
 
-def test_a_heartbeat_landing_first_defeats_a_takeover() -> None:
-    """b sees nothing of a's heartbeats, so it tries to expire a's key; the compare on a's membership
+def test_a_renewal_landing_first_defeats_a_takeover() -> None:
+    """b sees nothing of a's renewals, so it tries to expire a's key; the compare on a's membership
     version refuses every attempt and a keeps leading."""
     sim = Sim(ETCD)
     sim.add("a", ["x"])
@@ -283,21 +283,21 @@ def test_share_is_ceil_roles_over_live_members() -> None:
     core = LeaseCore("a", "s1", ETCD, range(7), now=0.0)
     assert core.share(0.0) == 7
     for session, name in (("s2", "b"), ("s3", "c")):
-        core.observe(MemberSeen(session, MemberRecord(name, frozenset(range(7))), 1, 1), 0.0)
+        core.step(MemberSeen(session, MemberRecord(name, frozenset(range(7))), 1, 1), 0.0)
     assert core.share(0.5) == math.ceil(7 / 3)
     assert core.share(1.5) == 7  # their entries went silent for a TTL: not live
 
 
 def test_a_stale_lapse_notice_does_not_end_a_newer_leadership() -> None:
     core = LeaseCore("a", "s1", ZK, ["x"], now=0.0)
-    core.done(Heartbeat(), True, 0.0, 0.0)
-    core.evaluate(0.0)
-    core.observe(RoleSeen("x", Holder("s1", "a", 4), 8), 0.0)
-    core.done(Create("x"), True, 0.0, 0.0)
-    core.evaluate(0.0)
-    assert Fence("x", 0.75) in core.evaluate(0.8)  # its deadline passed; the elector fenced it too, at 0.8
-    core.done(Heartbeat(), True, 0.85, 0.86)
-    assert any(isinstance(o, Acquire) for o in core.evaluate(0.86))  # the node is still ours: lead again
+    core.step(Done(Renew(), True, 0.0), 0.0)
+    decide(core, 0.0)
+    core.step(RoleSeen("x", Holder("s1", "a", 4), 8), 0.0)
+    core.step(Done(Create("x"), True, 0.0), 0.0)
+    decide(core, 0.0)
+    assert Fence("x", 0.75) in decide(core, 0.8)  # its deadline passed; the elector fenced it too, at 0.8
+    core.step(Done(Renew(), True, 0.85), 0.86)
+    assert any(isinstance(o, Acquire) for o in decide(core, 0.86))  # the node is still ours: lead again
     core.lapsed("x", 0.9, at=0.8)  # the elector's notice of the first lapse arrives late
     assert core.leading() == {"x": 4}
     core.lapsed("x", 0.95)  # an extension the elector refused: that one counts
@@ -307,10 +307,10 @@ def test_a_stale_lapse_notice_does_not_end_a_newer_leadership() -> None:
 def test_suspension_noticed_after_the_deadline_dates_the_fence_at_the_deadline() -> None:
     """A frozen member wakes to SUSPENDED: its leadership ended at its deadline, not when it woke."""
     core = LeaseCore("a", "s1", ZK, ["x"], now=0.0)
-    core.done(Heartbeat(), True, 0.0, 0.0)
-    core.evaluate(0.0)
-    core.observe(RoleSeen("x", Holder("s1", "a", 4), 8), 0.0)
-    core.done(Create("x"), True, 0.0, 0.0)
-    core.evaluate(0.0)
+    core.step(Done(Renew(), True, 0.0), 0.0)
+    decide(core, 0.0)
+    core.step(RoleSeen("x", Holder("s1", "a", 4), 8), 0.0)
+    core.step(Done(Create("x"), True, 0.0), 0.0)
+    decide(core, 0.0)
     core.suspended(3.0)  # woke at 3.0; the deadline was 0.75
-    assert [o for o in core.evaluate(3.0) if isinstance(o, Fence)] == [Fence("x", 0.75)]
+    assert [o for o in decide(core, 3.0) if isinstance(o, Fence)] == [Fence("x", 0.75)]

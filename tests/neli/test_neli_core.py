@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
 
-from elect.core import Acquire, Extend, Fence, Revoke
-from neli.core import NeliCore, Output, Publish
-from neli.heartbeat import Heartbeat
+from elect.core import Acquire, Extend, Fence, LeadershipChange, Revoke
+from neli.core import Assigned, NeliCore, Publish, Received, Unassigned
+from neli.heartbeat import Heartbeat, HeartbeatRecord
+
+Produced = Publish | LeadershipChange
 
 M = 4
 
@@ -18,151 +22,194 @@ def core(mode: str = "fast", *, member: str = "a", roles: tuple[int | str, ...] 
 
 
 def beat(c: NeliCore, sent: float, epoch: int = 1, *, member: str | None = None, instance: str | None = None,
-         group: str = "g", wall: float | None = None) -> Heartbeat:
-    return Heartbeat(group=group, member=member or c.member, instance=instance or c.instance, epoch=epoch,
-                     sent=sent, wall=sent if wall is None else wall)
+         group: str = "g", wall: float | None = None) -> HeartbeatRecord:
+    """A record as read back (its sender's wall clock is `sent` unless given)."""
+    return HeartbeatRecord(group=group, member=member or c.member, instance=instance or c.instance, epoch=epoch,
+                           sent=sent, wall=sent if wall is None else wall)
 
 
-def of(outputs: list[Output], kind: type) -> list[Output]:
+def own(c: NeliCore, sent: float, epoch: int = 1) -> Heartbeat:
+    """A heartbeat of `c`'s as its core publishes it (the driver stamps the wall clock)."""
+    return Heartbeat(group="g", member=c.member, instance=c.instance, epoch=epoch, sent=sent)
+
+
+def taken(c: NeliCore) -> list[Produced]:
+    """What the core produced since the last call, changes first (the order the elector handles them in)."""
+    ready = c.ready()
+    return [*ready.changes, *ready.messages]
+
+
+def assign(c: NeliCore, partitions: Iterable[int], now: float) -> list[Produced]:
+    c.step(Assigned(tuple(partitions)), now)
+    return taken(c)
+
+
+def revoke(c: NeliCore, partitions: Iterable[int], now: float, *, lost: bool = False) -> list[Produced]:
+    c.step(Unassigned(tuple(partitions), lost), now)
+    return taken(c)
+
+
+def received(c: NeliCore, partition: int, offset: int, heartbeat: HeartbeatRecord, now: float,
+             wall: float) -> list[Produced]:
+    c.step(Received(partition, offset, heartbeat, wall), now)
+    return taken(c)
+
+
+def tick(c: NeliCore, now: float) -> list[Produced]:
+    c.tick(now)
+    return taken(c)
+
+
+def set_roles(c: NeliCore, roles: Iterable[int], now: float) -> list[Produced]:
+    c.set_roles(roles, now)
+    return taken(c)
+
+
+def resign(c: NeliCore, roles: Iterable[int], now: float) -> list[Produced]:
+    c.resign(roles, now)
+    return taken(c)
+
+
+def of(outputs: list[Produced], kind: type) -> list[Produced]:
     return [o for o in outputs if isinstance(o, kind)]
 
 
 def test_fast_owner_leads_its_roles_from_its_first_own_heartbeat() -> None:
     c = core()
-    out = c.assign([0], now=10.0, wall_now=10.0)
-    assert out == [Publish(0, beat(c, 10.0))]  # heartbeat at once on assignment
-    out = c.received(0, offset=7, heartbeat=beat(c, 10.0), now=10.01, wall_now=10.01)
+    out = assign(c, [0], now=10.0)
+    assert out == [Publish(0, own(c, 10.0))]  # heartbeat at once on assignment
+    out = received(c, 0, offset=7, heartbeat=beat(c, 10.0), now=10.01, wall=10.01)
     assert out == [Acquire(0, 7, 10.6), Acquire(4, 7, 10.6)]  # roles 0 and 4 map to partition 0 of 4
-    out = c.received(0, offset=8, heartbeat=beat(c, 10.1), now=10.11, wall_now=10.11)
+    out = received(c, 0, offset=8, heartbeat=beat(c, 10.1), now=10.11, wall=10.11)
     assert out == [Extend(0, pytest.approx(10.7)), Extend(4, pytest.approx(10.7))]
 
 
 def test_fast_counts_only_its_own_current_heartbeats() -> None:
     c = core()
-    c.assign([0], 10.0, 10.0)
+    assign(c, [0], 10.0)
     foreign = [beat(c, 10.0, member="b", instance="b-1"),  # the successor's heartbeat
                beat(c, 10.0, instance="a-0"),  # a previous run of this member
                beat(c, 10.0, epoch=0),  # an earlier assignment of this partition
                beat(c, 10.0, group="other")]  # another group sharing the topic
     for i, hb in enumerate(foreign):
-        assert c.received(0, i, hb, 10.05, 10.05) == []
+        assert received(c, 0, i, hb, 10.05, 10.05) == []
     assert c.leading_partitions() == frozenset()
 
 
 def test_fast_publishes_to_owned_partitions_only_and_on_schedule() -> None:
     c = core()
-    c.assign([1, 2], 0.0, 0.0)
-    out = c.tick(0.0, 0.0)
+    assign(c, [1, 2], 0.0)
+    out = tick(c, 0.0)
     assert {o.partition for o in of(out, Publish)} == {1, 2}  # type: ignore[attr-defined]
-    assert of(c.tick(0.05, 0.05), Publish) == []
-    assert len(of(c.tick(0.1, 0.1), Publish)) == 2
+    assert of(tick(c, 0.05), Publish) == []
+    assert len(of(tick(c, 0.1), Publish)) == 2
 
 
 def test_heartbeats_stopping_fence_at_the_deadline_and_resume_with_a_new_token() -> None:
     c = core()
-    c.assign([0], 0.0, 0.0)
-    c.received(0, 5, beat(c, 0.0), 0.01, 0.01)
-    assert c.tick(0.59, 0.59) == [Publish(0, beat(c, 0.59))]
-    out = c.tick(0.7, 0.7)
+    assign(c, [0], 0.0)
+    received(c, 0, 5, beat(c, 0.0), 0.01, 0.01)
+    assert tick(c, 0.59) == [Publish(0, own(c, 0.59))]
+    out = tick(c, 0.7)
     assert of(out, Fence) == [Fence(0, 0.6), Fence(4, 0.6)]  # `until` is the deadline, not now
     # a heartbeat sent before the lapse arriving late does not revive the leadership
-    assert c.received(0, 6, beat(c, 0.5), 0.71, 0.71) == []
-    out = c.received(0, 9, beat(c, 0.7), 0.72, 0.72)
+    assert received(c, 0, 6, beat(c, 0.5), 0.71, 0.71) == []
+    out = received(c, 0, 9, beat(c, 0.7), 0.72, 0.72)
     assert out == [Acquire(0, 9, pytest.approx(1.3)), Acquire(4, 9, pytest.approx(1.3))]
 
 
 def test_frozen_process_fences_before_anything_else_when_it_wakes() -> None:
     c = core()
-    c.assign([0], 0.0, 0.0)
-    c.received(0, 5, beat(c, 0.0), 0.01, 0.01)
+    assign(c, [0], 0.0)
+    received(c, 0, 5, beat(c, 0.0), 0.01, 0.01)
     # frozen from 0.05 to 5.0; the socket buffer then delivers a heartbeat sent just before the freeze
-    out = c.received(0, 6, beat(c, 0.05), 5.0, 5.0)
+    out = received(c, 0, 6, beat(c, 0.05), 5.0, 5.0)
     assert out == [Fence(0, 0.6), Fence(4, 0.6)]
 
 
 def test_orderly_revoke_revokes_and_lost_partitions_fence() -> None:
     c = core()
-    c.assign([0, 1], 0.0, 0.0)
-    c.received(0, 5, beat(c, 0.0), 0.01, 0.01)
-    c.received(1, 3, beat(c, 0.0, epoch=2), 0.01, 0.01)
-    assert c.revoke([0], 0.2) == [Revoke(0), Revoke(4)]
-    assert c.revoke([1], 0.3, lost=True) == [Fence(1, 0.3)]
+    assign(c, [0, 1], 0.0)
+    received(c, 0, 5, beat(c, 0.0), 0.01, 0.01)
+    received(c, 1, 3, beat(c, 0.0, epoch=2), 0.01, 0.01)
+    assert revoke(c, [0], 0.2) == [Revoke(0), Revoke(4)]
+    assert revoke(c, [1], 0.3, lost=True) == [Fence(1, 0.3)]
     assert c.owned == frozenset()
 
 
 def test_tokens_strictly_increase_across_owners() -> None:
     a, b = core(member="a"), core(member="b")
-    a.assign([0], 0.0, 0.0)
-    first = of(a.received(0, 11, beat(a, 0.0), 0.01, 0.01), Acquire)[0]
-    a.revoke([0], 1.0)
-    b.assign([0], 1.5, 1.5)
+    assign(a, [0], 0.0)
+    first = of(received(a, 0, 11, beat(a, 0.0), 0.01, 0.01), Acquire)[0]
+    revoke(a, [0], 1.0)
+    assign(b, [0], 1.5)
     # b's first own heartbeat lands after a's in the partition's log, so its offset is larger
-    second = of(b.received(0, 40, beat(b, 1.5), 1.51, 1.51), Acquire)[0]
+    second = of(received(b, 0, 40, beat(b, 1.5), 1.51, 1.51), Acquire)[0]
     assert second.token > first.token  # type: ignore[attr-defined]
 
 
 def test_roles_added_and_removed_while_leading() -> None:
     c = core(roles=(0,))
-    c.assign([0], 0.0, 0.0)
-    c.received(0, 5, beat(c, 0.0), 0.01, 0.01)
-    assert c.set_roles([0, 4, 2], 0.02) == [Acquire(4, 5, 0.6)]  # 2 rides on partition 2, not owned
-    assert c.set_roles([4, 2], 0.03) == [Revoke(0)]
-    assert c.drop([4], 0.04) == [Revoke(4)]
+    assign(c, [0], 0.0)
+    received(c, 0, 5, beat(c, 0.0), 0.01, 0.01)
+    assert set_roles(c, [0, 4, 2], 0.02) == [Acquire(4, 5, 0.6)]  # 2 rides on partition 2, not owned
+    assert set_roles(c, [4, 2], 0.03) == [Revoke(0)]
+    assert resign(c, [4], 0.04) == [Revoke(4)]
     assert c.leading_roles() == frozenset()
 
 
 def test_full_mode_publishes_everywhere_and_counts_any_group_record() -> None:
     c = core("full", timeout=2.0)
-    assert c.assign([2], 0.0, 100.0) == []  # full mode publishes on its own schedule
-    assert {o.partition for o in of(c.tick(0.0, 100.0), Publish)} == set(range(M))  # type: ignore[attr-defined]
+    assert assign(c, [2], 0.0) == []  # full mode publishes on its own schedule
+    assert {o.partition for o in of(tick(c, 0.0), Publish)} == set(range(M))  # type: ignore[attr-defined]
     # no role of (0, 4, 1) rides on partition 2: leading it acquires nothing
-    assert c.received(2, 30, beat(c, 999.0, member="b", instance="b-1", wall=100.0), 0.1, 100.1) == []
+    assert received(c, 2, 30, beat(c, 999.0, member="b", instance="b-1", wall=100.0), 0.1, 100.1) == []
     c2 = core("full", roles=(2, 6), timeout=2.0)
-    c2.assign([2], 0.0, 100.0)
+    assign(c2, [2], 0.0)
     # another member's record, sent 0.1 s ago by the wall clock: evidence dated 0.0 on our clock
-    out = c2.received(2, 30, beat(c2, 999.0, member="b", instance="b-1", wall=100.0), 0.1, 100.1)
+    out = received(c2, 2, 30, beat(c2, 999.0, member="b", instance="b-1", wall=100.0), 0.1, 100.1)
     assert out == [Acquire(2, 30, pytest.approx(2.0)), Acquire(6, 30, pytest.approx(2.0))]
     # an old record (sent 5 s ago by the wall clock) is not evidence of anything now
     c3 = core("full", roles=(2,), timeout=2.0)
-    c3.assign([2], 0.0, 100.0)
-    assert c3.received(2, 31, beat(c3, 0.0, member="b", instance="b-1", wall=95.0), 0.1, 100.0) == []
+    assign(c3, [2], 0.0)
+    assert received(c3, 2, 31, beat(c3, 0.0, member="b", instance="b-1", wall=95.0), 0.1, 100.0) == []
 
 
 def test_full_mode_overlap_leads_out_T_after_an_orderly_revoke() -> None:
     c = core("full", roles=(2,), overlap=True, timeout=2.0)
-    c.assign([2], 0.0, 0.0)
-    c.received(2, 30, beat(c, 0.0), 0.01, 0.01)
-    assert c.revoke([2], 0.5) == []  # still leading: the successor may take a moment
+    assign(c, [2], 0.0)
+    received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    assert revoke(c, [2], 0.5) == []  # still leading: the successor may take a moment
     assert c.leading_roles() == frozenset({2})
-    assert c.tick(1.8, 1.8) == [Publish(k, beat(c, 1.8, epoch=0)) for k in range(M)]
-    assert of(c.tick(1.95, 1.95), Revoke) == [Revoke(2)]  # just before T runs out
+    assert tick(c, 1.8) == [Publish(k, own(c, 1.8, epoch=0)) for k in range(M)]
+    assert of(tick(c, 1.95), Revoke) == [Revoke(2)]  # just before T runs out
 
 
 def test_full_mode_overlap_lost_partition_fences_at_T() -> None:
     c = core("full", roles=(2,), overlap=True, timeout=2.0)
-    c.assign([2], 0.0, 0.0)
-    c.received(2, 30, beat(c, 0.0), 0.01, 0.01)
-    assert c.revoke([2], 0.5, lost=True) == []
-    assert of(c.tick(1.95, 1.95), Revoke) == []
-    assert of(c.tick(2.0, 2.0), Fence) == [Fence(2, 2.0)]
+    assign(c, [2], 0.0)
+    received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    assert revoke(c, [2], 0.5, lost=True) == []
+    assert of(tick(c, 1.95), Revoke) == []
+    assert of(tick(c, 2.0), Fence) == [Fence(2, 2.0)]
 
 
 def test_full_mode_reassigned_before_release_restarts_with_a_new_token() -> None:
     c = core("full", roles=(2,), overlap=True, timeout=2.0)
-    c.assign([2], 0.0, 0.0)
-    c.received(2, 30, beat(c, 0.0), 0.01, 0.01)
-    c.revoke([2], 0.5)
-    assert c.assign([2], 1.0, 1.0) == [Revoke(2)]
-    assert c.received(2, 50, beat(c, 1.0), 1.01, 1.01) == [Acquire(2, 50, 3.0)]
+    assign(c, [2], 0.0)
+    received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    revoke(c, [2], 0.5)
+    assert assign(c, [2], 1.0) == [Revoke(2)]
+    assert received(c, 2, 50, beat(c, 1.0), 1.01, 1.01) == [Acquire(2, 50, 3.0)]
 
 
 def test_next_wakeup_covers_heartbeats_and_deadlines() -> None:
     c = core()
-    c.assign([0], 0.0, 0.0)
-    c.tick(0.0, 0.0)
+    assign(c, [0], 0.0)
+    tick(c, 0.0)
     assert c.next_wakeup() == pytest.approx(0.1)
-    c.received(0, 5, beat(c, 0.0), 0.01, 0.01)
-    c.publishing = False
+    received(c, 0, 5, beat(c, 0.0), 0.01, 0.01)
+    c.stop()
     assert c.next_wakeup() == pytest.approx(0.6)
 
 
@@ -175,39 +222,46 @@ def test_fast_leader_fences_when_another_member_claims_its_partition() -> None:
     # a leads partition 0; the group hands it to b without a's revoke (a dropped member that has not
     # noticed yet): b's heartbeats appear on partition 0 and a fences at once, before b may lead.
     c = core()
-    c.assign([0], 10.0, 10.0)
-    c.received(0, 7, beat(c, 10.0), 10.01, 10.01)
-    c.received(0, 19, beat(c, 11.9), 11.91, 11.91)  # renewed until 12.5
+    assign(c, [0], 10.0)
+    received(c, 0, 7, beat(c, 10.0), 10.01, 10.01)
+    received(c, 0, 19, beat(c, 11.9), 11.91, 11.91)  # renewed until 12.5
     assert c.leading_partitions() == {0}
-    out = c.received(0, 20, beat(c, 12.0, member="b", instance="b-1"), 12.01, 12.01)
+    out = received(c, 0, 20, beat(c, 12.0, member="b", instance="b-1"), 12.01, 12.01)
     assert out == [Fence(0, 12.01), Fence(4, 12.01)]
     # its own heartbeats keep coming back, but the claim is contested while b's heartbeats are fresh
-    assert c.received(0, 21, beat(c, 12.05), 12.06, 12.06) == []
+    assert received(c, 0, 21, beat(c, 12.05), 12.06, 12.06) == []
     assert c.leading_partitions() == frozenset()
 
 
 def test_fast_owner_waits_for_another_claim_to_go_quiet_before_it_leads() -> None:
     c = core(member="b", roles=(0,))
-    c.assign([0], 10.0, 10.0)
+    assign(c, [0], 10.0)
     # the previous owner a still heartbeats here (sent 10.0 by its wall clock)
-    assert c.received(0, 5, beat(c, 10.0, member="a", instance="a-1"), 10.02, 10.02) == []
-    assert c.received(0, 6, beat(c, 10.0), 10.03, 10.03) == []  # own evidence, but contested until 10.6
-    out = c.received(0, 9, beat(c, 10.6), 10.61, 10.61)  # a's heartbeat is now timeout old
+    assert received(c, 0, 5, beat(c, 10.0, member="a", instance="a-1"), 10.02, 10.02) == []
+    assert received(c, 0, 6, beat(c, 10.0), 10.03, 10.03) == []  # own evidence, but contested until 10.6
+    out = received(c, 0, 9, beat(c, 10.6), 10.61, 10.61)  # a's heartbeat is now timeout old
     assert out == [Acquire(0, 9, pytest.approx(11.2))]
 
 
 def test_fast_old_records_of_a_departed_owner_do_not_delay_acquisition() -> None:
     # on assignment the tail of the partition is read: a dead owner's records, sent long ago
     c = core(member="b", roles=(0,))
-    c.assign([0], 20.0, 20.0)
-    assert c.received(0, 5, beat(c, 1.0, member="a", instance="a-1", wall=15.0), 20.01, 20.01) == []
-    assert c.received(0, 6, beat(c, 20.0), 20.02, 20.02) == [Acquire(0, 6, pytest.approx(20.6))]
+    assign(c, [0], 20.0)
+    assert received(c, 0, 5, beat(c, 1.0, member="a", instance="a-1", wall=15.0), 20.01, 20.01) == []
+    assert received(c, 0, 6, beat(c, 20.0), 20.02, 20.02) == [Acquire(0, 6, pytest.approx(20.6))]
 
 
 def test_fast_a_stray_record_sent_before_the_leadership_began_does_not_fence_it() -> None:
     c = core(member="b", roles=(0,))
-    c.assign([0], 20.0, 20.0)
-    c.received(0, 6, beat(c, 20.0), 20.02, 20.02)
+    assign(c, [0], 20.0)
+    received(c, 0, 6, beat(c, 20.0), 20.02, 20.02)
     # a's last record, sent before b's leadership began, arrives late
-    assert c.received(0, 7, beat(c, 19.0, member="a", instance="a-1", wall=19.9), 20.05, 20.05) == []
+    assert received(c, 0, 7, beat(c, 19.0, member="a", instance="a-1", wall=19.9), 20.05, 20.05) == []
     assert c.leading_partitions() == {0}
+
+
+def test_the_wall_clock_is_stamped_as_a_heartbeat_is_sent() -> None:
+    c = core()
+    sent = own(c, 12.5, epoch=3)
+    assert Heartbeat.decode(sent.encode(wall=1700000000.25)) == beat(c, 12.5, epoch=3, wall=1700000000.25)
+    assert Heartbeat.decode(b"not a heartbeat") is None
