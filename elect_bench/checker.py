@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass
 
 from elect_bench.history import History
-from elect_bench.metrics import leaderless, overlaps
+from elect_bench.measures import leaderless, overlaps
 
 
 @dataclass(frozen=True)

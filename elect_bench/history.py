@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elect_bench import faults
+
 Line = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Fault:
-    """What the harness did, when (monotonic seconds), to whom: kill, pause, resume, stop, cut, heal."""
+    """What the harness did, when (monotonic seconds), to whom: a fault's name as `kind` (elect_bench.faults), or
+    the record of its healing (its `healed_as`)."""
 
     mono: float
     kind: str
@@ -62,7 +65,7 @@ class History:
 
     def killed_at(self) -> dict[str, float]:
         """Members whose process the harness killed (belief ends there: a dead process believes nothing)."""
-        return {f.target: f.mono for f in self.faults if f.kind == "kill"}
+        return {f.target: f.mono for f in self.faults if faults.kills_process(f)}
 
     def intervals(self) -> dict[str, list[Interval]]:
         """Per role, every member's belief intervals, in start order."""

@@ -1,6 +1,6 @@
 """Members under test or benchmark: an elector in this process, or `elect member` as a process.
 
-Both kinds expose one interface (`Member`) and record the same event lines (DESIGN.md's format), so
+Both kinds expose one interface (`Member`) and record the same event lines (docs/architecture.md), so
 the conformance suite and the harness check every implementation with one piece of code, whether its
 members must be separate processes (Raft, NELI, leases) or live in one process (`memory://`).
 """
@@ -251,3 +251,29 @@ class MemberProcess:
             return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+
+def led(procs: Iterable[MemberProcess]) -> set[str]:
+    """The roles some live member believes it leads, by its own lines."""
+    return {role for p in procs if p.alive for role in p.log.leading()}
+
+
+def leaders(procs: Iterable[MemberProcess], role: str) -> list[MemberProcess]:
+    """The live members that believe they lead `role`."""
+    return [p for p in procs if p.alive and role in p.log.leading()]
+
+
+def settle(procs: Sequence[MemberProcess], quiet: float, limit: float) -> bool:
+    """Wait until no member has printed an event for `quiet` seconds (rebalances over); False if `limit`
+    seconds passed first."""
+    deadline = time.monotonic() + limit
+
+    def last_event() -> float:
+        return max((p.log.lines[-1]["mono"] for p in procs if p.log.lines), default=0.0)
+
+    while time.monotonic() < deadline:
+        idle = time.monotonic() - last_event()
+        if idle >= quiet:
+            return True
+        time.sleep(min(quiet - idle, deadline - time.monotonic(), 0.2) + 0.001)
+    return False

@@ -1,8 +1,8 @@
-"""Counting each member's load (DESIGN.md: requests or messages per second a member sends to the
+"""Counting each member's load (docs/architecture.md: requests or messages per second a member sends to the
 infrastructure, or to its peers for Raft) with counting relays between members and what they dial.
 
 Every member dials the infrastructure and its peers through a relay of its own (`Router`), so what a
-relay counts is that member's traffic, parsed per wire protocol (elect_bench.meter). A Kafka broker
+relay counts is that member's traffic, parsed per wire protocol (elect_bench.relays). A Kafka broker
 tells clients where to reconnect, so the local broker advertises one shared relay and the requests
 are attributed by the client id each member sends (NELI's client.id is the member id).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from elect_bench.meter import Meter
+from elect_bench.relays import Meter
 
 
 class Router:

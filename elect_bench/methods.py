@@ -1,17 +1,19 @@
 """The methods the harness compares, and how each one's member URLs are made for a group.
 
-A method is an elector URL scheme plus settings, all stated at one *detection budget* (DESIGN.md:
+A method is an elector URL scheme plus settings, all stated at one *detection budget* (docs/architecture.md:
 Raft election timeout = lease TTL = Kafka session timeout), so the comparison is like for like. The
 conformance suite builds its groups with the same `member_urls`, so what is benchmarked is what is
-tested.
+tested. What a method promises (exclusive or not, ...) is not restated here: `promises` asks the elector.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
+from elect.config import connect
+from elect.contract import Characteristics
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port_blocks, free_ports
 
@@ -37,19 +39,34 @@ class Group:
 
 @dataclass(frozen=True)
 class Method:
-    """name: as in reports. needs: infrastructure services. exclusive: promises one leader per role.
-    params(budget): URL parameters at a detection budget. build: the member URLs of a group."""
+    """name: as in reports. needs: infrastructure services. params(budget): URL parameters at a detection
+    budget. build: the member URLs of a group."""
 
     name: str
     scheme: str
     summary: str
     needs: tuple[str, ...]
-    exclusive: bool
     params: Callable[[float], dict[str, str]]
     build: Callable[[Group, Mapping[str, str]], dict[str, str]]
 
     def member_urls(self, group: Group, budget: float, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         return self.build(group, {**self.params(budget), **(overrides or {})})
+
+    def variant(self, params: Mapping[str, str]) -> Method:
+        """This method with URL parameters of its own, named after them (one row of a table, e.g. NELI full
+        mode with a longer T beside the default)."""
+        own = dict(params)
+        name = " ".join([self.name, *(f"{k}={v}" for k, v in own.items())])
+        return replace(self, name=name, params=lambda budget: {**self.params(budget), **own})
+
+
+def promises(url: str) -> Characteristics:
+    """What the elector a member URL configures promises (exclusive, overlap bound, ...).
+
+    raft://, kafka:// and pysyncobj:// derive it on the elector object (from the options and the group), so
+    one is built from the URL, as `elect.connect` does, and read: never started, it opens nothing.
+    """
+    return connect(url).characteristics
 
 
 def _q(params: Mapping[str, str]) -> str:
@@ -107,21 +124,21 @@ def _secs(value: float) -> str:
 
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("raft", "raft", "Raft per partition, balanced priorities, with the improvements over ZEP006", (),
-           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                            "priority": "balanced"}, _peer_urls("raft", "grpc", named=True)),
+           lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                     "priority": "balanced"}, _peer_urls("raft", "grpc", named=True)),
     Method("raft-zeebe", "raft", "Raft per partition, plain ZEP006 (zeebe priorities, no improvements)", (),
-           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                            "priority": "zeebe", "improvements": "off"}, _peer_urls("raft", "grpc", named=True)),
+           lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                     "priority": "zeebe", "improvements": "off"}, _peer_urls("raft", "grpc", named=True)),
     Method("raft-stock", "raft", "stock Raft, randomized timeouts in [ET, 2 ET)", (),
-           True, lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                            "priority": "off"}, _peer_urls("raft", "grpc", named=True)),
+           lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
+                     "priority": "off"}, _peer_urls("raft", "grpc", named=True)),
     Method("pysyncobj", "pysyncobj", "PySyncObj, one SyncObj per partition (an independent Raft, no leader lease)",
-           (), False, lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj", None, port_per_partition=True)),
+           (), lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj", None, port_per_partition=True)),
     Method("kafka-fast", "kafka", "NELI fast (exclusive): partition owner leads", ("kafka",),
-           True, lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _kafka),
+           lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _kafka),
     Method("kafka-full", "kafka", "NELI full (non-exclusive): vector of receipt times", ("kafka",),
-           False, lambda b: {"mode": "full", "session_timeout": _secs(b)}, _kafka),
-    Method("etcd", "etcd", "CAS lease on etcd", ("etcd",), True, lambda b: {"ttl": _secs(b)}, _etcd),
-    Method("zookeeper", "zookeeper", "ephemeral node on ZooKeeper", ("zookeeper",), True,
+           lambda b: {"mode": "full", "session_timeout": _secs(b)}, _kafka),
+    Method("etcd", "etcd", "CAS lease on etcd", ("etcd",), lambda b: {"ttl": _secs(b)}, _etcd),
+    Method("zookeeper", "zookeeper", "ephemeral node on ZooKeeper", ("zookeeper",),
            lambda b: {"session_timeout": _secs(b)}, _zookeeper),
 ]}

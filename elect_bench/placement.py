@@ -15,10 +15,20 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from elect_bench.members import MemberProcess
 from elect_cluster.netns import Hosts
 
 Runner = Callable[[Sequence[str]], None]
+
+
+class Signalled(Protocol):
+    """A process faults reach: an `elect member` process (elect_bench.members), or any that runs like one."""
+
+    member_id: str
+
+    def kill(self) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def signal(self, signum: int) -> None: ...
 
 
 def _run(argv: Sequence[str]) -> None:
@@ -31,10 +41,10 @@ class Placement(Protocol):
 
     def prefix(self, member: str) -> list[str]: ...
     def address(self, member: str) -> str: ...
-    def kill(self, proc: MemberProcess) -> None: ...
-    def pause(self, proc: MemberProcess) -> None: ...
-    def resume(self, proc: MemberProcess) -> None: ...
-    def stop(self, proc: MemberProcess) -> None: ...
+    def kill(self, proc: Signalled) -> None: ...
+    def pause(self, proc: Signalled) -> None: ...
+    def resume(self, proc: Signalled) -> None: ...
+    def stop(self, proc: Signalled) -> None: ...
     def cut(self, member: str) -> None: ...
     def heal(self, member: str) -> None: ...
     def sent(self, member: str) -> tuple[int, int] | None:
@@ -54,16 +64,16 @@ class LocalPlacement:
     def address(self, member: str) -> str:
         return "127.0.0.1"
 
-    def kill(self, proc: MemberProcess) -> None:
+    def kill(self, proc: Signalled) -> None:
         proc.kill()
 
-    def pause(self, proc: MemberProcess) -> None:
+    def pause(self, proc: Signalled) -> None:
         proc.pause()
 
-    def resume(self, proc: MemberProcess) -> None:
+    def resume(self, proc: Signalled) -> None:
         proc.resume()
 
-    def stop(self, proc: MemberProcess) -> None:
+    def stop(self, proc: Signalled) -> None:
         proc.signal(signal.SIGTERM)
 
     def cut(self, member: str) -> None:
@@ -122,16 +132,16 @@ class DockerPlacement:
     def address(self, member: str) -> str:
         return self.container(member)  # container names resolve on the compose network
 
-    def kill(self, proc: MemberProcess) -> None:
+    def kill(self, proc: Signalled) -> None:
         self.run(["docker", "kill", "--signal", "KILL", self.container(proc.member_id)])
 
-    def pause(self, proc: MemberProcess) -> None:
+    def pause(self, proc: Signalled) -> None:
         self.run(["docker", "pause", self.container(proc.member_id)])
 
-    def resume(self, proc: MemberProcess) -> None:
+    def resume(self, proc: Signalled) -> None:
         self.run(["docker", "unpause", self.container(proc.member_id)])
 
-    def stop(self, proc: MemberProcess) -> None:
+    def stop(self, proc: Signalled) -> None:
         self.run(["docker", "kill", "--signal", "TERM", self.container(proc.member_id)])
 
     def cut(self, member: str) -> None:

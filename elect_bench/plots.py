@@ -63,7 +63,7 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         for cell in cells:
             xs = sorted(x / budget for t in cell.trials for x in t.failover)
             ys = [(i + 1) / len(xs) for i in range(len(xs))]
-            ax.step([xs[0], *xs], [0.0, *ys], where="post", label=cell.method)
+            ax.step([xs[0], *xs], [0.0, *ys], where="post", label=cell.method.name)
         ax.set_xlabel(f"failover latency / detection budget ({budget:g} s)")
         ax.set_ylabel("share of failovers")
         ax.set_ylim(0, 1.02)
@@ -79,8 +79,8 @@ def draw(result: RunResult, out: Path) -> list[Path]:
     cells = [c for c in result.cells if c.trials]
     if cells:
         fig, ax = plt.subplots(figsize=(7, 4))
-        methods = list(dict.fromkeys(c.method for c in cells))
-        steady = [[t.steady_max_led for c in cells if c.method == m for t in c.trials if t.ok] for m in methods]
+        methods = list(dict.fromkeys(c.method.name for c in cells))
+        steady = [[t.steady_max_led for c in cells if c.method.name == m for t in c.trials if t.ok] for m in methods]
         ax.boxplot(steady, tick_labels=methods, showmeans=True)
         ideal = -(-result.scenario.roles // result.scenario.members)
         ax.axhline(ideal, linestyle="--", color="grey", label=f"balanced = {ideal}")
@@ -102,9 +102,10 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         fig, axes = plt.subplots(1, len(measures), figsize=(6.5 * len(measures), 4), squeeze=False)
         for ax, (title, pick) in zip(axes[0], measures, strict=True):
             loaded = [c for c in result.cells if any(pick(t) for t in c.trials)]
-            for method in dict.fromkeys(c.method for c in loaded):
+            for method in dict.fromkeys(c.method.name for c in loaded):
                 points = sorted((c.members, sum(x for t in c.trials for x in pick(t).values())
-                                 / max(1, sum(len(pick(t)) for t in c.trials))) for c in loaded if c.method == method)
+                                 / max(1, sum(len(pick(t)) for t in c.trials)))
+                                for c in loaded if c.method.name == method)
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
             ax.set_xlabel("members in the group")
             ax.set_ylabel(title, fontsize=8)
@@ -117,7 +118,7 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         plt.close(fig)
         paths.append(path)
 
-    timeline = [c.trials[0] for c in cells if c.trials and c.trials[0].ok and c.fault != "none"]
+    timeline = [c.trials[0] for c in cells if c.trials and c.trials[0].ok and c.fault.injects]
     if timeline:
         fig, axes = plt.subplots(len(timeline), 1, figsize=(8, 1.6 * len(timeline) + 0.6), squeeze=False)
         for ax, trial in zip(axes[:, 0], timeline, strict=True):

@@ -1,19 +1,29 @@
-"""Results as a terminal table, `results.json`, and a Markdown `report.md` that says how they were made."""
+"""Results as a terminal table, `results.json`, and a Markdown `report.md` that says how they were made.
+
+Every kind of run (trials, simulation, idle, neli) comes out the same way: a row per cell from its summary,
+the provenance, what the columns mean, and the plots.
+"""
 
 from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 from typing import Any
 
+from elect_bench import idle, neli
+from elect_bench.idle import IdleResult
+from elect_bench.neli import NeliResult
 from elect_bench.simulation import runner as simulation
 from elect_bench.simulation.runner import SimResult
-from elect_bench.suite import RunResult
+from elect_bench.suite import RunResult, made
 
-COLUMNS = [
-    ("method", "method", "{}"), ("fault", "fault", "{}"), ("members", "members", "{}"), ("ok", "trials", "{}"),
+Result = RunResult | SimResult | IdleResult | NeliResult
+Columns = list[tuple[str, str, str]]  # summary key, title, format (named fields are the summary's)
+
+COLUMNS: Columns = [
+    ("method", "method", "{}"), ("fault", "fault", "{}"), ("members", "members", "{}"),
+    ("ok", "trials", "{ok}/{trials}"),
     ("failover_p50", "failover p50", "{:.2f} s"), ("failover_p99", "p99", "{:.2f} s"),
     ("failover_max", "max", "{:.2f} s"), ("failover_p99_ratio", "p99/budget", "{:.2f}"),
     ("disrupted", "roles lost", "{}"), ("unrecovered", "not re-led", "{}"), ("gap_max", "gap max", "{:.2f} s"),
@@ -23,23 +33,34 @@ COLUMNS = [
     ("sent_rps_mean", "msgs/s/member", "{:.0f}"), ("sent_pps_mean", "pkts/s/member", "{:.0f}"),
 ]
 
+DEFINITIONS = (
+    "Definitions (docs/architecture.md): *failover* is from the fault to a surviving member's `acquired`, per role "
+    "the victim led (after an infrastructure fault: from the fault to the role being led again, per role "
+    "whose leader lost it; *roles lost* counts those); *gap* is leaderless time per trial summed over "
+    "roles after the fault; *not re-led*: roles nobody led again before the trial's bound; *overlap* is "
+    "time two members believed they led one role (a `fenced` line ends belief at its `until`); "
+    "*balanced* is the share of trials whose busiest member led ceil(roles / live members).")
 
-def _cell(value: Any, fmt: str) -> str:
+SIMULATION = (
+    "Per trial (seed): a cold start of every node within 0.1 s — *balanced cold start* is the share of "
+    "trials whose busiest node led ceil(partitions / nodes) at 3 election timeouts (ZEP006's "
+    "successCount / totalCount), *all led* when every partition first had one leader — then a crash "
+    "of one node: *failover* per partition it led, to a survivor's `acquired`; *balanced after crash* "
+    "among the survivors. Simulated network: 1-5 ms per message, no loss.")
+
+
+def rows(columns: Columns, summaries: list[dict[str, Any]]) -> list[list[str]]:
+    return [[_cell(summary, key, fmt) for key, _, fmt in columns] for summary in summaries]
+
+
+def _cell(summary: dict[str, Any], key: str, fmt: str) -> str:
+    value = summary[key]
     if isinstance(value, float) and math.isnan(value):
         return "-"
-    return fmt.format(value)
+    return fmt.format(value, **summary)
 
 
-def rows(result: RunResult) -> list[list[str]]:
-    out = []
-    for summary in (c.summary(result.scenario.budget) for c in result.cells):
-        row = [_cell(summary[key], fmt) for key, _, fmt in COLUMNS]
-        row[3] = f"{summary['ok']}/{summary['trials']}"
-        out.append(row)
-    return out
-
-
-def text_table(result: RunResult | SimResult) -> str:
+def text_table(result: Result) -> str:
     header, body = _table(result)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
@@ -47,72 +68,84 @@ def text_table(result: RunResult | SimResult) -> str:
     return "\n".join(lines)
 
 
-def markdown_table(result: RunResult | SimResult) -> str:
+def markdown_table(result: Result) -> str:
     header, body = _table(result)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines)
 
 
-def _table(result: RunResult | SimResult) -> tuple[list[str], list[list[str]]]:
+def _table(result: Result) -> tuple[list[str], list[list[str]]]:
     if isinstance(result, SimResult):
         return [title for _, title, _ in simulation.COLUMNS], simulation.rows(result)
-    return [title for _, title, _ in COLUMNS], rows(result)
+    columns = idle.COLUMNS if isinstance(result, IdleResult) else neli.COLUMNS if isinstance(result, NeliResult) \
+        else COLUMNS
+    return [title for _, title, _ in columns], rows(columns, result.summaries())
 
 
-def write_simulation(result: SimResult, out: Path, plots: list[Path]) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / "results.json"
-    data.write_text(json.dumps(result.to_json(), indent=1, default=_jsonable))
-    report = out / "report.md"
-    parts = [f"# elect simulation runs: {result.scenario.name}", "", simulation.provenance(result), "",
-             markdown_table(result), "",
-             "Per trial (seed): a cold start of every node within 0.1 s — *balanced cold start* is the share of "
-             "trials whose busiest node led ceil(partitions / nodes) at 3 election timeouts (ZEP006's "
-             "successCount / totalCount), *all led* when every partition first had one leader — then a crash "
-             "of one node: *failover* per partition it led, to a survivor's `acquired`; *balanced after crash* "
-             "among the survivors. Simulated network: 1-5 ms per message, no loss.", ""]
-    parts += [f"![{plot.stem}]({plot.name})" for plot in plots]
-    report.write_text("\n".join(parts) + "\n")
-    return data, report
-
-
-def provenance(result: RunResult) -> str:
-    m = result.machine
+def provenance(result: Result) -> str:
+    if isinstance(result, SimResult):
+        return simulation.provenance(result)
+    if isinstance(result, IdleResult):
+        return idle.provenance(result)
+    if isinstance(result, NeliResult):
+        return neli.provenance(result)
     s = result.scenario
     sizes = "/".join(map(str, s.group_sizes))
-    return (f"Command: `{result.command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(result.started))}, "
-            f"{result.seconds:.0f} s on {m['host']} ({m['cpus']} cores, {m['cpu']}, Python {m['python']}). "
+    return (f"{made(result.command, result.started, result.seconds, result.machine)} "
             f"{sizes} members, {s.roles} roles, {s.trials} trials per cell, detection budget {s.budget:g} s "
             f"(Raft election timeout = lease TTL = Kafka session timeout).")
 
 
-def write(result: RunResult, out: Path, plots: list[Path]) -> tuple[Path, Path]:
+def write(result: Result, out: Path, plots: list[Path]) -> tuple[Path, Path]:
+    """results.json and report.md in `out`, the report showing `plots`."""
     out.mkdir(parents=True, exist_ok=True)
     data = out / "results.json"
     data.write_text(json.dumps(result.to_json(), indent=1, default=_jsonable))
     report = out / "report.md"
-    parts = [f"# elect benchmark: {result.scenario.name}", "", provenance(result), "", markdown_table(result), "",
-             "Definitions (DESIGN.md): *failover* is from the fault to a surviving member's `acquired`, per role "
-             "the victim led (after an infrastructure fault: from the fault to the role being led again, per role "
-             "whose leader lost it; *roles lost* counts those); *gap* is leaderless time per trial summed over "
-             "roles after the fault; *not re-led*: roles nobody led again before the trial's bound; *overlap* is "
-             "time two members believed they led one role (a `fenced` line ends belief at its `until`); "
-             "*balanced* is the share of trials whose busiest member led ceil(roles / live members).", ""]
-    if result.skipped:
-        parts += ["Not run:", ""] + [f"- `{m}`: {why}" for m, why in result.skipped.items()] + [""]
-    errors = [(s["method"], s["fault"], e) for c in result.cells for s in [c.summary(result.scenario.budget)]
-              for e in s["errors"]]
-    if errors:
-        parts += ["Failed trials (first lines):", ""] + [f"- {m} / {f}: {e}" for m, f, e in errors] + [""]
-    violations = [(t.method, t.fault, t.trial, v) for c in result.cells for t in c.trials for v in t.violations]
-    if violations:
-        parts += ["Violations found by the checker:", ""]
-        parts += [f"- {m} / {f} trial {i}: {v}" for m, f, i, v in violations[:50]] + [""]
+    parts = [f"# {_title(result)}", "", provenance(result), "", markdown_table(result), "", *_notes(result)]
     for plot in plots:
         parts += [f"![{plot.stem}]({plot.name})", ""]
     report.write_text("\n".join(parts))
     return data, report
+
+
+def _title(result: Result) -> str:
+    if isinstance(result, SimResult):
+        return f"elect simulation runs: {result.scenario.name}"
+    if isinstance(result, IdleResult):
+        return f"elect idle cost: {result.scenario.name}"
+    if isinstance(result, NeliResult):
+        return f"elect NELI benchmark: {result.scenario.name}"
+    return f"elect benchmark: {result.scenario.name}"
+
+
+def _notes(result: Result) -> list[str]:
+    """What the columns mean, and what went wrong."""
+    if isinstance(result, SimResult):
+        return [SIMULATION, ""]
+    if isinstance(result, IdleResult):
+        failed = [(s["method"], f"{s['partitions']} partitions", s["error"]) for s in result.summaries() if s["error"]]
+        return [idle.NOTES, "", *_failures(failed)]
+    failed = [(s["method"], s["fault"], e) for s in result.summaries() for e in s["errors"]]
+    if isinstance(result, NeliResult):
+        return [neli.NOTES, "", *_failures(failed), *_violations(result.run)]
+    skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
+    return [DEFINITIONS, "", *(["Not run:", "", *skipped, ""] if skipped else []), *_failures(failed),
+            *_violations(result)]
+
+
+def _failures(found: list[tuple[str, str, str]]) -> list[str]:
+    if not found:
+        return []
+    return ["Failed trials (first lines):", ""] + [f"- {m} / {f}: {e}" for m, f, e in found] + [""]
+
+
+def _violations(result: RunResult) -> list[str]:
+    found = [(t.method, t.fault, t.trial, v) for c in result.cells for t in c.trials for v in t.violations]
+    if not found:
+        return []
+    return ["Violations found by the checker:", "", *(f"- {m} / {f} trial {i}: {v}" for m, f, i, v in found[:50]), ""]
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,4 +1,9 @@
-"""Scenarios: which methods, faults, sizes and how many trials, from a small YAML file or flags."""
+"""Scenarios: which methods, faults, sizes and how many trials, from a small YAML file or flags.
+
+A file may describe another kind of run (`kind`): a simulation (it names `shapes`; elect_bench.simulation),
+the idle cost of a group at scale (`kind: idle`; elect_bench.idle) or NELI in depth (`kind: neli`;
+elect_bench.neli). Each kind reads its own keys; the fault names in a file become `Fault` objects here.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,11 @@ from typing import Any
 import yaml
 
 from elect.errors import ConfigError
+from elect_bench.faults import Fault, fault
+from elect_bench.faults.member import Kill
 from elect_bench.methods import METHODS
-from elect_bench.trial import FAULTS
+
+KINDS = ("trials", "simulation", "idle", "neli")
 
 
 @dataclass(frozen=True)
@@ -23,7 +31,7 @@ class Scenario:
     roles: int = 6
     trials: int = 5
     hold: float = 0.0
-    faults: tuple[str, ...] = ("kill",)
+    faults: tuple[Fault, ...] = (Kill(),)
     methods: tuple[str, ...] = ("etcd",)
     overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # method -> URL params
     sizes: tuple[int, ...] = ()  # group sizes to run each cell at (load as the group grows); () = (members,)
@@ -39,16 +47,13 @@ class Scenario:
     @property
     def on_hosts(self) -> bool:
         """Network-namespace hosts: for cuts, and to count packets on each member's link."""
-        return self.hosts or "cut" in self.faults or self.load_window > 0
+        return self.hosts or any(f.needs_hosts for f in self.faults) or self.load_window > 0
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise ConfigError(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}", parameter="methods")
-        bad = [f for f in self.faults if f not in FAULTS]
-        if bad:
-            raise ConfigError(f"unknown fault(s) {bad}; known: {', '.join(FAULTS)}", parameter="faults")
-        if min(self.group_sizes) < 2 and any(f != "none" for f in self.faults):
+        if min(self.group_sizes) < 2 and any(f.injects for f in self.faults):
             raise ConfigError("a fault needs at least 2 members (a survivor to fail over to)", parameter="members")
         if self.store_members not in (1, 3):
             raise ConfigError("store_members is 1 or 3", parameter="store_members")
@@ -69,11 +74,14 @@ class Scenario:
 def load(source: str | Path | Mapping[str, Any]) -> Scenario:
     """A scenario from a mapping, a YAML path, or the name of a bundled one (`default`, `demo`)."""
     data = read(source)
+    if kind(data) != "trials":
+        raise ConfigError(f"this is a {kind(data)} scenario, not one of trials", parameter="kind")
+    data.pop("kind", None)
     for key in ("faults", "methods", "sizes"):
-        if isinstance(data.get(key), str):
-            data[key] = [x.strip() for x in data[key].split(",") if x.strip()]
         if key in data:
-            data[key] = tuple(data[key])
+            data[key] = tuple(listed(data[key]))
+    if "faults" in data:
+        data["faults"] = tuple(fault(name) for name in data["faults"])
     known = set(Scenario.__dataclass_fields__)
     unknown = sorted(set(data) - known)
     if unknown:
@@ -81,9 +89,20 @@ def load(source: str | Path | Mapping[str, Any]) -> Scenario:
     return Scenario(**data)
 
 
-def is_simulation(data: Mapping[str, Any]) -> bool:
-    """A scenario of simulation runs (bench.simulation) names shapes instead of faults."""
-    return "shapes" in data
+def listed(value: Any) -> list[Any]:
+    """A list as YAML gives it, a comma-separated string as a flag does, or one value."""
+    if isinstance(value, str):
+        return [x.strip() for x in value.split(",") if x.strip()]
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def kind(data: Mapping[str, Any]) -> str:
+    """Which kind of run a scenario's mapping describes: its `kind`, else a simulation if it names shapes, else
+    trials (faults on real members)."""
+    named = str(data.get("kind", "simulation" if "shapes" in data else "trials"))
+    if named not in KINDS:
+        raise ConfigError(f"unknown scenario kind {named!r}; known: {', '.join(KINDS)}", parameter="kind")
+    return named
 
 
 def read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
@@ -91,7 +110,7 @@ def read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(source, Mapping):
         return dict(source)
     path = Path(source)
-    if not path.exists() and not str(source).endswith((".yaml", ".yml")):
+    if not path.is_file() and not str(source).endswith((".yaml", ".yml")):
         bundled = resources.files("elect_bench.scenarios").joinpath(f"{source}.yaml")
         if not bundled.is_file():
             raise ConfigError(f"no scenario file {source!r} and no bundled scenario of that name")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 import platform
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,14 +19,15 @@ from typing import Any
 
 from elect import registry
 from elect.errors import MissingExtra, UnknownScheme
+from elect_bench.faults import Fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
-from elect_bench.meter import Meter
+from elect_bench.measures import Summary, mean
 from elect_bench.metering import Router
-from elect_bench.methods import METHODS
-from elect_bench.metrics import Summary
+from elect_bench.methods import METHODS, Method
 from elect_bench.placement import DockerPlacement, NetnsPlacement
+from elect_bench.relays import Meter
 from elect_bench.scenario import Scenario
-from elect_bench.trial import INFRA_FAULTS, Environment, TrialResult, TrialSpec, run_trial
+from elect_bench.trial import Environment, TrialResult, TrialSpec, run_trial
 from elect_cluster.local import LocalCluster
 from elect_cluster.ports import free_ports
 
@@ -36,8 +38,8 @@ Progress = Callable[[str, int, int, str], None]  # (cell, trials done, trials to
 class Cell:
     """All trials of one method under one fault, and their summary."""
 
-    method: str
-    fault: str
+    method: Method
+    fault: Fault
     members: int
     trials: list[TrialResult] = field(default_factory=list)
 
@@ -46,35 +48,31 @@ class Cell:
         latencies = [x for t in ok for x in t.failover]
         fo = Summary.of(latencies)
         return {
-            "method": self.method, "fault": self.fault, "members": self.members, "trials": len(self.trials),
+            "method": self.method.name, "fault": self.fault.name, "members": self.members,
+            "trials": len(self.trials),
             "ok": len(ok),
             "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
             "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan,
             "unrecovered": sum(t.unrecovered for t in ok),
-            "disrupted": sum(t.disrupted for t in ok) if self.fault in INFRA_FAULTS else math.nan,
+            "disrupted": sum(t.disrupted for t in ok) if self.fault.infrastructure else math.nan,
             "gap_p50": Summary.of([t.gap for t in ok]).p50, "gap_max": Summary.of([t.gap for t in ok]).max,
             "overlap_total": sum(t.overlap for t in ok), "overlap_max": max((t.max_overlap for t in ok), default=0.0),
             "steady_balanced": _share([t.steady_balanced for t in ok]),
             "steady_max_led": max((t.steady_max_led for t in ok), default=0),
-            "after_balanced": _share([t.after_balanced for t in ok]) if self.fault != "none" else math.nan,
+            "after_balanced": _share([t.after_balanced for t in ok]) if self.fault.injects else math.nan,
             "violations": sum(len(t.violations) for t in ok),
             "startup_p50": Summary.of([t.startup for t in ok]).p50,
-            "cpu_mean": _mean([c for t in ok for c in t.cpu.values()]),
-            "rss_mb_mean": _mean([m for t in ok for m in t.rss_mb.values()]),
-            "sent_rps_mean": _mean([x for t in ok for x in t.sent_rps.values()]),
-            "sent_pps_mean": _mean([x for t in ok for x in t.sent_pps.values()]),
-            "sent_bps_mean": _mean([x for t in ok for x in t.sent_bps.values()]),
+            "cpu_mean": mean([c for t in ok for c in t.cpu.values()]),
+            "rss_mb_mean": mean([m for t in ok for m in t.rss_mb.values()]),
+            "sent_rps_mean": mean([x for t in ok for x in t.sent_rps.values()]),
+            "sent_pps_mean": mean([x for t in ok for x in t.sent_pps.values()]),
+            "sent_bps_mean": mean([x for t in ok for x in t.sent_bps.values()]),
             "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
         }
 
 
 def _share(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else math.nan
-
-
-def _mean(values: list[float]) -> float:
-    values = [v for v in values if not math.isnan(v)]
-    return sum(values) / len(values) if values else math.nan
 
 
 @dataclass
@@ -87,14 +85,20 @@ class RunResult:
     seconds: float
     machine: dict[str, Any]
 
+    @property
+    def ok(self) -> bool:
+        return all(t.ok for c in self.cells for t in c.trials)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [c.summary(self.scenario.budget) for c in self.cells]
+
     def to_json(self) -> dict[str, Any]:
-        budget = self.scenario.budget
         return {
             "command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-            "scenario": self.scenario.__dict__ | {"faults": list(self.scenario.faults),
+            "scenario": self.scenario.__dict__ | {"faults": [f.name for f in self.scenario.faults],
                                                   "methods": list(self.scenario.methods)},
             "skipped": self.skipped,
-            "summary": [c.summary(budget) for c in self.cells],
+            "summary": self.summaries(),
             "trials": [t.to_json() for c in self.cells for t in c.trials],
         }
 
@@ -106,6 +110,13 @@ def available(method: str) -> str | None:
     except (UnknownScheme, MissingExtra) as exc:
         return str(exc)
     return None
+
+
+def made(command: str, started: float, seconds: float, machine: dict[str, Any]) -> str:
+    """How, when and where a run was made: the opening of every kind of run's provenance."""
+    return (f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
+            f"{seconds:.0f} s on {machine['host']} ({machine['cpus']} cores, {machine['cpu']}, "
+            f"Python {machine['python']}).")
 
 
 def machine() -> dict[str, Any]:
@@ -125,7 +136,8 @@ def machine() -> dict[str, Any]:
 
 @contextlib.contextmanager
 def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> Iterator[Environment]:
-    """Start what the scenario needs; with a `cut` fault, members live on network-namespace hosts.
+    """Start what the scenario needs; members live on network-namespace hosts when a fault needs them (a cut)
+    or their packets are counted.
 
     With `scenario.meter` every member dials through counting relays (bench.metering).
     With placement "docker" the infrastructure is the compose project's (already up) and members are
@@ -173,28 +185,38 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
         placement: str = "local") -> RunResult:
     started_wall, began = time.time(), time.monotonic()
     skipped = {m: why for m in scenario.methods if (why := available(m))}
-    methods = [m for m in scenario.methods if m not in skipped]
-    for f in set(scenario.faults) & set(INFRA_FAULTS):
+    methods = [METHODS[m] for m in scenario.methods if m not in skipped]
+    for f in scenario.faults:
         for m in methods:
-            if not METHODS[m].needs:
-                skipped[f"{m} / {f}"] = "no infrastructure to fault (its members are the whole system)"
+            if f.infrastructure and not m.needs:
+                skipped[f"{m.name} / {f}"] = "no infrastructure to fault (its members are the whole system)"
     cells = [Cell(m, f, n) for m in methods for f in scenario.faults for n in scenario.group_sizes
-             if f not in INFRA_FAULTS or METHODS[m].needs]
+             if m.needs or not f.infrastructure]
+    with environment(scenario, workdir, placement) as env:
+        run_cells(scenario, cells, env, progress)
+    return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine())
+
+
+def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress: Progress) -> None:
+    """Every cell's trials, each a fresh group, at the scenario's budget, roles and hold."""
     total = len(cells) * scenario.trials
     done = 0
-    with environment(scenario, workdir, placement) as env:
-        for cell in cells:
-            spec = TrialSpec(METHODS[cell.method], cell.fault, scenario.budget, cell.members, scenario.roles,
-                             scenario.hold, scenario.load_window, dict(scenario.overrides.get(cell.method, {})))
-            name = f"{cell.method} / {cell.fault} / {cell.members} members"
-            for i in range(scenario.trials):
-                unique = f"{cell.method}-{cell.fault}-{cell.members}-{i}-{int(time.time() * 1000) % 10**8}"
+    for cell in cells:
+        spec = TrialSpec(cell.method, cell.fault, scenario.budget, cell.members, scenario.roles, scenario.hold,
+                         scenario.load_window, dict(scenario.overrides.get(cell.method.name, {})))
+        name = f"{cell.method.name} / {cell.fault} / {cell.members} members"
+        for i in range(scenario.trials):
+            unique = f"{_safe(cell.method.name)}-{cell.fault}-{cell.members}-{i}-{int(time.time() * 1000) % 10**8}"
 
-                def show(status: str, name: str = name, done: int = done) -> None:
-                    progress(name, done, total, status)
+            def show(status: str, name: str = name, done: int = done) -> None:
+                progress(name, done, total, status)
 
-                result = run_trial(spec, env, i, unique, progress=show)
-                cell.trials.append(result)
-                done += 1
-                progress(name, done, total, "ok" if result.ok else f"failed: {result.error.splitlines()[0]}")
-    return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine())
+            result = run_trial(spec, env, i, unique, progress=show)
+            cell.trials.append(result)
+            done += 1
+            progress(name, done, total, "ok" if result.ok else f"failed: {result.error.splitlines()[0]}")
+
+
+def _safe(name: str) -> str:
+    """A name fit for a topic, a key prefix and a directory (a method variant's name has spaces and `=`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)

@@ -1,21 +1,15 @@
 """One trial: start a group of real member processes, wait for steady state, inject one fault, watch
 the handover, stop, and turn the merged event lines into measurements.
 
-Faults (DESIGN.md): `kill` (SIGKILL), `pause` (SIGSTOP for a while, then SIGCONT), `stop` (graceful,
-SIGTERM), `cut` (the leader's network-namespace host loses its link), `none` (steady state only: cold
-start distribution and load). The victim is the member leading role 0 at steady state.
-
-`infra` kills one member of the method's infrastructure instead (the store's leader, or the only
-broker) and starts it again after the hold; `infra-pause` freezes it for the hold instead (SIGSTOP,
-state intact). Both measure the disruption: which roles lost their leader, how long until each was
-led again, gaps and overlap.
+The fault (elect_bench.faults) strikes the member leading role 0 at steady state, or one member of the
+method's infrastructure (the store's leader, or the only broker), which is then measured as disruption:
+which roles lost their leader, how long until each was led again, gaps and overlap. A steady-state trial
+strikes nothing: cold start distribution and load.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,24 +17,26 @@ from pathlib import Path
 from typing import Any
 
 from elect_bench.checker import check
-from elect_bench.history import Fault, History
+from elect_bench.faults import Fault, InfraFault, MemberFault
+from elect_bench.history import Fault as Record
+from elect_bench.history import History
 from elect_bench.infrastructure import InfraFaults
-from elect_bench.members import MemberProcess
+from elect_bench.measures import balanced, disruptions, failovers, leaderless, max_led, overlaps, total
+from elect_bench.members import MemberProcess, leaders, led, settle
 from elect_bench.metering import Router
-from elect_bench.methods import Group, Method, direct
-from elect_bench.metrics import balanced, disruptions, failovers, leaderless, max_led, overlaps, total
+from elect_bench.methods import Group, Method, direct, promises
 from elect_bench.placement import LocalPlacement, Placement
 from elect_cluster.endpoints import Endpoints
+from elect_cluster.process import usage
 from elect_cluster.waiting import WaitTimeout, wait_until
 
-FAULTS = ("kill", "pause", "stop", "cut", "infra", "infra-pause", "none")
-INFRA_FAULTS = ("infra", "infra-pause")
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class TrialSpec:
     method: Method
-    fault: str
+    fault: Fault
     budget: float = 1.0
     members: int = 3
     roles: int = 6
@@ -51,6 +47,15 @@ class TrialSpec:
     @property
     def hold_for(self) -> float:
         return self.hold or 3 * self.budget
+
+    @property
+    def bound(self) -> float:
+        """How long to wait for a recovery: generous, as anything slower is reported as unrecovered."""
+        return 10 * self.budget + 20
+
+    @property
+    def role_names(self) -> set[str]:
+        return {str(r) for r in range(self.roles)}
 
 
 @dataclass
@@ -96,111 +101,55 @@ class Environment:
         self.router = router  # counting relays between members and what they dial, when load is counted
 
 
-def _leaders(procs: Sequence[MemberProcess], role: str) -> list[MemberProcess]:
-    return [p for p in procs if p.alive and role in p.log.leading()]
-
-
-def _usage(pid: int) -> tuple[float, float]:
-    """(average share of one core over its life, RSS in MB) of a live process, from /proc."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks = int(fields[11]) + int(fields[12])
-        rss_pages = int(fields[21])
-    except (OSError, IndexError, ValueError):
-        return math.nan, math.nan
-    hz = os.sysconf("SC_CLK_TCK")
-    page = os.sysconf("SC_PAGE_SIZE")
-    started = int(fields[19]) / hz
-    uptime = float(Path("/proc/uptime").read_text().split()[0])
-    alive_for = max(uptime - started, 1e-6)
-    return (ticks / hz) / alive_for, rss_pages * page / 1e6
-
-
 def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
-              progress: Callable[[str], None] = lambda _m: None) -> TrialResult:
+              progress: Progress = lambda _m: None) -> TrialResult:
     """Run one trial; never raises for a failed trial (it comes back with ok=False and the reason)."""
-    result = TrialResult(spec.method.name, spec.fault, index, ok=False, members=spec.members)
+    result = TrialResult(spec.method.name, spec.fault.name, index, ok=False, members=spec.members)
     ids = [f"m{i}" for i in range(spec.members)]
-    roles = [str(r) for r in range(spec.roles)]
     group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address, env.router or direct)
     urls = spec.method.member_urls(group, spec.budget, spec.overrides)
-    logdir = env.workdir / unique
-    procs = [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=logdir, prefix=env.placement.prefix(i),
-                           python=env.placement.python) for i in ids]
-    faults: list[Fault] = []
-    bound = 10 * spec.budget + 20  # generous: anything slower is reported as unrecovered, not waited on
+    procs = [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
+                           prefix=env.placement.prefix(i), python=env.placement.python) for i in ids]
+    records: list[Record] = []
     began = time.monotonic()
-    end = began
     try:
-        progress("starting members")
-        for p in procs:
-            p.start()
-        wait_until(lambda: all(_leaders(procs, r) for r in roles), bound + 30, interval=0.05,
-                   what=f"{spec.method.name}: a leader for every role")
-        result.startup = time.monotonic() - began
-        progress("settling")
-        _settle(procs, quiet=max(1.0, 1.5 * spec.budget), limit=bound)
-        steady = time.monotonic()
-        steady_ivs = History([line for p in procs for line in p.log.lines], end=steady).intervals()
-        result.steady_max_led = max_led(steady_ivs, steady - 1e-6)
-        result.steady_balanced = balanced(result.steady_max_led, spec.roles, len(procs))
+        exclusive = promises(urls[ids[0]]).exclusive
+        _reach_steady_state(spec, procs, result, began, progress)
         if spec.load_window > 0:
             progress(f"counting load for {spec.load_window:g} s")
             _count_load(spec, env, procs, result)
-        if spec.fault in INFRA_FAULTS:
-            _infra_fault(spec, env, procs, faults, bound, progress)
-        elif spec.fault != "none":
-            victim = (_leaders(procs, "0") or [procs[0]])[0]
-            led = set(victim.log.leading())
-            progress(f"{spec.fault} {victim.member_id} (leads {len(led)} roles)")
-            at = _inject(spec, env, victim, faults)
-            survivors = [p for p in procs if p is not victim]
-
-            def recovered() -> bool:
-                return all(any(line["event"] == "acquired" and line["role"] == r and line["mono"] >= at
-                               for p in survivors for line in p.log.lines) for r in led)
-
-            with contextlib.suppress(WaitTimeout):  # what did not recover is reported as unrecovered
-                wait_until(recovered, bound, interval=0.02, what="survivors acquiring the victim's roles")
-            if spec.fault in ("pause", "cut"):
-                _wait_until_time(at + spec.hold_for)
-                faults.append(Fault(time.monotonic(), "resume" if spec.fault == "pause" else "heal",
-                                    victim.member_id))
-                if spec.fault == "pause":
-                    env.placement.resume(victim)
-                else:
-                    env.placement.heal(victim.member_id)
-                with contextlib.suppress(WaitTimeout):  # the woken victim reports how its leadership ended
-                    wait_until(lambda: not (set(victim.log.leading()) & led), bound, interval=0.02,
-                               what="the victim to fence itself")
-            _settle(procs, quiet=max(1.0, spec.budget), limit=bound)
-        end = time.monotonic()
-        for p in procs:
-            if p.alive:
-                result.cpu[p.member_id], result.rss_mb[p.member_id] = _usage(p.pid)
-        history = History([line for p in procs for line in p.log.lines if line["mono"] <= end], faults,
-                          start=began, end=end)
-        _measure(spec, history, faults, procs, result)
+        if isinstance(spec.fault, MemberFault):
+            _strike_member(spec.fault, spec, env, procs, records, progress)
+        elif isinstance(spec.fault, InfraFault):
+            _strike_infrastructure(spec.fault, spec, env, procs, records, progress)
+        history = _observed(procs, records, began, result)
+        _measure(spec, exclusive, history, procs, result)
         result.ok = True
     except Exception as exc:  # a trial that could not run is a finding, not a crash of the suite
-        result.error = f"{type(exc).__name__}: {exc}"
-        for p in procs:
-            if p.returncode not in (None, 0):
-                result.error += f"\n--- {p.member_id} exited {p.returncode}:\n{p.stderr_tail(15)}"
-        history = History([line for p in procs for line in p.log.lines], faults, start=began,
+        result.error = _failure(exc, procs)
+        history = History([line for p in procs for line in p.log.lines], records, start=began,
                           end=time.monotonic())
     finally:
-        progress("stopping members")
-        for p in procs:
-            with contextlib.suppress(Exception):  # put every member back in a state where it can stop
-                if spec.fault == "cut":
-                    env.placement.heal(p.member_id)
-                elif spec.fault == "pause":
-                    env.placement.resume(p)
-        for p in procs:
-            p.stop(timeout=max(10.0, 5 * spec.budget))
+        _stop(spec, env, procs, progress)
     result.history = history.to_json()
     return result
+
+
+def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result: TrialResult, began: float,
+                        progress: Progress) -> None:
+    """Start the members; once every role is led and the group has settled, record start-up and distribution."""
+    progress("starting members")
+    for p in procs:
+        p.start()
+    wait_until(lambda: led(procs) >= spec.role_names, spec.bound + 30, interval=0.05,
+               what=f"{spec.method.name}: a leader for every role")
+    result.startup = time.monotonic() - began
+    progress("settling")
+    settle(procs, quiet=max(1.0, 1.5 * spec.budget), limit=spec.bound)
+    steady = time.monotonic()
+    steady_ivs = History([line for p in procs for line in p.log.lines], end=steady).intervals()
+    result.steady_max_led = max_led(steady_ivs, steady - 1e-6)
+    result.steady_balanced = balanced(result.steady_max_led, spec.roles, len(procs))
 
 
 def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], result: TrialResult) -> None:
@@ -220,89 +169,106 @@ def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess
             result.sent_bps[p.member_id] = (b[1] - a[1]) / elapsed
 
 
-def _infra_fault(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], faults: list[Fault],
-                 bound: float, progress: Callable[[str], None]) -> None:
-    """Kill (or freeze) one member of the infrastructure, hold, bring it back, wait until every role is led."""
+def _strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
+                   records: list[Record], progress: Progress) -> None:
+    """Fault the leader of role 0; wait for survivors to take its roles; heal it after the hold if the fault
+    heals, and wait for it to report how its leadership ended; settle."""
+    victim = (leaders(procs, "0") or [procs[0]])[0]
+    held = set(victim.log.leading())
+    progress(f"{fault} {victim.member_id} (leads {len(held)} roles)")
+    at = time.monotonic()
+    fault.inject(env.placement, victim)
+    records.append(Record(at, fault.name, victim.member_id))
+    survivors = [p for p in procs if p is not victim]
+
+    def recovered() -> bool:
+        return all(any(line["event"] == "acquired" and line["role"] == r and line["mono"] >= at
+                       for p in survivors for line in p.log.lines) for r in held)
+
+    with contextlib.suppress(WaitTimeout):  # what did not recover is reported as unrecovered
+        wait_until(recovered, spec.bound, interval=0.02, what="survivors acquiring the victim's roles")
+    if fault.healed_as is not None:
+        _wait_until_time(at + spec.hold_for)
+        records.append(Record(time.monotonic(), fault.healed_as, victim.member_id))
+        fault.heal(env.placement, victim)
+        with contextlib.suppress(WaitTimeout):  # the woken victim reports how its leadership ended
+            wait_until(lambda: not (set(victim.log.leading()) & held), spec.bound, interval=0.02,
+                       what="the victim to fence itself")
+    settle(procs, quiet=max(1.0, spec.budget), limit=spec.bound)
+
+
+def _strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
+                           records: list[Record], progress: Progress) -> None:
+    """Fault one member of the method's first service, hold, bring it back, wait until every role is led."""
     if env.infra is None or not spec.method.needs:
         raise ValueError(f"{spec.method.name} has no infrastructure the harness can fault")
     service = spec.method.needs[0]
-    kill = spec.fault == "infra"
     at = time.monotonic()
-    victim = env.infra.kill(service) if kill else env.infra.pause(service)
-    faults.append(Fault(at, spec.fault, victim.label, f"1 of {env.infra.members(service)}"))
-    progress(f"{'killed' if kill else 'froze'} {victim.label}; holding {spec.hold_for:g} s")
+    victim = fault.inject(env.infra, service)
+    records.append(Record(at, fault.name, victim.label, f"1 of {env.infra.members(service)}"))
+    progress(f"{fault} {victim.label}; holding {spec.hold_for:g} s")
     try:
         _wait_until_time(at + spec.hold_for)
     finally:
-        faults.append(Fault(time.monotonic(), "restart" if kill else "resume", victim.label))
-        progress(f"{'restarting' if kill else 'resuming'} {victim.label}")
-        if kill:
-            env.infra.restart(victim, timeout=bound + 30)
-        else:
-            env.infra.resume(victim)
+        records.append(Record(time.monotonic(), fault.healed_as, victim.label))
+        progress(f"{fault.healed_as} {victim.label}")
+        fault.heal(env.infra, victim, timeout=spec.bound + 30)
     progress("waiting for every role to be led again")
     with contextlib.suppress(WaitTimeout):  # what did not recover is reported as unrecovered
-        wait_until(lambda: all(_leaders(procs, str(r)) for r in range(spec.roles)), bound, interval=0.02,
+        wait_until(lambda: led(procs) >= spec.role_names, spec.bound, interval=0.02,
                    what="a leader for every role after the restart")
 
 
-def _inject(spec: TrialSpec, env: Environment, victim: MemberProcess, faults: list[Fault]) -> float:
-    actions: dict[str, Callable[[], None]] = {
-        "kill": lambda: env.placement.kill(victim),
-        "pause": lambda: env.placement.pause(victim),
-        "stop": lambda: env.placement.stop(victim),
-        "cut": lambda: env.placement.cut(victim.member_id),
-    }
-    if spec.fault not in actions:
-        raise ValueError(f"unknown fault {spec.fault!r}; choose from {', '.join(FAULTS)}")
-    at = time.monotonic()
-    actions[spec.fault]()
-    faults.append(Fault(at, spec.fault, victim.member_id))
-    return at
+def _observed(procs: Sequence[MemberProcess], records: list[Record], began: float, result: TrialResult) -> History:
+    """The history up to now, and what each live member has used over its life."""
+    end = time.monotonic()
+    for p in procs:
+        used = usage(p.pid) if p.alive else None
+        if used is not None:
+            result.cpu[p.member_id], result.rss_mb[p.member_id] = used.cpu_share, used.rss_mb
+    return History([line for p in procs for line in p.log.lines if line["mono"] <= end], records,
+                   start=began, end=end)
 
 
-def _measure(spec: TrialSpec, history: History, faults: list[Fault], procs: Sequence[MemberProcess],
+def _measure(spec: TrialSpec, exclusive: bool, history: History, procs: Sequence[MemberProcess],
              result: TrialResult) -> None:
     ivs = history.intervals()
-    if faults and faults[0].kind in INFRA_FAULTS:
-        fault = faults[0]
-        lost = disruptions(history, fault)
-        result.disrupted = len(lost)
+    if history.faults:
+        record = history.faults[0]
+        lost = disruptions(history, record) if spec.fault.infrastructure else failovers(history, record)
+        result.disrupted = len(lost) if spec.fault.infrastructure else 0
         result.failover = [f.latency for f in lost if f.latency is not None]
         result.unrecovered = sum(1 for f in lost if f.latency is None)
-        result.gap = sum(total(leaderless(ivs.get(str(r), []), fault.mono, history.end)) for r in range(spec.roles))
-        result.after_max_led = max_led(ivs, history.end - 1e-6)
-        result.after_balanced = balanced(result.after_max_led, spec.roles, len(procs))
-    elif faults:
-        fault = faults[0]
-        fos = failovers(history, fault)
-        result.failover = [f.latency for f in fos if f.latency is not None]
-        result.unrecovered = sum(1 for f in fos if f.latency is None)
-        result.gap = sum(total(leaderless(ivs.get(str(r), []), fault.mono, history.end)) for r in range(spec.roles))
-        # after a kill or stop the victim is gone; a paused or cut victim is back by the end and counts
-        gone = fault.target if fault.kind in ("kill", "stop") else None
-        live = [p for p in procs if p.member_id != gone]
+        result.gap = sum(total(leaderless(ivs.get(r, []), record.mono, history.end)) for r in spec.role_names)
+        # a killed or stopped victim is gone; a paused or cut one is back by the end and counts
+        gone = record.target if spec.fault.removes_victim else None
         result.after_max_led = max_led({r: [i for i in v if i.member != gone] for r, v in ivs.items()},
                                        history.end - 1e-6)
-        result.after_balanced = balanced(result.after_max_led, spec.roles, len(live))
+        result.after_balanced = balanced(result.after_max_led, spec.roles,
+                                         sum(1 for p in procs if p.member_id != gone))
     spans = [o for r in ivs.values() for o in overlaps(r)]
     result.overlap = sum(e - s for s, e, _ in spans)
     result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)
-    result.violations = [str(v) for v in check(history, exclusive=spec.method.exclusive)]
+    result.violations = [str(v) for v in check(history, exclusive=exclusive)]
 
 
-def _settle(procs: Sequence[MemberProcess], quiet: float, limit: float) -> None:
-    """Wait until no member has printed an event for `quiet` seconds (rebalances over), or `limit`."""
-    deadline = time.monotonic() + limit
+def _failure(exc: Exception, procs: Sequence[MemberProcess]) -> str:
+    """Why a trial could not run, with the last words of every member that exited with an error."""
+    error = f"{type(exc).__name__}: {exc}"
+    for p in procs:
+        if p.returncode not in (None, 0):
+            error += f"\n--- {p.member_id} exited {p.returncode}:\n{p.stderr_tail(15)}"
+    return error
 
-    def last_event() -> float:
-        return max((p.log.lines[-1]["mono"] for p in procs if p.log.lines), default=0.0)
 
-    while time.monotonic() < deadline:
-        idle = time.monotonic() - last_event()
-        if idle >= quiet:
-            return
-        time.sleep(min(quiet - idle, deadline - time.monotonic(), 0.2) + 0.001)
+def _stop(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], progress: Progress) -> None:
+    progress("stopping members")
+    if isinstance(spec.fault, MemberFault):
+        for p in procs:
+            with contextlib.suppress(Exception):  # put every member back in a state where it can stop
+                spec.fault.heal(env.placement, p)
+    for p in procs:
+        p.stop(timeout=max(10.0, 5 * spec.budget))
 
 
 def _wait_until_time(t: float) -> None:

@@ -1,7 +1,9 @@
 """`elect bench [SCENARIO] [flags]`: run a comparison; print the table; write JSON, Markdown and plots.
 
-SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim); flags override
-its fields. A scenario with `shapes` is a simulation run (the Raft core in virtual time, elect_bench/simulation/).
+SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, idle, neli); flags
+override its fields. A scenario's kind says what runs: faults on real members (the default), a simulation
+(it names `shapes`: the Raft core in virtual time, elect_bench/simulation/), `kind: idle` (the idle cost of
+a group at scale) or `kind: neli` (NELI in depth, with the broker's own rebalance time).
 """
 
 from __future__ import annotations
@@ -12,25 +14,32 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from elect_bench.faults import FAULTS
+
+if TYPE_CHECKING:
+    from elect_bench.report import Result
+
+BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli"
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("bench", help="run a comparison of methods under faults; write a report",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
-    p.add_argument("scenario", nargs="?", default="default",
-                   help="YAML file or bundled name (default, demo, infra, load, raft, lease, sim)")
+    p.add_argument("scenario", nargs="?", default="default", help=f"YAML file or bundled name ({BUNDLED})")
     p.set_defaults(run=run)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--methods", help="comma-separated, e.g. raft,etcd (see bench/methods.py)")
-    p.add_argument("--faults", help="comma-separated: kill, pause, stop, cut, infra, infra-pause, none")
+    p.add_argument("--methods", help="comma-separated, e.g. raft,etcd (see elect_bench/methods.py)")
+    p.add_argument("--faults", help=f"comma-separated: {', '.join(FAULTS)}")
     p.add_argument("--trials", type=int)
-    p.add_argument("--members", type=int)
-    p.add_argument("--roles", type=int)
+    p.add_argument("--members", type=int, help="members per group (idle: nodes)")
+    p.add_argument("--roles", type=int, help="roles per group (idle: partitions)")
     p.add_argument("--budget", type=float, help="detection budget in seconds (election timeout = TTL = session)")
     p.add_argument("--hold", type=float, help="pause / cut length in seconds (default 3 x budget)")
     p.add_argument("--store-members", type=int, choices=(1, 3),
@@ -41,34 +50,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
-    from elect_bench import plots, report, scenario, suite
+    from elect_bench import scenario
 
     _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
-
     raw = scenario.read(scenario_name or args.scenario)
-    if scenario.is_simulation(raw):
-        return _simulate(args, raw)
+    kinds: dict[str, Callable[[argparse.Namespace, dict[str, Any]], int]] = {
+        "trials": _trials, "simulation": _simulate, "idle": _idle, "neli": _neli}
+    return kinds[scenario.kind(raw)](args, raw)
+
+
+def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
+    from elect_bench import plots, scenario, suite
+    from elect_bench.faults import fault
+
     chosen = scenario.load(raw).with_flags(
         methods=args.methods.split(",") if args.methods else None,
-        faults=args.faults.split(",") if args.faults else None,
+        faults=[fault(name) for name in args.faults.split(",")] if args.faults else None,
         trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
         store_members=args.store_members)
-    command = "elect " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "elect bench"
-    show = _progress()
     with tempfile.TemporaryDirectory(prefix="elect-bench-") as tmp:
-        result = suite.run(chosen, Path(tmp), show, command=command, placement=args.placement)
+        result = suite.run(chosen, Path(tmp), _progress(), command=_command(), placement=args.placement)
     print(file=sys.stderr)
     for method, why in result.skipped.items():
         print(f"skipped {method}: {why}", file=sys.stderr)
-    print(report.text_table(result))
-    pictures = plots.draw(result, args.out)
-    data, md = report.write(result, args.out, pictures)
-    _wrote(report.provenance(result), data, md, pictures)
-    return 0 if all(t.ok for c in result.cells for t in c.trials) else 1
+    _report(result, plots.draw(result, args.out), args.out)
+    return 0 if result.ok else 1
 
 
 def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
-    from elect_bench import plots, report
+    from elect_bench import plots
     from elect_bench.simulation import runner as simulation
 
     if args.methods:
@@ -77,19 +87,52 @@ def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
         raw["budget"] = args.budget
     if args.trials:
         raw["shapes"] = [[s[0], s[1], args.trials, *s[3:]] for s in raw.get("shapes", [])]
-    chosen = simulation.SimScenario.from_mapping(raw)
-    command = "elect " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    result = simulation.run(chosen, _progress(), command=command)
+    result = simulation.run(simulation.SimScenario.from_mapping(raw), _progress(), command=_command())
     print(file=sys.stderr)
-    print(report.text_table(result))
-    pictures = plots.draw_simulation(result, args.out)
-    data, md = report.write_simulation(result, args.out, pictures)
-    _wrote(simulation.provenance(result), data, md, pictures)
+    _report(result, plots.draw_simulation(result, args.out), args.out)
     return 0
 
 
-def _wrote(provenance: str, data: Path, md: Path, pictures: list[Path]) -> None:
-    print(f"\n{provenance}\nwrote {data}, {md}" + (f" and {len(pictures)} plots" if pictures else ""))
+def _idle(args: argparse.Namespace, raw: dict[str, Any]) -> int:
+    from elect_bench import idle
+
+    chosen = idle.IdleScenario.from_mapping(raw | _given(methods=args.methods, nodes=args.members,
+                                                         partitions=args.roles, budget=args.budget))
+    with tempfile.TemporaryDirectory(prefix="elect-idle-") as tmp:
+        result = idle.run(chosen, Path(tmp), _progress(), command=_command())
+    print(file=sys.stderr)
+    _report(result, [], args.out)
+    return 0 if result.ok else 1
+
+
+def _neli(args: argparse.Namespace, raw: dict[str, Any]) -> int:
+    from elect_bench import neli, plots
+
+    chosen = neli.NeliScenario.from_mapping(raw | _given(trials=args.trials, members=args.members, roles=args.roles,
+                                                         budget=args.budget, hold=args.hold))
+    with tempfile.TemporaryDirectory(prefix="elect-neli-") as tmp:
+        result = neli.run(chosen, Path(tmp), _progress(), command=_command())
+    print(file=sys.stderr)
+    _report(result, plots.draw(result.run, args.out), args.out)
+    return 0 if result.ok else 1
+
+
+def _given(**flags: Any) -> dict[str, Any]:
+    """The flags given on the command line (None: not given), to lay over a scenario file's keys."""
+    return {key: value for key, value in flags.items() if value is not None}
+
+
+def _command() -> str:
+    return "elect " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "elect bench"
+
+
+def _report(result: Result, pictures: list[Path], out: Path) -> None:
+    """Print the table, write results.json and report.md, and say so."""
+    from elect_bench import report
+
+    print(report.text_table(result))
+    data, md = report.write(result, out, pictures)
+    print(f"\n{report.provenance(result)}\nwrote {data}, {md}" + (f" and {len(pictures)} plots" if pictures else ""))
 
 
 def _exit_cleanly_on(*signals: signal.Signals) -> None:

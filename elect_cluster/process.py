@@ -76,6 +76,35 @@ def _stat(pid: int) -> list[str] | None:
     return raw[raw.rfind(")") + 2:].split()
 
 
+@dataclass(frozen=True)
+class Usage:
+    """What a process has used since it started, as the kernel counts it (the harness reports these)."""
+
+    cpu_seconds: float  # user + system
+    age: float  # seconds since it started
+    rss_bytes: int
+
+    @property
+    def cpu_share(self) -> float:
+        """The average share of one core over its life."""
+        return self.cpu_seconds / max(self.age, 1e-6)
+
+    @property
+    def rss_mb(self) -> float:
+        return self.rss_bytes / 1e6
+
+
+def usage(pid: int) -> Usage | None:
+    """CPU time, age and resident memory of a live process from /proc, or None once it is gone."""
+    fields = _stat(pid)
+    if fields is None or fields[0] in ("Z", "X"):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    return Usage(cpu_seconds=(int(fields[11]) + int(fields[12])) / hz, age=max(0.0, uptime - int(fields[19]) / hz),
+                 rss_bytes=int(fields[21]) * os.sysconf("SC_PAGE_SIZE"))
+
+
 def is_running(ident: ProcessId) -> bool:
     """True if the process exists, is not a zombie, and is the same process we started."""
     fields = _stat(ident.pid)

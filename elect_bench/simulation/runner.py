@@ -19,8 +19,8 @@ from typing import Any
 
 from elect import config
 from elect.errors import ConfigError
+from elect_bench.measures import Summary
 from elect_bench.methods import METHODS, Group
-from elect_bench.metrics import Summary
 
 SIM_METHODS = ("raft", "raft-zeebe", "raft-stock")
 

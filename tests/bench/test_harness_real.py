@@ -26,7 +26,7 @@ def test_every_fault_kind_against_etcd(tmp_path: Path) -> None:
     statuses: list[str] = []
     result = suite.run(chosen, tmp_path / "work", lambda cell, done, total, status: statuses.append(status),
                        command="pytest")
-    by_fault = {c.fault: c for c in result.cells}
+    by_fault = {c.fault.name: c for c in result.cells}
     for fault, cell in by_fault.items():
         trial = cell.trials[0]
         assert trial.ok, f"{fault}: {trial.error}"
@@ -58,14 +58,14 @@ def test_infrastructure_faults_kill_and_freeze_a_store_member(tmp_path: Path) ->
                             "trials": 1, "members": 3, "roles": 4, "budget": 1.0, "hold": 2.0,
                             "store_members": 3})
     result = suite.run(chosen, tmp_path / "work", lambda *_: None, command="pytest")
-    assert {c.method for c in result.cells} == {"etcd"}  # raft has no infrastructure to fault: skipped, saying so
+    assert {c.method.name for c in result.cells} == {"etcd"}  # raft has no infrastructure to fault: skipped, saying so
     assert "no infrastructure" in result.skipped["raft / infra"]
     for cell in result.cells:
         trial = cell.trials[0]
         assert trial.ok, f"{cell.fault}: {trial.error}"
         faults = trial.history["faults"]
-        back = "restart" if cell.fault == "infra" else "resume"
-        assert [f["kind"] for f in faults] == [cell.fault, back], faults
+        back = "restart" if cell.fault.name == "infra" else "resume"
+        assert [f["kind"] for f in faults] == [cell.fault.name, back], faults
         assert faults[0]["target"].startswith("etcd[") and faults[0]["detail"] == "1 of 3"
         assert trial.unrecovered == 0 and len(trial.failover) == trial.disrupted, f"{cell.fault}: not led again"
         assert trial.violations == [], f"{cell.fault}: {trial.violations}"
@@ -81,10 +81,10 @@ def test_load_is_counted_per_member_by_relays_that_parse_each_protocol(tmp_path:
     result = suite.run(chosen, tmp_path / "work", lambda *_: None, command="pytest")
     for cell in result.cells:
         trial = cell.trials[0]
-        assert trial.ok, f"{cell.method}: {trial.error}"
+        assert trial.ok, f"{cell.method.name}: {trial.error}"
         # every member sends: heartbeats / renewals / pings / requests, each one counted for that member
-        assert set(trial.sent_rps) == {"m0", "m1", "m2"}, f"{cell.method}: {trial.sent_rps}"
-        assert all(rate > 0 for rate in trial.sent_rps.values()), f"{cell.method}: {trial.sent_rps}"
+        assert set(trial.sent_rps) == {"m0", "m1", "m2"}, f"{cell.method.name}: {trial.sent_rps}"
+        assert all(rate > 0 for rate in trial.sent_rps.values()), f"{cell.method.name}: {trial.sent_rps}"
         assert set(trial.sent_pps) == {"m0", "m1", "m2"}  # and packets on each member's link
         assert not math.isnan(cell.summary(chosen.budget)["sent_rps_mean"])
     assert not leftovers()

@@ -6,7 +6,7 @@ import math
 
 from elect_bench.checker import check
 from elect_bench.history import Fault, History
-from elect_bench.metrics import (
+from elect_bench.measures import (
     Summary,
     balanced,
     disruptions,

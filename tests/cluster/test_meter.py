@@ -19,7 +19,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from elect.lease.etcd_gateway import Gateway, b64
-from elect_bench.meter import (
+from elect_bench.relays import (
     Counts,
     Framer,
     GrpcFramer,

@@ -1,10 +1,12 @@
-"""The measurements DESIGN.md defines, computed from a `History`.
+"""The measurements docs/architecture.md defines, computed from a `History`, and the one percentile.
 
 - failover latency: from a fault to the first `acquired` by a *surviving* member, per role the failed
   member led at the fault.
 - leaderless gap: per role, time in a window with no member believing it leads.
 - overlap: per role, time with two or more members believing they lead.
 - distribution: the most roles one member leads at an instant; balanced when it equals ceil(P / live).
+- percentiles: `percentile`, the only definition in the project (runs, simulations and every kind of
+  scenario summarize with it, so their numbers compare).
 """
 
 from __future__ import annotations
@@ -81,13 +83,16 @@ class Failover:
     successor: str | None
 
 
+def _led_at(intervals_by_role: dict[str, list[Interval]], fault: Fault) -> list[str]:
+    """The roles the fault's target believed it led at the fault."""
+    return sorted(role for role, ivs in intervals_by_role.items()
+                  if any(i.member == fault.target and i.start <= fault.mono <= i.end for i in ivs))
+
+
 def failovers(history: History, fault: Fault) -> list[Failover]:
     """Per role the fault's target led at the fault, the time until a surviving member acquired it."""
-    by_role = history.intervals()
-    led = [role for role, ivs in by_role.items()
-           if any(i.member == fault.target and i.start <= fault.mono <= i.end for i in ivs)]
     out = []
-    for role in sorted(led):
+    for role in _led_at(history.intervals(), fault):
         nxt = next((line for line in history.lines
                     if line["role"] == role and line["event"] == "acquired" and line["member"] != fault.target
                     and line["mono"] >= fault.mono), None)
@@ -109,14 +114,38 @@ def balanced(max_per_member: int, roles: int, live: int) -> bool:
     return live > 0 and max_per_member == math.ceil(roles / live)
 
 
+def handover_overlaps(history: History, fault: Fault) -> list[float]:
+    """Per role the fault's target led at the fault, how long after it two or more members believed they led
+    it (a non-exclusive leaver leads on until its own deadline)."""
+    by_role = history.intervals()
+    return [sum(e - s for s, e, _ in overlaps(by_role[role], lo=fault.mono)) for role in _led_at(by_role, fault)]
+
+
+def survivor_fences(history: History, fault: Fault) -> int:
+    """`fenced` events of members the fault did not target, after it: a healthy member losing a role it led
+    unasked (0 when a handover disturbs only the roles that move)."""
+    return sum(1 for line in history.lines
+               if line["event"] == "fenced" and line["member"] != fault.target and line["mono"] >= fault.mono)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100) by linear interpolation; NaN for no values."""
+    """The q-th percentile (0..100), interpolating linearly between the two nearest ranks; NaN for no values.
+
+    Linear rather than nearest-rank: with the few dozen values a cell has, nearest-rank p99 is simply the
+    maximum and p50 of an even count is one of two middle values; interpolation moves smoothly with the data.
+    """
     if not values:
         return math.nan
     ordered = sorted(values)
     k = (len(ordered) - 1) * q / 100.0
     lo, hi = math.floor(k), math.ceil(k)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def mean(values: Iterable[float]) -> float:
+    """The mean of the values that are numbers (a process gone before it was read is NaN); NaN for none."""
+    known = [v for v in values if not math.isnan(v)]
+    return sum(known) / len(known) if known else math.nan
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,36 @@
+"""The fault kinds the harness injects, one class each (docs/architecture.md, Faults).
+
+Names are looked up only where a user writes them (CLI flags, scenario YAML) with `fault(name)`; everywhere
+else code holds `Fault` objects and asks them. A history's fault *records* (`elect_bench.history.Fault`) keep
+the name as `kind`, so questions about a record are answered here too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from elect.errors import ConfigError
+from elect_bench.faults import infrastructure, member, steady  # noqa: F401 (each kind registers as it is defined)
+from elect_bench.faults.base import REGISTRY, Fault, InfraFault, MemberFault
+
+if TYPE_CHECKING:
+    from elect_bench.history import Fault as Record
+
+__all__ = ["FAULTS", "Fault", "InfraFault", "MemberFault", "fault", "kills_process"]
+
+#: Every fault kind by the name users write.
+FAULTS: dict[str, type[Fault]] = REGISTRY
+
+
+def fault(name: str) -> Fault:
+    """The fault a user named; ConfigError, listing the names, for an unknown one."""
+    try:
+        return FAULTS[name.strip()]()
+    except KeyError:
+        raise ConfigError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}", parameter="faults") from None
+
+
+def kills_process(record: Record) -> bool:
+    """Whether the harness killed the record's target (a dead process believes nothing after it)."""
+    kind = FAULTS.get(record.kind)
+    return kind is not None and kind.kills_process

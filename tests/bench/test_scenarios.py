@@ -1,0 +1,53 @@
+"""Scenario files of every kind: fault names become fault objects, and each kind reads its own keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from elect.errors import ConfigError
+from elect_bench import scenario
+from elect_bench.faults import fault
+from elect_bench.idle import IdleScenario
+from elect_bench.neli import Handover, NeliScenario
+
+
+def test_fault_names_become_fault_objects() -> None:
+    chosen = scenario.load({"methods": "etcd", "faults": "kill, cut"})
+    assert chosen.faults == (fault("kill"), fault("cut"))
+    assert chosen.on_hosts  # a cut needs network-namespace hosts
+    assert not scenario.load({"methods": ["etcd"], "faults": ["pause"]}).on_hosts
+    with pytest.raises(ConfigError, match="unknown fault 'crash'"):
+        scenario.load({"faults": ["crash"]})
+    with pytest.raises(ConfigError, match="a fault needs at least 2 members"):
+        scenario.load({"faults": ["stop"], "members": 1})
+    assert scenario.load({"faults": ["none"], "members": 1}).members == 1
+
+
+def test_every_bundled_scenario_has_a_kind_its_runner_reads() -> None:
+    kinds = {name: scenario.kind(scenario.read(name))
+             for name in ("default", "demo", "infra", "lease", "load", "raft", "sim", "idle", "neli")}
+    assert kinds == {"default": "trials", "demo": "trials", "infra": "trials", "lease": "trials", "load": "trials",
+                     "raft": "trials", "sim": "simulation", "idle": "idle", "neli": "neli"}
+    idle = IdleScenario.from_mapping(scenario.read("idle"))
+    assert idle.partitions == (100, 1000) and idle.methods == ("raft",)
+    neli = NeliScenario.from_mapping(scenario.read("neli"))
+    assert neli.cells[-1] == Handover("kafka-full", fault("pause"), (("heartbeat_timeout", "3.5"),))
+    assert neli.cells[-1].as_method.name == "kafka-full heartbeat_timeout=3.5"
+    assert neli.rebalance == (fault("kill"), fault("stop")) and neli.base.needs == ("kafka",)
+    with pytest.raises(ConfigError, match="idle scenario"):
+        scenario.load("idle")
+    with pytest.raises(ConfigError, match="unknown scenario kind"):
+        scenario.kind({"kind": "soak"})
+
+
+def test_kinds_reject_what_they_cannot_run() -> None:
+    with pytest.raises(ConfigError, match="use infrastructure"):
+        IdleScenario.from_mapping({"kind": "idle", "methods": ["etcd"]})
+    with pytest.raises(ConfigError, match="unknown idle scenario key"):
+        IdleScenario.from_mapping({"kind": "idle", "faults": ["kill"]})
+    with pytest.raises(ConfigError, match="METHOD FAULT"):
+        NeliScenario.from_mapping({"cells": ["kafka-fast"]})
+    with pytest.raises(ConfigError, match="bare consumers"):
+        NeliScenario.from_mapping({"cells": ["kafka-fast kill"], "rebalance": ["cut"]})
+    with pytest.raises(ConfigError, match="need a kafka method"):
+        NeliScenario.from_mapping({"cells": ["etcd kill"], "rebalance": ["kill"]})
