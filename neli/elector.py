@@ -48,6 +48,7 @@ from elect.core import Revoke
 from elect.errors import ElectError
 from elect.roles import Role
 from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Unassigned
+from neli.group import configure_group
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error
 from neli.options import KafkaOptions
@@ -104,16 +105,21 @@ class KafkaElector(BaseElector):
     def characteristics(self) -> Characteristics:
         o = self.options
         token = "offset of the leadership's first heartbeat record in the partition"
+        notes = ("KIP-848 consumer protocol: the session timeout and heartbeat interval are the group's configs, "
+                 "set on the broker by the elector" if o.protocol == "consumer" else
+                 "classic group protocol: the client sets the session timeout, heartbeat interval and assignor")
         if o.exclusive:
             return Characteristics(exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=True,
-                                   token=token)
+                                   token=token, notes=notes)
         return Characteristics(exclusive=False, max_overlap=o.timeout, max_failover=None, graceful_handover=False,
-                               token=token)
+                               token=token, notes=notes)
 
     # ----------------------------------------------------------------- lifecycle hooks
     def _on_start(self) -> None:
         o = self.options
         self.partitions = ensure_topic(o)
+        if o.protocol == "consumer":
+            configure_group(admin_client(o), o)
         try:
             self._parking_topic = ensure_parking_topic(o)
         except (ElectError, KafkaException) as exc:
@@ -400,9 +406,11 @@ class KafkaElector(BaseElector):
         o = self.options
         config = {**self._common_config(),
                   "group.id": o.group_id,
-                  "session.timeout.ms": round(o.session_timeout * 1000),
-                  "heartbeat.interval.ms": max(1, round(o.group_interval * 1000)),
-                  "partition.assignment.strategy": o.assignment,
+                  **({"group.protocol": "consumer"} if o.protocol == "consumer" else {
+                      # classic: the client states its timeouts and assignor (KIP-848: the broker's group configs)
+                      "session.timeout.ms": round(o.session_timeout * 1000),
+                      "heartbeat.interval.ms": max(1, round(o.group_interval * 1000)),
+                      "partition.assignment.strategy": o.assignment}),
                   "max.poll.interval.ms": round(max(o.session_timeout, o.revoke_timeout + 10) * 1000),
                   "enable.auto.commit": False,
                   "enable.auto.offset.store": False,

@@ -14,6 +14,7 @@ from typing import Literal
 from elect.options import rule
 
 Mode = Literal["fast", "full"]
+Protocol = Literal["classic", "consumer"]
 Assignment = Literal["cooperative-sticky", "range", "roundrobin"]
 
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -37,6 +38,9 @@ class KafkaOptions:
     the broker at start. revoke_timeout: longest wait for blocking Revoked callbacks. rejoin_delay: how
     long a member stays parked (subscribed to TOPIC.parked, not TOPIC) after `resign` / `remove_roles`
     so that others take over. replication: replication factor when creating the topic (-1: the broker's default).
+    protocol: the consumer group protocol: `classic` (JoinGroup / SyncGroup, the client's assignor and
+    timeouts) or `consumer` (KIP-848, Apache Kafka 4.0+: the broker assigns, and the group's session timeout
+    and heartbeat interval are group configs the elector sets on the broker before joining).
     """
 
     servers: tuple[str, ...] = ("127.0.0.1:9092",)
@@ -55,6 +59,7 @@ class KafkaOptions:
     revoke_timeout: float = 30.0
     rejoin_delay: float | None = None
     replication: int = -1
+    protocol: Protocol = "classic"
 
     def __post_init__(self) -> None:
         rule(bool(self.servers) and all(_host_port(s) for s in self.servers), "servers",
@@ -90,6 +95,8 @@ class KafkaOptions:
                  f"partitions away: heartbeat_timeout + group_heartbeat_interval ({timeout:g} + "
                  f"{group_interval:g} s) must be < session_timeout ({session:g} s); use mode=full for "
                  "overlap instead")
+        rule(self.protocol == "classic" or self.assignment == "cooperative-sticky", "assignment",
+             "with protocol=consumer the broker assigns partitions (KIP-848); leave assignment unset")
         rule(not self.static_membership or self.rejoin >= session, "rejoin_delay",
              f"with static_membership the coordinator keeps a departed member's partitions for "
              f"session_timeout ({session:g} s), so rejoin_delay ({self.rejoin:g} s) must be at least that")

@@ -1,0 +1,87 @@
+"""The consumer group's own settings on the broker, for the KIP-848 protocol (`protocol=consumer`).
+
+Under KIP-848 a client may not set its session timeout or heartbeat interval: the coordinator dictates
+them, from the group configs `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`
+(Apache Kafka 4.0+). The elector sets them before it joins, through IncrementalAlterConfigs on the GROUP
+resource, so the failure-detection budget is the one the URL asked for. Every member sets the same
+values (they come from the same URL), so the order in which members start does not matter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+)
+
+from elect.errors import ConfigError, InfrastructureUnavailable
+from neli.kafka_wire import CONSUMER_GROUP_HEARTBEAT, KafkaWireError, api_versions
+from neli.options import KafkaOptions
+
+SESSION = "consumer.session.timeout.ms"
+HEARTBEAT = "consumer.heartbeat.interval.ms"
+
+
+def group_settings(options: KafkaOptions) -> dict[str, str]:
+    """What the group's configs must say for `options`."""
+    return {SESSION: str(round(options.session_timeout * 1000)),
+            HEARTBEAT: str(max(1, round(options.group_interval * 1000)))}
+
+
+def require_consumer_protocol(options: KafkaOptions) -> None:
+    """ConfigError unless the broker offers KIP-848's ConsumerGroupHeartbeat (librdkafka would otherwise keep
+    retrying in silence); InfrastructureUnavailable naming the addresses if no broker answers."""
+    reasons = []
+    for server in options.servers:
+        host, _, port = server.rpartition(":")
+        try:
+            offered = api_versions(host.strip("[]"), int(port), options.connect_timeout)
+        except KafkaWireError as exc:
+            reasons.append(str(exc))
+            continue
+        if CONSUMER_GROUP_HEARTBEAT in offered:
+            return
+        raise ConfigError(f"the broker at {server} does not speak the KIP-848 consumer group protocol "
+                          "(no ConsumerGroupHeartbeat API; Apache Kafka 4.0+ does): use protocol=classic",
+                          parameter="protocol")
+    raise InfrastructureUnavailable(f"no Kafka broker answered at {options.bootstrap} within "
+                                    f"{options.connect_timeout:g} s (connect_timeout): {'; '.join(reasons)}")
+
+
+def configure_group(admin: AdminClient, options: KafkaOptions) -> None:
+    """Set the group's session timeout and heartbeat interval on the broker; a refusal says what to change."""
+    require_consumer_protocol(options)
+    wanted = group_settings(options)
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in wanted.items()]
+    resource = ConfigResource(ConfigResource.Type.GROUP, options.group_id, incremental_configs=entries)
+    try:
+        futures: Any = admin.incremental_alter_configs([resource], request_timeout=options.connect_timeout)
+        for future in futures.values():
+            future.result(timeout=options.connect_timeout)
+    except KafkaException as exc:
+        raise _refusal(exc, options, wanted) from None
+
+
+def _refusal(exc: KafkaException, options: KafkaOptions, wanted: dict[str, str]) -> Exception:
+    err: Any = exc.args[0] if exc.args else None
+    said = str(err.str()) if err is not None and hasattr(err, "str") else str(exc)
+    name = str(err.name()) if err is not None and hasattr(err, "name") else ""
+    if name in ("_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN"):
+        return InfrastructureUnavailable(f"no Kafka broker answered at {options.bootstrap} within "
+                                         f"{options.connect_timeout:g} s (connect_timeout): {said}")
+    if name == "INVALID_CONFIG" or "must be" in said:
+        return ConfigError(
+            f"the broker refused group {options.group_id!r}'s {SESSION}={wanted[SESSION]} / {HEARTBEAT}="
+            f"{wanted[HEARTBEAT]} (session_timeout={options.session_timeout:g} s, group_heartbeat_interval="
+            f"{options.group_interval:g} s): they must lie within the broker's group.consumer.min/max.session."
+            f"timeout.ms and group.consumer.min/max.heartbeat.interval.ms (Apache Kafka's defaults: min 45 s "
+            f"and 5 s). Lower those minimums on the broker or raise session_timeout. Broker said: {said}",
+            parameter="session_timeout")
+    return ConfigError(
+        f"the broker at {options.bootstrap} cannot take group configs ({said}): it does not seem to speak the "
+        "KIP-848 consumer group protocol (Apache Kafka 4.0+); use protocol=classic", parameter="protocol")
