@@ -11,8 +11,10 @@ import random
 from dataclasses import dataclass
 from functools import partial
 
-from elect_bench.simulation import tenures as history
-from elect_bench.simulation.world import NetworkModel, Simulation
+from elect_bench.faults.member import Kill
+from elect_bench.history import Fault, History
+from elect_bench.measures import failovers
+from elect_bench.simulation.world import NetworkModel, Simulation, lines_of
 from raft_priority.config import RaftConfig
 from raft_priority.priorities import assign_priorities
 
@@ -123,10 +125,12 @@ def crash_one(
     sim.crash(victim)
     settle(sim, at + 10 * et)
     sim.run_until(max(sim.now, at + 0.5 * et))
-    times = history.failover_times(sim.history, at, victim, led)
+    fault = Fault(at, Kill.name, victim)
+    times = {f.role: f.latency for f in failovers(History(lines_of(sim.history), [fault]), fault)}
     counts = sim.leader_counts()
     return Failover(
-        seed, victim, tuple(times[g] for g in led), max(counts.values(), default=0), -(-partitions // (nodes - 1))
+        seed, victim, tuple(_or_never(times.get(str(g))) for g in led), max(counts.values(), default=0),
+        -(-partitions // (nodes - 1))
     )
 
 
@@ -173,3 +177,7 @@ def chaos(
     sim.at(duration + 3 * et, heal_all)
     sim.run_until(duration + 3 * et)
     return sim
+
+
+def _or_never(latency: float | None) -> float:
+    return math.inf if latency is None else latency

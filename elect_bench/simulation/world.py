@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
 
-from elect.core import Fence, LeadershipChange
+from elect.core import Acquire, Fence, LeadershipChange, Revoke
+from elect.events import Acquired, Event, Fenced, Revoked
 from elect.roles import Role
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
@@ -63,6 +64,30 @@ class Recorded:
     node: str
     at: float
     change: LeadershipChange
+
+
+def lines_of(records: Iterable[Recorded]) -> list[dict[str, object]]:
+    """The event lines the recorded changes would make a member print: the one vocabulary of histories,
+    real and simulated (`elect_bench.history.History` reads both). A Revoke or Fence carries the token of
+    the leadership it ends, as `BaseElector` gives it; an Extend prints nothing. Times are the exact virtual
+    ones (`ts` too), not rounded to microseconds as printed lines are, so they compare with fault times."""
+    tokens: dict[tuple[str, Role], int] = {}
+    out: list[dict[str, object]] = []
+    for r in records:
+        c, key = r.change, (r.node, r.change.role)
+        event: Event | None = None
+        if isinstance(c, Acquire):
+            tokens[key] = c.token
+            event = Acquired(c.role, r.node, c.token, mono=r.at, ts=r.at)
+        elif isinstance(c, Revoke) and key in tokens:
+            event = Revoked(c.role, r.node, tokens.pop(key), mono=r.at, ts=r.at)
+        elif isinstance(c, Fence) and key in tokens:
+            event = Fenced(c.role, r.node, tokens.pop(key), mono=r.at, ts=r.at, until=c.until)
+        if event is not None:
+            line = event.to_dict()
+            line.update(mono=r.at, ts=r.at, **({"until": c.until} if isinstance(c, Fence) else {}))
+            out.append(line)
+    return out
 
 
 @dataclass(slots=True)

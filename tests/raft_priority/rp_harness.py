@@ -6,8 +6,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from elect.core import Acquire, Fence, Ready, Revoke
-from elect_bench.simulation.tenures import KINDS, effective_at
-from elect_bench.simulation.world import Recorded
+from elect_bench.simulation.world import Recorded, lines_of
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup
 from raft_priority.messages import HardState, Message
@@ -93,16 +92,9 @@ class Bench:
         return [n for n, g in self.nodes.items() if n not in self.down and g.is_leader(self.now)]
 
     def events(self, kind: str | None = None) -> list[tuple[str, str, int, float]]:
-        """(node, kind, term, time) per change; a Revoke or Fence under the term of the tenure it ends."""
-        terms: dict[str, int] = {}
-        res: list[tuple[str, str, int, float]] = []
-        for r in self.changes:
-            c = r.change
-            if isinstance(c, Acquire):
-                terms[r.node] = c.token
-            if kind is None or KINDS[type(c)] == kind:
-                res.append((r.node, KINDS[type(c)], terms[r.node], effective_at(r)))
-        return res
+        """(node, kind, term, time) per event line the changes make; a fenced one at its `until`."""
+        return [(line["member"], line["event"], line["token"], line.get("until", line["mono"]))
+                for line in lines_of(self.changes) if kind is None or line["event"] == kind]
 
     def reasons(self) -> list[tuple[float, str]]:
         """(time, reason) per change; an Acquire carries none: "transfer abandoned" when the node takes
@@ -115,5 +107,5 @@ class Bench:
                 res.append((r.at, "transfer abandoned" if (r.node, c.token) in led else "elected"))
                 led.add((r.node, c.token))
             elif isinstance(c, Revoke | Fence):
-                res.append((effective_at(r), c.reason))
+                res.append((c.until if isinstance(c, Fence) else r.at, c.reason))
         return res

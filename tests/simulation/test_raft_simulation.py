@@ -8,9 +8,11 @@ import statistics
 import pytest
 
 from elect.core import Fence
+from elect_bench.checker import check
+from elect_bench.history import Fault, History
+from elect_bench.measures import failovers, overlaps
 from elect_bench.simulation import experiments as ex
-from elect_bench.simulation import tenures as h
-from elect_bench.simulation.world import NetworkModel, Simulation
+from elect_bench.simulation.world import NetworkModel, Simulation, lines_of
 from raft_priority.config import RaftConfig
 
 ZEP = RaftConfig.zep006()
@@ -49,8 +51,7 @@ def test_never_two_leaders_in_one_term_nor_overlapping_leases(name: str) -> None
             led = ex.settle(sim, healed + 20.0)
             sim.run_until(healed + 3.0)
             trials += 1
-            assert h.same_term_conflicts(sim.history) == [], (name, seed)
-            assert h.overlaps(h.tenures(sim.history)) == [], (name, seed)
+            assert check(History(lines_of(sim.history)), exclusive=True) == [], (name, seed)
             worst_recovery = max(worst_recovery, led - healed)
     # after the heal: restarted members honour old leases (W), then at most RF decay rounds
     assert worst_recovery <= 5 * cfg.election_timeout + 0.5, worst_recovery
@@ -65,7 +66,7 @@ def test_paused_leader_is_fenced_at_its_lease_end_not_when_it_wakes() -> None:
     sim.run_until(12.0)
     fenced = [r.change for r in sim.history if r.node == victim and isinstance(r.change, Fence)]
     assert fenced and all(3.0 < c.until < 4.0 for c in fenced)  # lease end, though noticed at 8.0
-    assert h.overlaps(h.tenures(sim.history)) == []
+    assert check(History(lines_of(sim.history)), exclusive=True) == []
     assert sim.all_led()
 
 
@@ -124,7 +125,9 @@ def test_double_failure_rf5_plain_waits_decay_rounds_improved_does_not() -> None
             sim.crash(first)
             sim.crash(second)
             sim.run_until(at + 5.0)
-            times.append(h.failover_times(sim.history, at, first, [0])[0])
+            fault = Fault(at, "kill", first)
+            (moved,) = failovers(History(lines_of(sim.history), [fault]), fault)
+            times.append(math.inf if moved.latency is None else moved.latency)
         worst[name] = max(times)
     print(f"\nRF=5, primary+secondary crash, worst failover: {worst}")
     assert 2.5 <= worst["zep006"] <= 3.1
@@ -144,7 +147,7 @@ def test_rebalance_returns_leadership_to_restarted_primaries() -> None:
     assert sim.leader_counts()["n2"] == 0  # still inside the hysteresis
     sim.run_until(10.0)
     assert set(sim.leader_counts().values()) == {4}  # back to the primaries
-    assert h.overlaps(h.tenures(sim.history)) == []
+    assert check(History(lines_of(sim.history)), exclusive=True) == []
 
 
 def test_scale_many_groups_cold_start() -> None:
@@ -160,9 +163,9 @@ def test_simulation_records_per_group_timeline() -> None:
     sim.run_until(3.0)
     sim.crash("a")
     sim.run_until(6.0)
-    line = h.timeline(h.tenures(sim.history), 0)
-    assert [(node, term) for _, _, node, term in line] == [("a", 1), ("b", 2)]
-    assert line[0][1] <= line[1][0]
+    line = History(lines_of(sim.history)).intervals()["0"]
+    assert [(i.member, i.token) for i in line] == [("a", 1), ("b", 2)]
+    assert line[0].end <= line[1].start
 
 
 def test_without_check_quorum_terms_stay_unique_but_leases_overlap() -> None:
@@ -171,6 +174,8 @@ def test_without_check_quorum_terms_stay_unique_but_leases_overlap() -> None:
     overlapping = 0
     for seed in range(40):
         sim = ex.chaos(3, 3, 3, cfg, seed)
-        assert h.same_term_conflicts(sim.history) == []
-        overlapping += bool(h.overlaps(h.tenures(sim.history)))
+        history = History(lines_of(sim.history))
+        won = {(line["role"], line["token"], line["member"]) for line in history.lines if line["event"] == "acquired"}
+        assert len(won) == len({(role, term) for role, term, _ in won})  # one winner per term
+        overlapping += any(overlaps(ivs) for ivs in history.intervals().values())
     assert overlapping > 5
