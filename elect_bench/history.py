@@ -21,7 +21,7 @@ Line = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class Fault:
+class FaultRecord:
     """What the harness did, when (monotonic seconds), to whom: a fault's name as `kind` (elect_bench.faults), or
     the record of its healing (its `healed_as`)."""
 
@@ -48,7 +48,7 @@ class Interval:
 @dataclass
 class History:
     lines: list[Line]
-    faults: list[Fault] = field(default_factory=list)
+    faults: list[FaultRecord] = field(default_factory=list)
     start: float = 0.0
     end: float = 0.0
 
@@ -104,7 +104,7 @@ class History:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> History:
-        return cls(list(data["lines"]), [Fault(**f) for f in data.get("faults", [])], data.get("start", 0.0),
+        return cls(list(data["lines"]), [FaultRecord(**f) for f in data.get("faults", [])], data.get("start", 0.0),
                    data.get("end", 0.0))
 
 

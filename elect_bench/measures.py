@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from elect_bench.history import Fault, History, Interval
+from elect_bench.history import FaultRecord, History, Interval
 
 
 def _merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -78,18 +78,18 @@ def holders_at(intervals_by_role: dict[str, list[Interval]], t: float) -> dict[s
 class Failover:
     role: str
     failed: str
-    fault: Fault
+    fault: FaultRecord
     latency: float | None  # None: no survivor acquired the role before the end of the trial
     successor: str | None
 
 
-def _led_at(intervals_by_role: dict[str, list[Interval]], fault: Fault) -> list[str]:
+def _led_at(intervals_by_role: dict[str, list[Interval]], fault: FaultRecord) -> list[str]:
     """The roles the fault's target believed it led at the fault."""
     return sorted(role for role, ivs in intervals_by_role.items()
                   if any(i.member == fault.target and i.start <= fault.mono <= i.end for i in ivs))
 
 
-def failovers(history: History, fault: Fault) -> list[Failover]:
+def failovers(history: History, fault: FaultRecord) -> list[Failover]:
     """Per role the fault's target led at the fault, the time until a surviving member acquired it."""
     out = []
     for role in _led_at(history.intervals(), fault):
@@ -114,14 +114,14 @@ def balanced(max_per_member: int, roles: int, live: int) -> bool:
     return live > 0 and max_per_member == math.ceil(roles / live)
 
 
-def handover_overlaps(history: History, fault: Fault) -> list[float]:
+def handover_overlaps(history: History, fault: FaultRecord) -> list[float]:
     """Per role the fault's target led at the fault, how long after it two or more members believed they led
     it (a non-exclusive leaver leads on until its own deadline)."""
     by_role = history.intervals()
     return [sum(e - s for s, e, _ in overlaps(by_role[role], lo=fault.mono)) for role in _led_at(by_role, fault)]
 
 
-def survivor_fences(history: History, fault: Fault) -> int:
+def survivor_fences(history: History, fault: FaultRecord) -> int:
     """`fenced` events of members the fault did not target, after it: a healthy member losing a role it led
     unasked (0 when a handover disturbs only the roles that move)."""
     return sum(1 for line in history.lines
@@ -160,7 +160,7 @@ class Summary:
         return cls(len(values), percentile(values, 50), percentile(values, 99), max(values, default=math.nan))
 
 
-def disruptions(history: History, fault: Fault) -> list[Failover]:
+def disruptions(history: History, fault: FaultRecord) -> list[Failover]:
     """After a fault to the infrastructure: per role whose leader at the fault lost its leadership before the
     end, the time from the fault until the role was acquired again (by anyone, the same member included)."""
     out = []

@@ -18,7 +18,7 @@ from typing import Any
 
 from elect_bench.checker import check
 from elect_bench.faults import Fault, InfraFault, MemberFault
-from elect_bench.history import Fault as Record
+from elect_bench.history import FaultRecord as Record
 from elect_bench.history import History
 from elect_bench.infrastructure import InfraFaults
 from elect_bench.measures import balanced, disruptions, failovers, leaderless, max_led, overlaps, total

@@ -1,7 +1,7 @@
 """The fault kinds the harness injects, one class each (docs/architecture.md, Faults).
 
 Names are looked up only where a user writes them (CLI flags, scenario YAML) with `fault(name)`; everywhere
-else code holds `Fault` objects and asks them. A history's fault *records* (`elect_bench.history.Fault`) keep
+else code holds `Fault` objects and asks them. A history's fault *records* (`elect_bench.history.FaultRecord`) keep
 the name as `kind`, so questions about a record are answered here too.
 """
 
@@ -14,7 +14,7 @@ from elect_bench.faults import infrastructure, member, steady  # noqa: F401 (eac
 from elect_bench.faults.base import REGISTRY, Fault, InfraFault, MemberFault
 
 if TYPE_CHECKING:
-    from elect_bench.history import Fault as Record
+    from elect_bench.history import FaultRecord as Record
 
 __all__ = ["FAULTS", "Fault", "InfraFault", "MemberFault", "fault", "kills_process"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from elect_bench.faults.member import Kill
-from elect_bench.history import Fault, History
+from elect_bench.history import FaultRecord, History
 from elect_bench.measures import failovers
 from elect_bench.simulation.world import NetworkModel, Simulation, lines_of
 from raft_priority.config import RaftConfig
@@ -125,7 +125,7 @@ def crash_one(
     sim.crash(victim)
     settle(sim, at + 10 * et)
     sim.run_until(max(sim.now, at + 0.5 * et))
-    fault = Fault(at, Kill.name, victim)
+    fault = FaultRecord(at, Kill.name, victim)
     times = {f.role: f.latency for f in failovers(History(lines_of(sim.history), [fault]), fault)}
     counts = sim.leader_counts()
     return Failover(

@@ -7,7 +7,7 @@ import pytest
 
 from elect.errors import ConfigError
 from elect_bench.faults import FAULTS, InfraFault, MemberFault, fault, kills_process
-from elect_bench.history import Fault as Record
+from elect_bench.history import FaultRecord as Record
 from elect_bench.history import History
 from elect_bench.infrastructure import Victim
 

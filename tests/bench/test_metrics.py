@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from elect_bench.checker import check
-from elect_bench.history import Fault, History
+from elect_bench.history import FaultRecord, History
 from elect_bench.measures import (
     Summary,
     balanced,
@@ -34,7 +34,7 @@ def fen(member: str, role: str, token: int, t: float, until: float) -> dict[str,
 def test_crash_failover_gap_and_no_overlap() -> None:
     # a leads r and s; a is SIGKILLed at 10.0; b acquires r at 11.2 and s at 11.5.
     h = History([acq("a", "r", 1, 1.0), acq("a", "s", 1, 1.0), acq("b", "r", 2, 11.2), acq("b", "s", 2, 11.5)],
-                [Fault(10.0, "kill", "a")], end=20.0)
+                [FaultRecord(10.0, "kill", "a")], end=20.0)
     fos = failovers(h, h.faults[0])
     assert [(f.role, f.successor, round(f.latency or 0, 3)) for f in fos] == [("r", "b", 1.2), ("s", "b", 1.5)]
     ivs = h.intervals()
@@ -46,7 +46,7 @@ def test_crash_failover_gap_and_no_overlap() -> None:
 def test_frozen_leader_ends_at_its_own_deadline() -> None:
     # a is paused at 5; its deadline was 5.8; b takes over at 6.0; a wakes at 9 and prints fenced until=5.8.
     h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 6.0), fen("a", "r", 1, 9.0, 5.8)],
-                [Fault(5.0, "pause", "a"), Fault(9.0, "resume", "a")], end=12.0)
+                [FaultRecord(5.0, "pause", "a"), FaultRecord(9.0, "resume", "a")], end=12.0)
     ivs = h.intervals()["r"]
     assert [(i.member, i.start, i.end, i.ended_by) for i in ivs] == [("a", 1.0, 5.8, "fenced"),
                                                                      ("b", 6.0, 12.0, "open")]
@@ -82,14 +82,14 @@ def test_disruptions_after_an_infrastructure_fault() -> None:
     # the store's leader dies at 10; a's lease on r lapses (fenced, until 10.8) and b takes r at 11.4;
     # a keeps s throughout; t is dropped by c at 10.5 and never led again.
     h = History([acq("a", "r", 1, 1.0), acq("a", "s", 1, 1.0), acq("c", "t", 1, 1.0), fen("a", "r", 1, 11.0, 10.8),
-                 acq("b", "r", 2, 11.4), rev("c", "t", 1, 10.5)], [Fault(10.0, "infra", "etcd[0]")], end=20.0)
+                 acq("b", "r", 2, 11.4), rev("c", "t", 1, 10.5)], [FaultRecord(10.0, "infra", "etcd[0]")], end=20.0)
     lost = disruptions(h, h.faults[0])
     assert [(d.role, d.failed, d.successor, None if d.latency is None else round(d.latency, 3)) for d in lost] == [
         ("r", "a", "b", 1.4), ("t", "c", None, None)]
 
 
 def test_leaderless_longer_than_the_bound_after_healing_is_a_violation() -> None:
-    h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 14.0)], [Fault(5.0, "kill", "a")], end=20.0)
+    h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 14.0)], [FaultRecord(5.0, "kill", "a")], end=20.0)
     found = check(h, exclusive=True, leaderless_bound=3.0)
     assert [(v.kind, v.at) for v in found] == [("leaderless", 5.0)]
 

@@ -9,7 +9,7 @@ import pytest
 
 from elect.core import Fence
 from elect_bench.checker import check
-from elect_bench.history import Fault, History
+from elect_bench.history import FaultRecord, History
 from elect_bench.measures import failovers, overlaps
 from elect_bench.simulation import experiments as ex
 from elect_bench.simulation.world import NetworkModel, Simulation, lines_of
@@ -125,7 +125,7 @@ def test_double_failure_rf5_plain_waits_decay_rounds_improved_does_not() -> None
             sim.crash(first)
             sim.crash(second)
             sim.run_until(at + 5.0)
-            fault = Fault(at, "kill", first)
+            fault = FaultRecord(at, "kill", first)
             (moved,) = failovers(History(lines_of(sim.history), [fault]), fault)
             times.append(math.inf if moved.latency is None else moved.latency)
         worst[name] = max(times)
