@@ -132,7 +132,23 @@ class InProcessMember:
         return self._alive
 
 
-class MemberProcess:
+class SignalledProcess:
+    """A child process held as `proc` that faults can signal, freeze and wake (no-ops once it has exited)."""
+
+    proc: subprocess.Popen[Any] | None
+
+    def signal(self, signum: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signum)
+
+    def pause(self) -> None:
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
+
+
+class MemberProcess(SignalledProcess):
     """`python -m elect member URL --id ID --roles ... --control` as a child process.
 
     Its stdout event lines are parsed into `log` by a reader thread; stderr goes to a log file.
@@ -197,16 +213,6 @@ class MemberProcess:
 
     def remove_roles(self, roles: Iterable[Role]) -> None:
         self.command("remove", *(json.dumps(str(r)) for r in roles))
-
-    def signal(self, signum: int) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signum)
-
-    def pause(self) -> None:
-        self.signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self.signal(signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL the member (and anything it started) and reap it."""

@@ -19,6 +19,7 @@ import uuid
 from typing import Any
 
 from elect_bench.faults import MemberFault
+from elect_bench.members import SignalledProcess
 from elect_bench.placement import LocalPlacement
 from elect_cluster.waiting import wait_until
 
@@ -43,41 +44,32 @@ c.close()
 """
 
 
-class Consumer:
+class Consumer(SignalledProcess):
     """One bare consumer process, and what it owns by its assignment lines (a `placement.Signalled`)."""
 
     def __init__(self, servers: str, topic: str, member_id: str, session: float) -> None:
         self.member_id = member_id
-        self.proc = subprocess.Popen([sys.executable, "-c", CONSUMER, servers, topic, member_id, str(session)],
-                                     stdout=subprocess.PIPE, text=True, start_new_session=True)
-        assert self.proc.stdout is not None
-        os.set_blocking(self.proc.stdout.fileno(), False)
+        self._popen = subprocess.Popen([sys.executable, "-c", CONSUMER, servers, topic, member_id, str(session)],
+                                       stdout=subprocess.PIPE, text=True, start_new_session=True)
+        self.proc = self._popen
+        assert self._popen.stdout is not None
+        os.set_blocking(self._popen.stdout.fileno(), False)
         self.owned: set[int] = set()
         self.lines: list[dict[str, Any]] = []
 
     def pump(self) -> None:
         """Read the lines printed so far."""
-        assert self.proc.stdout is not None
-        while raw := self.proc.stdout.readline():
+        assert self._popen.stdout is not None
+        while raw := self._popen.stdout.readline():
             line = json.loads(raw)
             self.lines.append(line)
             parts = set(line["parts"])
             self.owned = self.owned | parts if line["event"] == "assign" else self.owned - parts
 
-    def signal(self, signum: int) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signum)
-
-    def pause(self) -> None:
-        self.signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self.signal(signal.SIGCONT)
-
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+            os.killpg(self._popen.pid, signal.SIGKILL)
+        self._popen.wait()
 
 
 def rebalance_time(servers: str, fault: MemberFault, consumers: int, partitions: int, session: float) -> float:
