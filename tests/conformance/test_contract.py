@@ -1,4 +1,4 @@
-"""The contract every elector must keep (DESIGN.md), checked through members' event lines."""
+"""The contract every elector must keep (docs/architecture.md), checked through members' event lines."""
 
 from __future__ import annotations
 
