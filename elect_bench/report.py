@@ -92,9 +92,10 @@ def provenance(result: Result) -> str:
         return neli.provenance(result)
     s = result.scenario
     sizes = "/".join(map(str, s.group_sizes))
+    broker = f" Kafka broker: {result.kafka_broker}." if result.kafka_broker else ""
     return (f"{made(result.command, result.started, result.seconds, result.machine)} "
             f"{sizes} members, {s.roles} roles, {s.trials} trials per cell, detection budget {s.budget:g} s "
-            f"(Raft election timeout = lease TTL = Kafka session timeout).")
+            f"(Raft election timeout = lease TTL = Kafka session timeout).{broker}")
 
 
 def write(result: Result, out: Path, plots: list[Path]) -> tuple[Path, Path]:

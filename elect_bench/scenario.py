@@ -19,6 +19,7 @@ from elect.errors import ConfigError
 from elect_bench.faults import Fault, fault
 from elect_bench.faults.member import Kill
 from elect_bench.methods import METHODS
+from elect_cluster.local import BROKERS
 
 KINDS = ("trials", "simulation", "idle", "neli")
 
@@ -39,6 +40,8 @@ class Scenario:
     load_window: float = 0.0  # seconds of steady state over which each member's sends are counted
     meter: bool = False  # count each member's requests / messages through relays (adds a hop; for load runs)
     store_members: int = 1  # etcd members / ZooKeeper nodes (3 for the infra fault to leave a quorum)
+    broker: str = "apache"  # the Kafka broker: Apache Kafka, or the light Tansu (elect_cluster.local.BROKERS)
+    brokers: int = 1  # Apache Kafka nodes (3: a replicated leader topic that survives losing one)
 
     @property
     def group_sizes(self) -> tuple[int, ...]:
@@ -57,6 +60,12 @@ class Scenario:
             raise ConfigError("a fault needs at least 2 members (a survivor to fail over to)", parameter="members")
         if self.store_members not in (1, 3):
             raise ConfigError("store_members is 1 or 3", parameter="store_members")
+        if self.broker not in BROKERS:
+            raise ConfigError(f"broker is one of {', '.join(BROKERS)}", parameter="broker")
+        if self.brokers not in (1, 3) or (self.brokers == 3 and self.broker != "apache"):
+            raise ConfigError("brokers is 1, or 3 with broker apache", parameter="brokers")
+        if self.brokers > 1 and self.meter and "kafka" in self.needs:
+            raise ConfigError("counting Kafka requests (meter) needs a single broker", parameter="brokers")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
 

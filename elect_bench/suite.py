@@ -84,6 +84,7 @@ class RunResult:
     started: float
     seconds: float
     machine: dict[str, Any]
+    kafka_broker: str = ""  # which broker served the kafka methods ("" when none ran)
 
     @property
     def ok(self) -> bool:
@@ -95,6 +96,7 @@ class RunResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
+            "kafka_broker": self.kafka_broker,
             "scenario": self.scenario.__dict__ | {"faults": [f.name for f in self.scenario.faults],
                                                   "methods": list(self.scenario.methods)},
             "skipped": self.skipped,
@@ -164,7 +166,8 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
             front = free_ports(1, host)[0] if router and "kafka" in scenario.needs else None
             cluster = LocalCluster(workdir / "infra", services=scenario.needs,
                                    etcd_members=scenario.store_members, zookeeper_nodes=scenario.store_members,
-                                   host=host, kafka_advertised_port=front)
+                                   host=host, kafka_advertised_port=front, broker=scenario.broker,
+                                   kafka_brokers=scenario.brokers)
             endpoints = cluster.up()
             if router and front is not None:
                 router.front_kafka(f"{host}:{cluster.members('kafka')[0].ports['listen']}", front, members)
@@ -194,7 +197,8 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
              if m.needs or not f.infrastructure]
     with environment(scenario, workdir, placement) as env:
         run_cells(scenario, cells, env, progress)
-    return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine())
+        broker = env.endpoints.kafka_broker if env.endpoints is not None else ""
+    return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine(), broker)
 
 
 def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress: Progress) -> None:

@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hold", type=float, help="pause / cut length in seconds (default 3 x budget)")
     p.add_argument("--store-members", type=int, choices=(1, 3),
                    help="etcd members / ZooKeeper nodes (the infra fault wants 3)")
+    p.add_argument("--broker", choices=("apache", "tansu"),
+                   help="the Kafka broker: Apache Kafka (default) or the light in-memory Tansu")
+    p.add_argument("--brokers", type=int, choices=(1, 3), help="Apache Kafka nodes (the infra fault wants 3)")
     p.add_argument("--placement", choices=("local", "docker"), default="local",
                    help="local processes (network namespaces for cuts), or containers of cluster/docker-compose.yml")
     p.add_argument("--out", type=Path, default=Path("results"), help="where results.json, report.md and plots go")
@@ -67,7 +70,7 @@ def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
         methods=args.methods.split(",") if args.methods else None,
         faults=[fault(name) for name in args.faults.split(",")] if args.faults else None,
         trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
-        store_members=args.store_members)
+        store_members=args.store_members, broker=args.broker, brokers=args.brokers)
     with tempfile.TemporaryDirectory(prefix="elect-bench-") as tmp:
         result = suite.run(chosen, Path(tmp), _progress(), command=_command(), placement=args.placement)
     print(file=sys.stderr)

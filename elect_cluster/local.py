@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Self
 
 from . import state as statefile
-from .apache_kafka import ApacheKafkaService
+from .apache_kafka import ApacheKafkaService, kafka_version
 from .endpoints import Endpoints
 from .errors import ClusterError, NotReady
 from .etcd import EtcdService
@@ -34,7 +34,7 @@ from .waiting import WaitTimeout, wait_until
 from .zookeeper import ZooKeeperService
 
 SERVICES = ("kafka", "etcd", "zookeeper")
-BROKERS = ("tansu", "apache")  # the Kafka-protocol broker behind the "kafka" service
+BROKERS = ("apache", "tansu")  # the Kafka broker behind the "kafka" service: Apache Kafka, or the light Tansu
 
 
 def default_workdir() -> Path:
@@ -69,7 +69,7 @@ class LocalCluster:
     def __init__(self, workdir: Path | str | None = None, services: Iterable[str] = SERVICES,
                  etcd_members: int = 1, zookeeper_nodes: int = 1, host: str = "127.0.0.1",
                  etcd_election_timeout_ms: int = 500, etcd_heartbeat_interval_ms: int = 50,
-                 kafka_advertised_port: int | None = None, broker: str = "tansu", kafka_brokers: int = 1) -> None:
+                 kafka_advertised_port: int | None = None, broker: str = "apache", kafka_brokers: int = 1) -> None:
         self.workdir = Path(workdir) if workdir is not None else default_workdir()
         self.workdir = self.workdir.expanduser().absolute()
         wanted = list(dict.fromkeys(services))
@@ -112,7 +112,7 @@ class LocalCluster:
             for service in self.counts:
                 self._services[service].preflight()  # fail before starting anything
             self._clean()
-            state = ClusterState(self.host, dict(self.counts))
+            state = ClusterState(self.host, dict(self.counts), broker=self.broker)
             try:
                 for service, count in self.counts.items():
                     state.members += self._services[service].plan(self.workdir / service, self.host, count)
@@ -277,9 +277,10 @@ class LocalCluster:
         if not running:
             return None  # stale state of a cluster that is gone: start afresh
         hint = f"run `elect cluster down --workdir {self.workdir}` first"
-        if state.counts != self.counts:
+        if state.counts != self.counts or ("kafka" in self.counts and state.broker != self.broker):
             raise ClusterError(f"a different cluster is already up in {self.workdir} "
-                               f"({_shape(state.counts)}, asked for {_shape(self.counts)}); {hint}")
+                               f"({_shape(state.counts, state.broker)}, asked for {_shape(self.counts, self.broker)})"
+                               f"; {hint}")
         if len(running) != len(state.members):
             stopped = ", ".join(m.label for m in state.members if m not in running)
             raise ClusterError(f"the cluster in {self.workdir} is only partly running ({stopped} stopped); "
@@ -398,11 +399,20 @@ class LocalCluster:
 
     @staticmethod
     def _endpoints(state: ClusterState) -> Endpoints:
-        return Endpoints(**{s: tuple(m.address for m in state.of(s)) for s in SERVICES})
+        return Endpoints(**{s: tuple(m.address for m in state.of(s)) for s in SERVICES},
+                         kafka_broker=broker_label(state.broker, state.counts["kafka"]) if "kafka" in state.counts
+                         else "")
 
 
-def _shape(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name} x{count}" for name, count in counts.items())
+def _shape(counts: dict[str, int], broker: str) -> str:
+    return ", ".join(f"{name}{f' ({broker})' if name == 'kafka' else ''} x{count}" for name, count in counts.items())
+
+
+def broker_label(broker: str, nodes: int) -> str:
+    """How reports name the Kafka broker that served a run."""
+    if broker == "apache":
+        return f"Apache Kafka {kafka_version()} (KRaft, {nodes} node{'s' if nodes > 1 else ''})"
+    return "Tansu (the light in-memory Kafka-protocol broker)"
 
 
 def _indent(text: str) -> str:

@@ -32,6 +32,7 @@ class ClusterState:
     host: str
     counts: dict[str, int]
     members: list[Member] = field(default_factory=list)
+    broker: str = "apache"  # which Kafka broker the "kafka" service is (elect_cluster.local.BROKERS)
 
     def of(self, service: str) -> list[Member]:
         return [m for m in self.members if m.service == service]
@@ -44,13 +45,13 @@ class ClusterState:
                            f"(it has {', '.join(m.label for m in self.members) or 'no members'})")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": 1, "host": self.host, "counts": dict(self.counts),
+        return {"version": 1, "host": self.host, "counts": dict(self.counts), "broker": self.broker,
                 "members": [m.to_dict() for m in self.members]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterState:
         return cls(host=str(data["host"]), counts={str(k): int(v) for k, v in data["counts"].items()},
-                   members=[Member.from_dict(m) for m in data["members"]])
+                   members=[Member.from_dict(m) for m in data["members"]], broker=str(data.get("broker", "tansu")))
 
 
 def load(workdir: Path) -> ClusterState | None:

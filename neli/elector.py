@@ -257,10 +257,17 @@ class KafkaElector(BaseElector):
         self._park_by = park_by if self._stop_by is None else min(park_by, self._stop_by)
 
     def _park(self) -> bool:
-        """Subscribe to the parking topic; False if there is none (or no consumer)."""
+        """Subscribe to the parking topic; False if there is none (or no consumer).
+
+        The member first gives up what it owns, in order (Revoked, and the barrier), as the rebalance callback
+        would: librdkafka (2.x, cooperative-sticky, on Apache Kafka) reports partitions dropped by a subscription
+        change as lost, not revoked. Nobody else can be given them before the rebalance this change starts."""
         if self._parking_topic is None or self._consumer is None:
             return False
-        self._parking = "revoking" if self._require_core().owned else "joining"
+        core = self._require_core()
+        if core.owned:
+            self._feed(Unassigned(tuple(sorted(core.owned))))
+        self._parking = "revoking" if core.owned else "joining"
         self._subscribe(self._consumer, self._parking_topic)
         return True
 
@@ -326,8 +333,9 @@ class KafkaElector(BaseElector):
             self._parking = "joining"
 
     def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
-        log.warning("neli: %s lost partitions %s (session expired behind its back)", self.member,
-                    self._partitions(parts))
+        owned = [p for p in self._partitions(parts) if p in self._require_core().owned]
+        if owned:  # (partitions given up before parking are reported lost too: nothing to say about those)
+            log.warning("neli: %s lost partitions %s (session expired behind its back)", self.member, owned)
         self._guarded(Unassigned(tuple(self._partitions(parts)), lost=True))
         self._revoked()
 
@@ -371,9 +379,12 @@ class KafkaElector(BaseElector):
 
     def _handle_ready(self) -> None:
         """Apply the core's changes, then publish. Only the last `Revoke` waits for its callbacks: events
-        run in order on one dispatcher, so that wait covers the earlier ones too (the barrier)."""
+        run in order on one dispatcher, so that wait covers the earlier ones too (the barrier). In overlap
+        mode nothing waits: the successor does not wait for the callbacks anyway, and a blocked poll thread
+        would let other partitions' releases pass their deadlines, turning their orderly ends into fences."""
         ready = self._require_core().ready()
-        last_revoke = max((i for i, c in enumerate(ready.changes) if isinstance(c, Revoke)), default=-1)
+        barrier = self.options.exclusive
+        last_revoke = max((i for i, c in enumerate(ready.changes) if barrier and isinstance(c, Revoke)), default=-1)
         for i, change in enumerate(ready.changes):
             self._apply_change(change, wait=i == last_revoke)
         for publish in ready.messages:
@@ -448,6 +459,8 @@ class KafkaElector(BaseElector):
             log.info("neli: %s: could not check or create topic %s: %s", self.member, options.topic, exc)
 
     def _producer_config(self) -> dict[str, Any]:
+        """acks=1 is enough for tokens: a heartbeat counts (and gives a token) only once read back, and consumers
+        read only below the high watermark, so such a record is on every in-sync replica and survives a broker."""
         o = self.options
         return {**self._common_config(), "allow.auto.create.topics": False,
                 "linger.ms": 0, "acks": 1, "enable.idempotence": False,

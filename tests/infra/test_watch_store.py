@@ -59,10 +59,23 @@ def test_the_store_shows_what_the_members_lead(scheme: str, infra: Endpoints, me
     assert all(f"{c.member}" in shown.stdout for c in claims) and "OVERLAP" not in shown.stdout
 
 
-def test_a_broker_that_does_not_list_group_members_is_reported(infra: Endpoints, members: ExitStack) -> None:
-    # The embedded Tansu broker answers DescribeGroups without members (Apache Kafka lists them with
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_the_kafka_group_shows_what_the_members_lead(protocol: str, infra: Endpoints, members: ExitStack) -> None:
+    # Apache Kafka lists a group's members and their assignments, for either group protocol.
+    url = _url("kafka", infra, f"watch-{uuid.uuid4().hex[:8]}") + f"&protocol={protocol}"
+    group = [members.enter_context(elect.connect(url, roles=[0, 1, 2, 3], member=m)) for m in ("a", "b")]
+    wait_until(lambda: len({r for e in group for r in e.leading()}) == 4, 60, 0.1, what="every role led")
+    shown = subprocess.run([sys.executable, "-m", "elect", "watch", "--once", url], capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    leaders = {e.member for e in group if e.leading()}
+    assert leaders and all(m in shown.stdout for m in leaders) and "OVERLAP" not in shown.stdout, shown.stdout
+
+
+def test_a_broker_that_does_not_list_group_members_is_reported(tansu: Endpoints, members: ExitStack) -> None:
+    # The light Tansu broker answers DescribeGroups without members (Apache Kafka lists them with
     # their assignments): the watch says so instead of showing an empty table.
-    url = _url("kafka", infra, f"watch-{uuid.uuid4().hex[:8]}")
+    url = _url("kafka", tansu, f"watch-{uuid.uuid4().hex[:8]}")
     group = [members.enter_context(elect.connect(url, roles=[0, 1, 2, 3], member=m)) for m in ("a", "b")]
     wait_until(lambda: len({r for e in group for r in e.leading()}) == 4, 60, 0.1, what="every role led")
     shown = subprocess.run([sys.executable, "-m", "elect", "watch", "--once", url], capture_output=True, text=True,

@@ -17,9 +17,10 @@ from kafka_proxy import KafkaProxy
 
 from elect_bench.members import Line, MemberProcess
 from elect_cluster.endpoints import Endpoints
-from elect_cluster.kafka_broker import api_versions, find_tansu
+from elect_cluster.kafka_broker import find_tansu
 from elect_cluster.ports import free_port
 from elect_cluster.waiting import wait_until
+from neli.kafka_wire import api_versions
 
 pytestmark = pytest.mark.infra
 
@@ -177,14 +178,14 @@ def test_member_cut_off_the_broker_fences_itself_within_the_heartbeat_timeout(
 
 
 def test_members_recreate_their_topic_when_the_broker_comes_back_empty(tmp_path: Path) -> None:
-    # The local broker keeps its log in memory: killed and started again it knows no topic. The members
+    # Tansu keeps its log in memory: killed and started again it knows no topic. The members
     # create the topic again with the group's partition count (never a broker default). (Whether the group
     # then forms again on the restarted Tansu is not reliable: left out here, see bench/infra.yaml.)
     from elect_cluster.local import LocalCluster
     from neli.options import KafkaOptions
     from neli.topic import admin_client, partition_count
 
-    with LocalCluster(tmp_path / "broker", services=("kafka",)) as cluster:
+    with LocalCluster(tmp_path / "broker", services=("kafka",), broker="tansu") as cluster:
         group = Members(",".join(cluster.endpoints.kafka), tmp_path)
         try:
             roles: list[str | int] = list(range(6))
