@@ -48,7 +48,7 @@ from elect.core import Revoke
 from elect.errors import ElectError
 from elect.roles import Role
 from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Unassigned
-from neli.group import configure_group
+from neli.group import configure_group, speaks_consumer_protocol
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error
 from neli.options import KafkaOptions
@@ -120,10 +120,15 @@ class KafkaElector(BaseElector):
         self.partitions = ensure_topic(o)
         if o.protocol == "consumer":
             configure_group(admin_client(o), o)
-        try:
-            self._parking_topic = ensure_parking_topic(o)
-        except (ElectError, KafkaException) as exc:
-            log.warning("neli: %s: no parking topic (%s); resign will leave the group instead", self.member, exc)
+        # How to hand partitions over (resign, stop): Apache Kafka 4+ (it offers KIP-848's API) moves a member's
+        # partitions as soon as it leaves the group, and with cooperative-sticky it would not move partitions
+        # dropped by a subscription change (librdkafka reports them lost, and no follow-up rebalance comes),
+        # so there a member leaves. Other brokers (Tansu) keep a departed member's partitions: park instead.
+        if not speaks_consumer_protocol(o):
+            try:
+                self._parking_topic = ensure_parking_topic(o)
+            except (ElectError, KafkaException) as exc:
+                log.warning("neli: %s: no parking topic (%s); resign will leave the group instead", self.member, exc)
         self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance, mode=o.mode,
                               partitions=self.partitions, interval=o.interval, timeout=o.timeout,
                               overlap=not o.exclusive, release_margin=max(0.1, 2 * o.poll_interval),

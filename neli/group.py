@@ -33,6 +33,18 @@ def group_settings(options: KafkaOptions) -> dict[str, str]:
             HEARTBEAT: str(max(1, round(options.group_interval * 1000)))}
 
 
+def speaks_consumer_protocol(options: KafkaOptions) -> bool | None:
+    """Whether the first broker that answers offers KIP-848's ConsumerGroupHeartbeat (Apache Kafka 4.0+);
+    None if none answers."""
+    for server in options.servers:
+        host, _, port = server.rpartition(":")
+        try:
+            return CONSUMER_GROUP_HEARTBEAT in api_versions(host.strip("[]"), int(port), options.connect_timeout)
+        except KafkaWireError:
+            continue
+    return None
+
+
 def require_consumer_protocol(options: KafkaOptions) -> None:
     """ConfigError unless the broker offers KIP-848's ConsumerGroupHeartbeat (librdkafka would otherwise keep
     retrying in silence); InfrastructureUnavailable naming the addresses if no broker answers."""
