@@ -48,21 +48,14 @@ def speaks_consumer_protocol(options: KafkaOptions) -> bool | None:
 def require_consumer_protocol(options: KafkaOptions) -> None:
     """ConfigError unless the broker offers KIP-848's ConsumerGroupHeartbeat (librdkafka would otherwise keep
     retrying in silence); InfrastructureUnavailable naming the addresses if no broker answers."""
-    reasons = []
-    for server in options.servers:
-        host, _, port = server.rpartition(":")
-        try:
-            offered = api_versions(host.strip("[]"), int(port), options.connect_timeout)
-        except KafkaWireError as exc:
-            reasons.append(str(exc))
-            continue
-        if CONSUMER_GROUP_HEARTBEAT in offered:
-            return
-        raise ConfigError(f"the broker at {server} does not speak the KIP-848 consumer group protocol "
+    speaks = speaks_consumer_protocol(options)
+    if speaks is None:
+        raise InfrastructureUnavailable(f"no Kafka broker answered at {options.bootstrap} within "
+                                        f"{options.connect_timeout:g} s (connect_timeout)")
+    if not speaks:
+        raise ConfigError(f"the broker at {options.bootstrap} does not speak the KIP-848 consumer group protocol "
                           "(no ConsumerGroupHeartbeat API; Apache Kafka 4.0+ does): use protocol=classic",
                           parameter="protocol")
-    raise InfrastructureUnavailable(f"no Kafka broker answered at {options.bootstrap} within "
-                                    f"{options.connect_timeout:g} s (connect_timeout): {'; '.join(reasons)}")
 
 
 def configure_group(admin: AdminClient, options: KafkaOptions) -> None:
