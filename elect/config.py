@@ -132,6 +132,9 @@ def spec_from_config(config: Mapping[str, Any] | str | Path) -> ElectorSpec:
         if not isinstance(nested, Mapping):
             raise ConfigError("must be a mapping", parameter="options")
         data.update(nested)
+    odd = [key for key in data if not isinstance(key, str)]
+    if odd:  # YAML allows `1: x` or `null: x`; an option's name is text
+        raise ConfigError(f"an option's name is text, got {odd[0]!r}", parameter=str(odd[0]))
     if url is not None:
         spec = spec_from_url(str(url), roles, member=member, require=require, **data)
         if scheme is not None and scheme != spec.scheme:
@@ -168,16 +171,24 @@ def _spec(plugin: registry.Plugin, member: str | None, roles: Iterable[Role] | R
 
 
 def load_yaml(path: Path) -> Mapping[str, Any]:
+    """The mapping a YAML file holds; whatever is wrong with the file (unreadable, not UTF-8, not YAML, too deep,
+    not a mapping) is a ConfigError that names it."""
     import yaml
 
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:  # a path no file can have, e.g. with a NUL byte
+        raise ConfigError(f"cannot read configuration file {str(path)!r}: {exc}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    except RecursionError:  # PyYAML's parser recurses once per level of nesting
+        raise ConfigError(f"{path} nests deeper than a configuration can") from None
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path} must hold a mapping at the top level")
     return data

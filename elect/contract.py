@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import time
+import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from types import TracebackType
 from typing import Any, Self
 
+from elect import options
 from elect.errors import ConfigError, UnsatisfiedRequirement
 from elect.events import Event
 from elect.roles import Role
@@ -76,11 +78,15 @@ class Requirements:
             return cls()
         if isinstance(value, Requirements):
             return value
+        if not isinstance(value, Mapping):  # e.g. YAML `require: [exclusive]`
+            raise ConfigError(f"expected a mapping such as {{exclusive: true}}, got {value!r}", parameter="require")
         known = {f.name for f in fields(cls)}
-        unknown = sorted(set(value) - known)
+        unknown = sorted(repr(k) for k in value if k not in known)
         if unknown:
-            raise ConfigError(f"unknown requirement(s) {unknown}; known: {sorted(known)}", parameter="require")
-        return cls(**dict(value))
+            raise ConfigError(f"unknown requirement(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+                              parameter="require")
+        hints = typing.get_type_hints(cls)  # "yes", "500ms" as in a URL; a wrong type fails here, not in check()
+        return cls(**{k: options.coerce(v, hints[k], f"require.{k}") for k, v in value.items()})
 
     def check(self, scheme: str, have: Characteristics) -> None:
         missing: list[str] = []

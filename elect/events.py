@@ -7,6 +7,7 @@ clock for every process on a Linux machine, so lines from different members comp
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -82,20 +83,37 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (Acquired, Revok
 
 
 def parse_line(line: str) -> dict[str, Any]:
-    """Parse and validate one event line; raises ValueError naming what is wrong."""
+    """Parse and validate one event line; raises ValueError naming what is wrong.
+
+    Whatever the text (torn, nested beyond the parser's depth, NaN clocks), the answer is a dict that
+    compares and sorts safely by its clocks, or a ValueError: readers skip a bad line and go on.
+    """
+    shown = _excerpt(line)
     try:
         data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not a JSON event line: {line!r}") from exc
+    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nesting deeper than the parser goes
+        raise ValueError(f"not a JSON event line: {shown}") from exc
+    except ValueError as exc:  # e.g. an integer of more digits than int() converts
+        raise ValueError(f"not a JSON event line ({exc}): {shown}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"an event line is a JSON object: {line!r}")
+        raise ValueError(f"an event line is a JSON object: {shown}")
     required: dict[str, type | tuple[type, ...]] = {
         "ts": (int, float), "mono": (int, float), "member": str, "role": str, "event": str, "token": int}
     for key, types in required.items():
         if not isinstance(data.get(key), types) or isinstance(data.get(key), bool):
-            raise ValueError(f"event line field {key!r} missing or of the wrong type: {line!r}")
+            raise ValueError(f"event line field {key!r} missing or of the wrong type: {shown}")
     if data["event"] not in EVENT_TYPES:
-        raise ValueError(f"unknown event {data['event']!r} in {line!r}")
-    if data["event"] == "fenced" and not isinstance(data.get("until"), (int, float)):
-        raise ValueError(f"a fenced line carries a numeric 'until': {line!r}")
+        raise ValueError(f"unknown event {_excerpt(data['event'])} in {shown}")
+    clocks = ("ts", "mono", "until") if data["event"] == "fenced" else ("ts", "mono")
+    for key in clocks:
+        value = data.get(key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or (
+                isinstance(value, float) and not math.isfinite(value)):  # isfinite(10**400) would overflow
+            raise ValueError(f"event line field {key!r} must be a finite number (a fenced line carries 'until'): "
+                             f"{shown}")
     return data
+
+
+def _excerpt(text: str, limit: int = 120) -> str:
+    """`text` quoted for an error message, cut short: a message must not repeat a megabyte of garbage."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"

@@ -9,10 +9,11 @@ that names the parameter. Cross-field rules live in the dataclass's `__post_init
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
 from elect.errors import ConfigError
@@ -21,6 +22,7 @@ T = TypeVar("T")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+MAX_DURATION = 1e9  # seconds (about 32 years): longer is a typo, and stays clear of every overflow
 _DURATION = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)?\s*$")
 
 
@@ -30,17 +32,38 @@ def rule(ok: bool, parameter: str, message: str) -> None:
         raise ConfigError(message, parameter=parameter)
 
 
+def port_number(text: str) -> int | None:
+    """The TCP port (1..65535) `text` spells in ASCII digits, else None.
+
+    `str.isdigit()` alone is not enough: it is true for '²' and '٣', which `int()` refuses or reads as digits
+    no one typed as a port.
+    """
+    if not (text.isascii() and text.isdigit()) or len(text) > 5:
+        return None
+    port = int(text)
+    return port if 0 < port < 65536 else None
+
+
 def duration(value: Any, parameter: str) -> float:
-    """Seconds from a number or a string such as '1.5', '1.5s' or '500ms'."""
+    """Seconds from a number or a string such as '1.5', '1.5s' or '500ms'.
+
+    Only finite values up to MAX_DURATION: '1e999' reads as infinity, and infinity or NaN would pass a rule
+    such as `> 0` and then overflow where a duration is rounded, doubled or waited on.
+    """
     if isinstance(value, bool):
         raise ConfigError(f"expected a duration in seconds, got {value!r}", parameter=parameter)
     if isinstance(value, (int, float)):
-        return float(value)
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ConfigError(f"expected a duration such as 1.0, 1.0s or 500ms, got {value!r}", parameter=parameter)
-    number = float(match.group(1))
-    return number / 1000.0 if match.group(2) == "ms" else number
+        number = float(value) if abs(value) <= MAX_DURATION else math.inf  # float(10**400) would overflow
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise ConfigError(f"expected a duration such as 1.0, 1.0s or 500ms, got {value!r}", parameter=parameter)
+        number = float(match.group(1))
+        number = number / 1000.0 if match.group(2) == "ms" else number
+    if not abs(number) <= MAX_DURATION:  # also false for NaN
+        raise ConfigError(f"expected a finite duration of at most {MAX_DURATION:g} s, got {value!r}",
+                          parameter=parameter)
+    return number
 
 
 def build(cls: type[T], raw: Mapping[str, Any], *, scheme: str) -> T:
@@ -60,6 +83,11 @@ def build(cls: type[T], raw: Mapping[str, Any], *, scheme: str) -> T:
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"is required for {scheme}://", parameter=name)
     return cls(**values)
+
+
+def coerce(value: Any, tp: Any, parameter: str) -> Any:
+    """`value` as type `tp` by the rules `build` applies to each option; ConfigError naming `parameter` if not."""
+    return _coerce(value, tp, parameter)
 
 
 def describe(cls: type[Any]) -> list[tuple[str, str, str]]:
@@ -105,7 +133,12 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
             raise ConfigError(f"must be one of {', '.join(map(str, args))}; got {value!r}", parameter=name)
         return text
     if origin in (tuple, list):
-        items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else list(value)
+        if isinstance(value, str):
+            items = [v.strip() for v in value.split(",") if v.strip()]
+        elif isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray, Mapping)):
+            items = list(value)
+        else:  # e.g. a YAML number, null or mapping where a list belongs
+            raise ConfigError(f"expected a list or a comma-separated string, got {value!r}", parameter=name)
         inner = args[0] if args else str
         coerced = [_coerce(v, inner, name) for v in items]
         return tuple(coerced) if origin is tuple else coerced
@@ -134,7 +167,7 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
         except (TypeError, ValueError):
             raise ConfigError(f"expected an integer, got {value!r}", parameter=name) from None
     if tp is str:
-        if isinstance(value, (dict, list, tuple)):
+        if value is None or isinstance(value, (dict, list, tuple, set, frozenset)):  # None is not the text "None"
             raise ConfigError(f"expected a string, got {value!r}", parameter=name)
         return str(value)
     return value

@@ -36,7 +36,7 @@ def parse_role(text: str) -> Role:
     text = text.strip()
     if not text:
         raise ValueError("a role name cannot be empty")
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # '²'.isdigit() is true too, but it names a role, not a number
         return int(text)
     return text
 

@@ -8,16 +8,19 @@ the observation.
 
 from __future__ import annotations
 
-import json
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elect.events import parse_line
 from elect_bench import faults
 
 Line = dict[str, Any]
+
+log = logging.getLogger("elect.bench")
 
 
 @dataclass(frozen=True)
@@ -108,11 +111,39 @@ class History:
                    data.get("end", 0.0))
 
 
-def read_lines(paths: Iterable[Path]) -> list[Line]:
-    """Event lines from files (one JSON object per line), e.g. captured `elect member` stdout."""
+@dataclass(frozen=True)
+class LineProblem:
+    """A line `read_lines` skipped: where it is (file, 1-based line number) and why."""
+
+    path: Path
+    number: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.number}: {self.reason}"
+
+
+def read_lines(paths: Iterable[Path], *, problems: list[LineProblem] | None = None) -> list[Line]:
+    """Event lines from files (one JSON object per line), e.g. captured `elect member` stdout.
+
+    A malformed line (torn by a kill mid-write, not UTF-8, not an event) is skipped rather than fatal, so one
+    bad line does not cost the rest of a run; each is appended to `problems`, or logged as a warning when no
+    list is given. A file that cannot be read at all still raises OSError.
+    """
     lines: list[Line] = []
     for path in paths:
-        for raw in Path(path).read_text().splitlines():
-            if raw.strip():
-                lines.append(json.loads(raw))
+        path = Path(path)
+        text = path.read_bytes().decode("utf-8", errors="replace")  # bad bytes fail their line, not the file
+        for number, raw in enumerate(text.split("\n"), start=1):
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                lines.append(parse_line(raw))
+            except ValueError as exc:
+                problem = LineProblem(path, number, str(exc))
+                if problems is None:
+                    log.warning("skipped event line %s", problem)
+                else:
+                    problems.append(problem)
     return lines

@@ -11,6 +11,7 @@ that keep no state outside their members (raft://, pysyncobj://, memory://) are 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 import time
@@ -61,7 +62,7 @@ class LeaderTable:
     def render(self, now: float | None = None) -> str:
         now = time.monotonic() if now is None else now
         out = [f"{'role':<24} {'leader':<20} {'token':>8} {'for':>9}"]
-        for role in sorted(self.rows, key=lambda r: (not r.isdigit(), int(r) if r.isdigit() else 0, r)):
+        for role in sorted(self.rows, key=_role_order):
             holders = self.rows[role]
             if not holders:
                 out.append(f"{role:<24} {'-':<20} {'':>8} {'':>9}")
@@ -71,6 +72,15 @@ class LeaderTable:
                 out.append(f"{role:<24} {member:<20} {shown:>8} {now - since:>8.1f}s{flag}")
         out.append(f"{self.events} changes" + (f"  ({self.note})" if self.note else ""))
         return "\n".join(out)
+
+
+def _role_order(role: str) -> tuple[bool, int, str, str]:
+    """Numbered roles first, by number, then names. The number is compared by its digits, not int(): a line may
+    name any role ('²' passes isdigit(), a 5000-digit one exceeds int()'s limit) and must not stop the table."""
+    digits = role.lstrip("0") if role.isascii() and role.isdigit() else None
+    if digits is None:
+        return True, 0, "", role
+    return False, len(digits), digits, role
 
 
 def register(sub: Any) -> None:
@@ -83,13 +93,25 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _follow(stream: IO[str], follow: bool) -> Iterator[str | None]:
-    """Lines of `stream`; with `follow`, yields None when idle instead of ending at EOF."""
+_END = (0, "")  # what next() gives for a reader that has ended
+
+
+def _follow(stream: IO[str], follow: bool) -> Iterator[tuple[int, str] | None]:
+    """Lines of `stream` with their 1-based numbers; with `follow`, yields None when idle instead of ending at
+    EOF. A line still being written (no newline yet) is read again whole once it is complete."""
+    number = 0
+    partial = ""
     while True:
         line = stream.readline()
-        if line:
-            yield line
+        if line.endswith("\n") or (line and not follow):
+            number += 1
+            yield number, partial + line
+            partial = ""
+        elif line:
+            partial += line
         elif not follow:
+            if partial:
+                yield number + 1, partial
             return
         else:
             yield None
@@ -102,25 +124,29 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("give one elector URL, or event-line sources (- or files), not both", parameter="url")
         return _watch_store(urls[0], args)
     table = LeaderTable()
-    streams: list[IO[str]] = [sys.stdin if s == "-" else open(s) for s in args.sources]  # noqa: SIM115
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="replace")  # a stray byte spoils its line (reported), not the watch
+    streams: list[IO[str]] = [sys.stdin if s == "-" else open(s, errors="replace")  # noqa: SIM115
+                              for s in args.sources]
+    names = ["<stdin>" if s == "-" else s for s in args.sources]
     tty = sys.stdout.isatty()
     last_draw = 0.0
     try:
         if args.once:
-            for stream in streams:
-                _apply_all(table, (line for line in _follow(stream, False) if line))
+            for stream, name in zip(streams, names, strict=True):
+                _apply_all(table, (line for line in _follow(stream, False) if line), name)
             print(table.render())
             return 0
-        readers = [_follow(s, follow=s is not sys.stdin) for s in streams]
+        readers = [(_follow(s, follow=s is not sys.stdin), name) for s, name in zip(streams, names, strict=True)]
         while readers:
             idle = True
-            for reader in list(readers):
-                line = next(reader, "")
-                if line == "":
-                    readers.remove(reader)
+            for reader, name in list(readers):
+                line = next(reader, _END)
+                if line is _END:
+                    readers.remove((reader, name))
                 elif line is not None:
                     idle = False
-                    _apply_all(table, [line])
+                    _apply_all(table, [line], name)
             now = time.monotonic()
             if now - last_draw >= args.interval:
                 _draw(table, tty)
@@ -168,14 +194,15 @@ def _watch_store(url: str, args: argparse.Namespace) -> int:
         observer.close()
 
 
-def _apply_all(table: LeaderTable, lines: Iterable[str]) -> None:
-    for raw in lines:
+def _apply_all(table: LeaderTable, lines: Iterable[tuple[int, str]], source: str) -> None:
+    """Apply numbered lines of `source`; a malformed one is reported (where and why) and skipped, the rest go on."""
+    for number, raw in lines:
         raw = raw.strip()
         if raw:
             try:
                 table.apply(parse_line(raw))
             except ValueError as exc:
-                print(f"elect watch: skipped {exc}", file=sys.stderr)
+                print(f"elect watch: {source}:{number}: skipped: {exc}", file=sys.stderr)
 
 
 def _draw(table: LeaderTable, tty: bool) -> None:

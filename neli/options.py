@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from elect.options import rule
+from elect.options import port_number, rule
 
 Mode = Literal["fast", "full"]
 Protocol = Literal["classic", "consumer"]
@@ -134,4 +134,4 @@ class KafkaOptions:
 
 def _host_port(text: str) -> bool:
     host, sep, port = text.rpartition(":")
-    return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
+    return bool(sep and host and port_number(port) is not None)

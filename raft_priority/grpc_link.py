@@ -23,7 +23,7 @@ import grpc
 
 from raft_priority.messages import Message
 from raft_priority.wire import raft_pb2 as pb
-from raft_priority.wire.codec import decode, encode
+from raft_priority.wire.codec import MalformedBatch, decode, encode, parse
 
 log = logging.getLogger("elect.raft")
 
@@ -156,7 +156,9 @@ class Transport:
         self._pool = ThreadPoolExecutor(max_workers=2 * len(self.links) + 4, thread_name_prefix=f"raft-rx-{node}")
         self._server = grpc.server(self._pool, options=_server_options(),
                                    maximum_concurrent_rpcs=4 * len(self.links) + 8)
-        handler = grpc.stream_unary_rpc_method_handler(self._deliver, request_deserializer=pb.Batch.FromString,
+        # Requests arrive as bytes and are parsed in _deliver: grpc's own deserializer would log a traceback per
+        # undecodable message, so anyone reaching the port could flood the log.
+        handler = grpc.stream_unary_rpc_method_handler(self._deliver, request_deserializer=None,
                                                        response_serializer=pb.Ack.SerializeToString)
         self._server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler("elect.raft.v1.Raft", {"Deliver": handler}),))
@@ -184,12 +186,20 @@ class Transport:
         self._server.stop(grace).wait(5)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _deliver(self, requests: Iterator[pb.Batch], context: grpc.ServicerContext) -> pb.Ack:
-        for batch in requests:
-            if batch.cluster != self.cluster or batch.dst != self.node or batch.src not in self.links:
+    def _deliver(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> pb.Ack:
+        """Step every batch of one peer's stream. What is not a batch of this cluster to this node from a known
+        peer is counted in `rejected` and dropped; the stream, and the server, go on."""
+        for data in requests:
+            try:
+                batch = parse(data)
+                if batch.cluster != self.cluster or batch.dst != self.node or batch.src not in self.links:
+                    self.rejected += 1
+                    continue
+                msgs = decode(batch)
+            except MalformedBatch as exc:
                 self.rejected += 1
+                log.debug("raft server %s: dropped %s", self.node, exc)
                 continue
-            msgs = decode(batch)
             self.received += len(msgs)
             self._receive(msgs)
         return pb.Ack()

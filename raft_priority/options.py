@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from elect.options import rule
+from elect.options import port_number, rule
 
 Priority = Literal["balanced", "zeebe", "off"]
 
@@ -27,9 +27,10 @@ DEFAULT_PARTITIONS = 12  # divisible by 1, 2, 3, 4 and 6 nodes
 
 def split_host_port(text: str) -> tuple[str, int] | None:
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    number = port_number(port)
+    if not sep or not host or number is None:
         return None
-    return host.strip("[]"), int(port)
+    return host.strip("[]"), number
 
 
 def parse_peer(text: str) -> tuple[str, str] | None:

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from elect.lease.core import Timing, check_timing
-from elect.options import rule
+from elect.options import port_number, rule
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _hosts(hosts: tuple[str, ...], parameter: str) -> None:
     rule(bool(hosts), parameter, "name at least one HOST:PORT")
     for host in hosts:
         name, _, port = host.rpartition(":")
-        rule(bool(name) and port.isdigit() and 0 < int(port) < 65536, parameter,
+        rule(bool(name) and port_number(port) is not None, parameter,
              f"expected HOST:PORT, got {host!r}")
 
 

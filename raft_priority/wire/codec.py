@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+
 from raft_priority.messages import (
     Heartbeat,
     HeartbeatResponse,
@@ -89,13 +91,41 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
     return batch
 
 
+class MalformedBatch(ValueError):
+    """Bytes that are not a batch `encode` could have written: not protobuf, or packed columns of different
+    lengths. Anyone who reaches a node's port can send them, so they are dropped, never fatal."""
+
+
+def parse(data: bytes) -> pb.Batch:
+    """One serialized batch, as received; MalformedBatch if `data` is not a `Batch` in protobuf."""
+    batch = pb.Batch()
+    try:
+        batch.ParseFromString(data)
+    except DecodeError as exc:
+        raise MalformedBatch(f"{len(data)} bytes that are not a batch: {exc}") from None
+    return batch
+
+
 def decode(batch: pb.Batch) -> list[Message]:
-    """The core messages of one batch, in a fixed order: heartbeat traffic first, then elections."""
+    """The core messages of one batch, in a fixed order: heartbeat traffic first, then elections.
+
+    Raises MalformedBatch, and yields nothing of the batch, when its packed columns disagree: a batch is decoded
+    whole or not at all.
+    """
+    try:
+        return _decode(batch)
+    except ValueError as exc:  # zip(strict=True): one column shorter than the others
+        raise MalformedBatch(f"malformed batch from {batch.src!r}: {exc}") from None
+
+
+def _decode(batch: pb.Batch) -> list[Message]:
     src, dst = batch.src, batch.dst
     out: list[Message] = []
     if batch.HasField("heartbeats"):
         h = batch.heartbeats
         succ = list(h.succession)
+        if sum(h.succession_len) != len(succ):
+            raise ValueError(f"succession_len adds up to {sum(h.succession_len)}, succession has {len(succ)}")
         pos = 0
         for g, t, s, c, n in zip(h.group, h.term, h.sent_at, h.transfer_closed, h.succession_len, strict=True):
             out.append(Heartbeat(g, src, dst, t, s, tuple(succ[pos:pos + n]) if n else (), c))
