@@ -66,37 +66,46 @@ class History:
     def roles(self) -> list[str]:
         return sorted({line["role"] for line in self.lines})
 
-    def killed_at(self) -> dict[str, float]:
-        """Members whose process the harness killed (belief ends there: a dead process believes nothing)."""
-        return {f.target: f.mono for f in self.faults if faults.kills_process(f)}
+    def kills(self) -> dict[str, list[float]]:
+        """Per member, when the harness killed its process (in order: a soak kills and restarts one member many
+        times). Belief ends at each: a dead process believes nothing, and a restarted one starts believing
+        afresh."""
+        out: dict[str, list[float]] = defaultdict(list)
+        for f in sorted(self.faults, key=lambda f: f.mono):
+            if faults.kills_process(f):
+                out[f.target].append(f.mono)
+        return dict(out)
 
     def intervals(self) -> dict[str, list[Interval]]:
         """Per role, every member's belief intervals, in start order."""
-        killed = self.killed_at()
+        deaths = sorted((t, member) for member, times in self.kills().items() for t in times)
         open_: dict[tuple[str, str], Line] = {}
         out: dict[str, list[Interval]] = defaultdict(list)
+
+        def close(key: tuple[str, str], end: float, how: str) -> None:
+            begun = open_.pop(key)
+            out[key[1]].append(Interval(key[0], key[1], begun["token"], begun["mono"], max(end, begun["mono"]), how))
+
+        d = 0
         for line in self.lines:
+            while d < len(deaths) and deaths[d][0] < line["mono"]:  # a kill before this line ends every belief
+                at, member = deaths[d]
+                for key in [k for k in open_ if k[0] == member]:
+                    close(key, at, "killed")
+                d += 1
             key = (line["member"], line["role"])
             if line["event"] == "acquired":
                 if key in open_:  # re-acquired under a new token without an end line: close the old one
-                    prev = open_[key]
-                    out[line["role"]].append(Interval(key[0], key[1], prev["token"], prev["mono"], line["mono"],
-                                                      "revoked"))
+                    close(key, line["mono"], "revoked")
                 open_[key] = line
-                continue
-            begun = open_.pop(key, None)
-            if begun is None:
-                continue
-            end = line["mono"] if line["event"] == "revoked" else min(line["until"], line["mono"])
-            end = min(end, killed.get(key[0], end))
-            out[line["role"]].append(Interval(key[0], key[1], begun["token"], begun["mono"], max(end, begun["mono"]),
-                                              line["event"]))
-        for (member, role), begun in open_.items():
-            if member in killed and killed[member] >= begun["mono"]:
-                out[role].append(Interval(member, role, begun["token"], begun["mono"], killed[member], "killed"))
-            else:
-                out[role].append(Interval(member, role, begun["token"], begun["mono"], max(self.end, begun["mono"]),
-                                          "open"))
+            elif key in open_:
+                close(key, line["mono"] if line["event"] == "revoked" else min(line["until"], line["mono"]),
+                      line["event"])
+        for at, member in deaths[d:]:
+            for key in [k for k in open_ if k[0] == member]:
+                close(key, at, "killed")
+        for key in list(open_):
+            close(key, self.end, "open")
         for intervals in out.values():
             intervals.sort(key=lambda i: (i.start, i.end))
         return dict(out)

@@ -108,3 +108,15 @@ def test_percentiles() -> None:
     assert math.isnan(percentile([], 50))
     s = Summary.of([0.1 * i for i in range(1, 101)])
     assert s.n == 100 and math.isclose(s.max, 10.0) and math.isclose(s.p50, 5.05)
+
+
+def test_a_member_killed_and_restarted_twice_believes_in_each_life_only() -> None:
+    # a leads r, is killed at 10, restarted, leads r again from 20 (token 3), is killed again at 30; b fills in.
+    h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 11.0), rev("b", "r", 2, 19.9), acq("a", "r", 3, 20.0),
+                 acq("b", "r", 4, 31.0)],
+                [FaultRecord(10.0, "kill", "a"), FaultRecord(30.0, "kill", "a")], end=40.0)
+    ivs = [(i.member, i.start, i.end, i.ended_by) for i in h.intervals()["r"]]
+    assert ivs == [("a", 1.0, 10.0, "killed"), ("b", 11.0, 19.9, "revoked"), ("a", 20.0, 30.0, "killed"),
+                   ("b", 31.0, 40.0, "open")]
+    assert check(h, exclusive=True) == []
+    assert [round(f.latency or 0, 3) for f in failovers(h, h.faults[1])] == [1.0]
