@@ -27,21 +27,38 @@ Line = dict[str, Any]
 
 
 class EventLog:
-    """The event lines of one member, appended from a reader thread and awaited by tests."""
+    """The event lines of one member, appended from a reader thread and awaited by tests.
+
+    A member started again (`MemberProcess.restart`) writes on in the same log, in a new *life*: the lines
+    of every life stay (they are the history), but what it leads now is read from the current life only,
+    as a killed process took its beliefs with it.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._lines: list[Line] = []
         self.closed = False
+        self._life = 0
+        self._life_starts = 0  # index of the current life's first line
+
+    def begin_life(self) -> int:
+        """Open the log for a new life of the member; returns the life's number, for `close`."""
+        with self._cond:
+            self._life += 1
+            self._life_starts = len(self._lines)
+            self.closed = False
+            return self._life
 
     def append(self, line: Line) -> None:
         with self._cond:
             self._lines.append(line)
             self._cond.notify_all()
 
-    def close(self) -> None:
+    def close(self, life: int | None = None) -> None:
+        """No more lines are coming; from `life` only, if given (a late close of an earlier life is ignored)."""
         with self._cond:
-            self.closed = True
+            if life is None or life == self._life:
+                self.closed = True
             self._cond.notify_all()
 
     @property
@@ -67,9 +84,11 @@ class EventLog:
                 self._cond.wait(remaining)
 
     def leading(self) -> set[str]:
-        """The roles this member leads according to its own event lines."""
+        """The roles this member leads according to its own event lines (of its current life)."""
+        with self._cond:
+            current = self._lines[self._life_starts:]
         held: set[str] = set()
-        for line in self.lines:
+        for line in current:
             if line["event"] == "acquired":
                 held.add(line["role"])
             else:
@@ -153,7 +172,8 @@ class MemberProcess(SignalledProcess):
 
     Its stdout event lines are parsed into `log` by a reader thread; stderr goes to a log file.
     Commands (resign, add, remove) travel over stdin. `prefix` runs it inside something else, e.g.
-    `ip netns exec HOST`.
+    `ip netns exec HOST`. `restart` starts it again as a new process with the same command line (URL, id,
+    roles: the same state on disk), logging on into the same `log` and stderr file.
     """
 
     def __init__(self, url: str, member_id: str, roles: Sequence[Role], *, log_dir: Path,
@@ -180,14 +200,28 @@ class MemberProcess(SignalledProcess):
 
     def start(self) -> None:
         self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        life = self.log.begin_life()
         with open(self.stderr_path, "a") as stderr:
             self.proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                          text=True, env=self._env, start_new_session=True)
-        self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True,
-                                        name=f"member-{self.member_id}-reader")
+        self._reader = threading.Thread(target=self._read, args=(self.proc.stdout, life), daemon=True,
+                                        name=f"member-{self.member_id}-reader-{life}")
         self._reader.start()
 
-    def _read(self, stream: IO[str] | None) -> None:
+    def restart(self) -> None:
+        """SIGKILL this life if it still runs, then start a new process with the same command line.
+
+        The old reader must have read the old life to its end first, or its lines would be taken for the
+        new life's."""
+        self.kill()
+        if self._reader is not None and self._reader.is_alive():
+            raise RuntimeError(f"member {self.member_id}: the killed process's output is still open; "
+                               "not starting it again")
+        with open(self.stderr_path, "a") as stderr:
+            stderr.write(f"--- elect bench: {self.member_id} started again\n")
+        self.start()
+
+    def _read(self, stream: IO[str] | None, life: int) -> None:
         assert stream is not None
         for raw in stream:
             raw = raw.strip()
@@ -197,7 +231,7 @@ class MemberProcess(SignalledProcess):
                 self.log.append(parse_line(raw))
             except ValueError:
                 self.bad_lines.append(raw)
-        self.log.close()
+        self.log.close(life)
 
     def command(self, *words: str) -> None:
         """Send one control line (see `elect member --control`)."""

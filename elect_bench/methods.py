@@ -35,6 +35,8 @@ class Group:
     endpoints: Endpoints | None = None
     address: Addresses = field(default=lambda _id: "127.0.0.1")
     via: Via = direct  # the harness puts a counting relay here to count each member's requests
+    state_dir: str | None = None  # where members keep state on disk (Raft's term and vote), e.g. in the trial's
+    # workdir, so a member started again finds its own; None: the elector's default (under the temp dir)
 
 
 @dataclass(frozen=True)
@@ -94,12 +96,13 @@ def _zookeeper(group: Group, params: Mapping[str, str]) -> dict[str, str]:
             for i in group.ids}
 
 
-def _peer_urls(scheme: str, protocol: str | None, named: bool = False, port_per_partition: bool = False
-               ) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
+def _peer_urls(scheme: str, protocol: str | None, named: bool = False, port_per_partition: bool = False,
+               stateful: bool = False) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
     """Raft-style URLs: every member names itself and its peers, each with a port of its own (with
     `port_per_partition`, a block: partition p listens on PORT + p). With a wire `protocol` the way to
     each peer goes through `group.via` (None: its protocol is not counted); `named` gives the cluster the
-    group's name, as peers may then be seen at different addresses."""
+    group's name, as peers may then be seen at different addresses. `stateful`: the elector takes a
+    `data_dir`, given `group.state_dir` when there is one."""
 
     def build(group: Group, params: Mapping[str, str]) -> dict[str, str]:
         n = len(group.ids)
@@ -111,7 +114,7 @@ def _peer_urls(scheme: str, protocol: str | None, named: bool = False, port_per_
             peers = ",".join(f"{p}@{group.via(i, where[p], protocol) if protocol else where[p]}"
                              for p in group.ids if p != i)
             query = _q({"peers": peers, "partitions": str(group.roles), **({"cluster": group.unique} if named else {}),
-                        **params})
+                        **({"data_dir": group.state_dir} if stateful and group.state_dir else {}), **params})
             urls[i] = f"{scheme}://{i}@{where[i]}?{query}"
         return urls
 
@@ -122,16 +125,18 @@ def _secs(value: float) -> str:
     return f"{value:g}"
 
 
+_raft = _peer_urls("raft", "grpc", named=True, stateful=True)
+
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("raft", "raft", "Raft per partition, balanced priorities, with the improvements over ZEP006", (),
            lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                     "priority": "balanced"}, _peer_urls("raft", "grpc", named=True)),
+                     "priority": "balanced"}, _raft),
     Method("raft-zeebe", "raft", "Raft per partition, plain ZEP006 (zeebe priorities, no improvements)", (),
            lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                     "priority": "zeebe", "improvements": "off"}, _peer_urls("raft", "grpc", named=True)),
+                     "priority": "zeebe", "improvements": "off"}, _raft),
     Method("raft-stock", "raft", "stock Raft, randomized timeouts in [ET, 2 ET)", (),
            lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                     "priority": "off"}, _peer_urls("raft", "grpc", named=True)),
+                     "priority": "off"}, _raft),
     Method("pysyncobj", "pysyncobj", "PySyncObj, one SyncObj per partition (an independent Raft, no leader lease)",
            (), lambda b: {"election_timeout": _secs(b)}, _peer_urls("pysyncobj", None, port_per_partition=True)),
     Method("kafka-fast", "kafka", "NELI fast (exclusive): partition owner leads", ("kafka",),

@@ -53,7 +53,8 @@ class Handover:
 
 @dataclass(frozen=True)
 class NeliScenario:
-    """rebalance: the faults to strike bare consumers with (as many consumers as members, partitions as roles)."""
+    """rebalance: the faults to strike bare consumers with (as many consumers as members, partitions as roles),
+    on each of `protocols` (the group protocols: classic, and KIP-848's consumer)."""
 
     name: str = "neli"
     budget: float = 1.0
@@ -63,10 +64,13 @@ class NeliScenario:
     hold: float = 4.0
     cells: tuple[Handover, ...] = ()
     rebalance: tuple[MemberFault, ...] = ()
+    protocols: tuple[str, ...] = ("classic",)
 
     def __post_init__(self) -> None:
         if not self.cells and not self.rebalance:
             raise ConfigError("a NELI scenario needs cells or rebalance faults", parameter="cells")
+        if unknown := sorted(set(self.protocols) - {"classic", "consumer"}):
+            raise ConfigError(f"unknown group protocol(s) {unknown}; known: classic, consumer", parameter="protocols")
         if self.rebalance and "kafka" not in self.base.needs:
             raise ConfigError("rebalance rows need a kafka method among the cells (for the broker)",
                               parameter="rebalance")
@@ -80,6 +84,8 @@ class NeliScenario:
             raise ConfigError(f"unknown NELI scenario key(s) {unknown}; known: {sorted(known)}")
         given["cells"] = tuple(Handover.parse(str(c)) for c in listed(given.get("cells", [])))
         given["rebalance"] = tuple(_consumer_fault(str(f)) for f in listed(given.get("rebalance", [])))
+        if "protocols" in given:
+            given["protocols"] = tuple(str(p) for p in listed(given["protocols"]))
         return cls(**given)
 
     @property
@@ -93,7 +99,7 @@ class NeliScenario:
         return {"kind": "neli", "name": self.name, "budget": self.budget, "members": self.members,
                 "roles": self.roles, "trials": self.trials, "hold": self.hold,
                 "cells": [" ".join([c.method, c.fault.name, *(f"{k}={v}" for k, v in c.params)]) for c in self.cells],
-                "rebalance": [f.name for f in self.rebalance]}
+                "rebalance": [f.name for f in self.rebalance], "protocols": list(self.protocols)}
 
 
 def _consumer_fault(name: str) -> MemberFault:
@@ -110,15 +116,20 @@ class RebalanceCell:
 
     fault: MemberFault
     trials: int
+    protocol: str = "classic"
     seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         took = Summary.of(self.seconds)
         return {key: math.nan for key, _, _ in COLUMNS} | {
-            "method": "raw consumers", "fault": self.fault.name, "trials": self.trials, "ok": took.n,
+            "method": self.name, "fault": self.fault.name, "trials": self.trials, "ok": took.n,
             "failover_p50": took.p50, "failover_p99": took.p99, "failover_max": took.max,
             "errors": self.errors[:3]}
+
+    @property
+    def name(self) -> str:
+        return "raw consumers" + (" (KIP-848)" if self.protocol == "consumer" else "")
 
 
 @dataclass
@@ -138,7 +149,8 @@ class NeliResult:
     def to_json(self) -> dict[str, Any]:
         return self.run.to_json() | {
             "scenario": self.scenario.to_json(), "summary": self.summaries(),
-            "rebalance": [{"fault": c.fault.name, "seconds": c.seconds, "errors": c.errors} for c in self.rebalance]}
+            "rebalance": [{"fault": c.fault.name, "protocol": c.protocol, "seconds": c.seconds, "errors": c.errors}
+                          for c in self.rebalance]}
 
 
 def _handovers(cell: suite.Cell) -> dict[str, Any]:
@@ -159,7 +171,7 @@ def run(scenario: NeliScenario, workdir: Path, progress: suite.Progress, command
     shared = scenario.base
     skipped = {m: why for m in shared.methods if (why := suite.available(m))}
     cells = [suite.Cell(c.as_method, c.fault, scenario.members) for c in scenario.cells if c.method not in skipped]
-    rebalance = [RebalanceCell(f, scenario.trials) for f in scenario.rebalance]
+    rebalance = [RebalanceCell(f, scenario.trials, p) for p in scenario.protocols for f in scenario.rebalance]
     with suite.environment(shared, workdir) as env:
         suite.run_cells(shared, cells, env, progress)
         for cell in rebalance:
@@ -169,11 +181,12 @@ def run(scenario: NeliScenario, workdir: Path, progress: suite.Progress, command
 
 
 def _rebalance(cell: RebalanceCell, scenario: NeliScenario, servers: str, progress: suite.Progress) -> None:
-    name = f"raw consumers / {cell.fault}"
+    name = f"{cell.name} / {cell.fault}"
     for i in range(cell.trials):
         progress(name, i, cell.trials, "rebalancing")
         try:
-            cell.seconds.append(rebalance_time(servers, cell.fault, scenario.members, scenario.roles, scenario.budget))
+            cell.seconds.append(rebalance_time(servers, cell.fault, scenario.members, scenario.roles, scenario.budget,
+                                               cell.protocol))
             status = "ok"
         except Exception as exc:  # a trial that could not run is a finding, not a crash of the run
             cell.errors.append(f"{type(exc).__name__}: {exc}")

@@ -2,9 +2,11 @@
 
 The trial logic is the same everywhere; only these few operations differ:
 - `LocalPlacement`: processes on this machine; faults are signals.
-- `NetnsPlacement`: each member on its own network-namespace host; a cut takes its link down.
+- `NetnsPlacement`: each member on its own network-namespace host; network faults act on its link (a cut,
+  a one-way cut, loss, a slow link).
 - `DockerPlacement`: each member in a container of cluster/docker-compose.yml; faults go through the
-  container engine (`docker kill`, `docker pause`, `docker network disconnect`).
+  container engine (`docker kill`, `docker pause`, `docker network disconnect`); the lesser network
+  faults and restarts are not done there.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from elect_cluster.netns import Hosts
+from elect_cluster.netns import Direction, Hosts
 
 Runner = Callable[[Sequence[str]], None]
 
@@ -29,6 +31,16 @@ class Signalled(Protocol):
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def signal(self, signum: int) -> None: ...
+
+
+@runtime_checkable
+class Restartable(Signalled, Protocol):
+    """A process that can be started again as a new one with the same command line (and so the same state on
+    disk): `elect_bench.members.MemberProcess`."""
+
+    @property
+    def alive(self) -> bool: ...
+    def restart(self) -> None: ...
 
 
 def _run(argv: Sequence[str]) -> None:
@@ -46,7 +58,15 @@ class Placement(Protocol):
     def resume(self, proc: Signalled) -> None: ...
     def stop(self, proc: Signalled) -> None: ...
     def cut(self, member: str) -> None: ...
-    def heal(self, member: str) -> None: ...
+    def heal(self, member: str) -> None:
+        """Undo every network fault to the member's host (a cut, a one-way cut, loss, a slow link)."""
+        ...
+    def block(self, member: str, direction: Direction) -> None: ...
+    def lossy(self, member: str, probability: float) -> None: ...
+    def slow(self, member: str) -> None: ...
+    def restart(self, proc: Signalled) -> None:
+        """Start the process again if it is not running (a no-op for a live one); TypeError if it cannot be."""
+        ...
     def sent(self, member: str) -> tuple[int, int] | None:
         """(packets, bytes) the member's host has sent so far, or None where it cannot be counted."""
         ...
@@ -76,11 +96,26 @@ class LocalPlacement:
     def stop(self, proc: Signalled) -> None:
         proc.signal(signal.SIGTERM)
 
+    def restart(self, proc: Signalled) -> None:
+        if not isinstance(proc, Restartable):
+            raise TypeError(f"{proc.member_id} cannot be started again")
+        if not proc.alive:
+            proc.restart()
+
     def cut(self, member: str) -> None:
-        raise RuntimeError("the cut fault needs members on network-namespace hosts (run as root; "
-                           "the harness sets them up when a scenario has a cut fault)")
+        raise RuntimeError("network faults (cut, cut-in, cut-out, lossy, slow) need members on network-namespace "
+                           "hosts (run as root; the harness sets them up when a scenario has such a fault)")
 
     heal = cut
+
+    def block(self, member: str, direction: Direction) -> None:
+        self.cut(member)
+
+    def lossy(self, member: str, probability: float) -> None:
+        self.cut(member)
+
+    def slow(self, member: str) -> None:
+        self.cut(member)
 
     def sent(self, member: str) -> tuple[int, int] | None:
         return None
@@ -105,6 +140,15 @@ class NetnsPlacement(LocalPlacement):
 
     def heal(self, member: str) -> None:
         self.hosts.heal(member)
+
+    def block(self, member: str, direction: Direction) -> None:
+        self.hosts.block(member, direction)
+
+    def lossy(self, member: str, probability: float) -> None:
+        self.hosts.lossy(member, probability)
+
+    def slow(self, member: str) -> None:
+        self.hosts.slow(member)
 
     def sent(self, member: str) -> tuple[int, int] | None:
         return self.hosts.sent(member)
@@ -149,6 +193,22 @@ class DockerPlacement:
 
     def heal(self, member: str) -> None:
         self.run(["docker", "network", "connect", self.network, self.container(member)])
+
+    def block(self, member: str, direction: Direction) -> None:
+        raise NotImplementedError("one-way cuts are not done with containers (they would need iptables and "
+                                  "NET_ADMIN in each member's container): use the local placement")
+
+    def lossy(self, member: str, probability: float) -> None:
+        raise NotImplementedError("packet loss is not done with containers (it would need iptables and NET_ADMIN "
+                                  "in each member's container): use the local placement")
+
+    def slow(self, member: str) -> None:
+        raise NotImplementedError("a slow link is not done with containers (it would need tc and NET_ADMIN in each "
+                                  "member's container): use the local placement")
+
+    def restart(self, proc: Signalled) -> None:
+        raise NotImplementedError("restarting a member is not done with containers (`docker compose run --rm` "
+                                  "would have to wait for the killed one's removal): use the local placement")
 
     def sent(self, member: str) -> tuple[int, int] | None:
         return None

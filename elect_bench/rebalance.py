@@ -3,7 +3,9 @@ timed until the survivors are assigned its partitions.
 
 No election runs on top, so what is measured is what the broker and the client library decide (session
 expiry, the rebalance protocol); a NELI failover can be no faster. The consumers are faulted by the same fault
-objects as members, through the local placement.
+objects as members, through the local placement. On the KIP-848 protocol (`protocol="consumer"`) the consumers
+may not set their session timeout: the group's configs are set on the broker first, as the elector does
+(neli.group.configure_group), so both protocols detect at the same budget.
 """
 
 from __future__ import annotations
@@ -28,10 +30,15 @@ LIMIT = 60.0  # seconds to wait for a balanced group, and for the victim's parti
 CONSUMER = """
 import json, signal, sys, time
 from confluent_kafka import Consumer
-servers, topic, name, session = sys.argv[1:5]
-c = Consumer({"bootstrap.servers": servers, "group.id": topic, "client.id": name,
-              "session.timeout.ms": int(float(session) * 1000), "heartbeat.interval.ms": int(float(session) * 100),
-              "partition.assignment.strategy": "cooperative-sticky", "enable.auto.commit": False})
+servers, topic, name, session, protocol = sys.argv[1:6]
+settings = {"bootstrap.servers": servers, "group.id": topic, "client.id": name, "enable.auto.commit": False}
+if protocol == "consumer":
+    settings["group.protocol"] = "consumer"
+else:
+    settings.update({"session.timeout.ms": int(float(session) * 1000),
+                     "heartbeat.interval.ms": int(float(session) * 100),
+                     "partition.assignment.strategy": "cooperative-sticky"})
+c = Consumer(settings)
 def show(kind):
     return lambda consumer, parts: print(json.dumps({"mono": time.monotonic(), "event": kind,
         "parts": [p.partition for p in parts]}), flush=True)
@@ -47,9 +54,10 @@ c.close()
 class Consumer(SignalledProcess):
     """One bare consumer process, and what it owns by its assignment lines (a `placement.Signalled`)."""
 
-    def __init__(self, servers: str, topic: str, member_id: str, session: float) -> None:
+    def __init__(self, servers: str, topic: str, member_id: str, session: float, protocol: str = "classic") -> None:
         self.member_id = member_id
-        self._popen = subprocess.Popen([sys.executable, "-c", CONSUMER, servers, topic, member_id, str(session)],
+        self._popen = subprocess.Popen([sys.executable, "-c", CONSUMER, servers, topic, member_id, str(session),
+                                        protocol],
                                        stdout=subprocess.PIPE, text=True, start_new_session=True)
         self.proc = self._popen
         assert self._popen.stdout is not None
@@ -72,11 +80,14 @@ class Consumer(SignalledProcess):
         self._popen.wait()
 
 
-def rebalance_time(servers: str, fault: MemberFault, consumers: int, partitions: int, session: float) -> float:
+def rebalance_time(servers: str, fault: MemberFault, consumers: int, partitions: int, session: float,
+                   protocol: str = "classic") -> float:
     """Seconds from `fault` striking one consumer of a settled group to the survivors' assignment of its
-    partitions, with `session` as the session timeout."""
+    partitions, with `session` as the session timeout, on the `classic` or the KIP-848 `consumer` protocol."""
     topic = _topic(servers, partitions)
-    group = [Consumer(servers, topic, f"c{i}", session) for i in range(consumers)]
+    if protocol == "consumer":
+        _configure_group(servers, topic, session)
+    group = [Consumer(servers, topic, f"c{i}", session, protocol) for i in range(consumers)]
     try:
         wait_until(lambda: _balanced(group, partitions), LIMIT, what=f"{consumers} consumers sharing {partitions} "
                    "partitions evenly")
@@ -102,6 +113,18 @@ def rebalance_time(servers: str, fault: MemberFault, consumers: int, partitions:
     finally:
         for c in group:
             c.kill()
+
+
+def _configure_group(servers: str, group: str, session: float) -> None:
+    """The KIP-848 group's session timeout and heartbeat on the broker, exactly as a NELI member sets them."""
+    from confluent_kafka.admin import AdminClient
+
+    from neli.group import configure_group
+    from neli.options import KafkaOptions
+
+    options = KafkaOptions(servers=tuple(servers.split(",")), topic=group, session_timeout=session,
+                           protocol="consumer")
+    configure_group(AdminClient({"bootstrap.servers": servers}), options)
 
 
 def _topic(servers: str, partitions: int) -> str:

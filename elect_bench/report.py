@@ -33,6 +33,18 @@ COLUMNS: Columns = [
     ("sent_rps_mean", "msgs/s/member", "{:.0f}"), ("sent_pps_mean", "pkts/s/member", "{:.0f}"),
 ]
 
+WRITE_COLUMNS: Columns = [
+    ("workload", "workload", "{}"), ("writes", "writes", "{}"), ("rejected", "refused", "{}"),
+    ("stale_writes", "stale", "{}"), ("lost_writes", "lost", "{}"), ("conflicting_writes", "clobbers", "{}"),
+]
+
+WRITES = (
+    "Writes (elect_bench.fenced): while a member believes it leads a role it writes to a store under that role's "
+    "token; *writes* the store accepted, *refused* for a token below one it had accepted (fenced store only), "
+    "*stale* accepted anyway (unfenced store only), *lost* acknowledged but not held, *clobbers* accepted on top "
+    "of another member's writes under a newer token. In a fenced run every stale, lost or clobbering write is "
+    "also a violation.")
+
 DEFINITIONS = (
     "Definitions (docs/architecture.md): *failover* is from the fault to a surviving member's `acquired`, per role "
     "the victim led (after an infrastructure fault: from the fault to the role being led again, per role "
@@ -79,8 +91,13 @@ def _table(result: Result) -> tuple[list[str], list[list[str]]]:
     if isinstance(result, SimResult):
         return [title for _, title, _ in simulation.COLUMNS], simulation.rows(result)
     columns = idle.COLUMNS if isinstance(result, IdleResult) else neli.COLUMNS if isinstance(result, NeliResult) \
-        else COLUMNS
+        else COLUMNS + (WRITE_COLUMNS if _wrote(result) else [])
     return [title for _, title, _ in columns], rows(columns, result.summaries())
+
+
+def _wrote(result: RunResult) -> bool:
+    """Whether any trial ran a write workload (the write columns are shown only then)."""
+    return any(t.workload != "none" for c in result.cells for t in c.trials)
 
 
 def provenance(result: Result) -> str:
@@ -132,8 +149,8 @@ def _notes(result: Result) -> list[str]:
     if isinstance(result, NeliResult):
         return [neli.NOTES, "", *_failures(failed), *_violations(result.run)]
     skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
-    return [DEFINITIONS, "", *(["Not run:", "", *skipped, ""] if skipped else []), *_failures(failed),
-            *_violations(result)]
+    return [DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []),
+            *(["Not run:", "", *skipped, ""] if skipped else []), *_failures(failed), *_violations(result)]
 
 
 def _failures(found: list[tuple[str, str, str]]) -> list[str]:

@@ -18,6 +18,7 @@ import yaml
 from elect.errors import ConfigError
 from elect_bench.faults import Fault, fault
 from elect_bench.faults.member import Kill
+from elect_bench.fenced import WORKLOADS
 from elect_bench.methods import METHODS
 from elect_cluster.local import BROKERS
 
@@ -42,6 +43,7 @@ class Scenario:
     store_members: int = 1  # etcd members / ZooKeeper nodes (3 for the infra fault to leave a quorum)
     broker: str = "apache"  # the Kafka broker: Apache Kafka, or the light Tansu (elect_cluster.local.BROKERS)
     brokers: int = 1  # Apache Kafka nodes (3: a replicated leader topic that survives losing one)
+    workload: str = "none"  # none | fenced | unfenced: leaders write to a store checking tokens (elect_bench.fenced)
 
     @property
     def group_sizes(self) -> tuple[int, ...]:
@@ -66,6 +68,8 @@ class Scenario:
             raise ConfigError("brokers is 1, or 3 with broker apache", parameter="brokers")
         if self.brokers > 1 and self.meter and "kafka" in self.needs:
             raise ConfigError("counting Kafka requests (meter) needs a single broker", parameter="brokers")
+        if self.workload not in WORKLOADS:
+            raise ConfigError(f"workload is one of {', '.join(WORKLOADS)}", parameter="workload")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
 

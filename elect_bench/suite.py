@@ -54,7 +54,7 @@ class Cell:
             "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
             "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan,
             "unrecovered": sum(t.unrecovered for t in ok),
-            "disrupted": sum(t.disrupted for t in ok) if self.fault.infrastructure else math.nan,
+            "disrupted": sum(t.disrupted for t in ok) if self.fault.measured_as_disruption else math.nan,
             "gap_p50": Summary.of([t.gap for t in ok]).p50, "gap_max": Summary.of([t.gap for t in ok]).max,
             "overlap_total": sum(t.overlap for t in ok), "overlap_max": max((t.max_overlap for t in ok), default=0.0),
             "steady_balanced": _share([t.steady_balanced for t in ok]),
@@ -67,6 +67,10 @@ class Cell:
             "sent_rps_mean": mean([x for t in ok for x in t.sent_rps.values()]),
             "sent_pps_mean": mean([x for t in ok for x in t.sent_pps.values()]),
             "sent_bps_mean": mean([x for t in ok for x in t.sent_bps.values()]),
+            "workload": next((t.workload for t in self.trials), "none"),
+            "writes": sum(t.writes for t in ok), "rejected": sum(t.rejected for t in ok),
+            "stale_writes": sum(t.stale_writes for t in ok), "lost_writes": sum(t.lost_writes for t in ok),
+            "conflicting_writes": sum(t.conflicting_writes for t in ok),
             "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
         }
 
@@ -185,7 +189,9 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
 
 
 def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = "",
-        placement: str = "local") -> RunResult:
+        placement: str = "local", checkpoint: Callable[[RunResult], None] | None = None) -> RunResult:
+    """Every cell's trials; `checkpoint` gets the result so far after each trial (an hour's run is not lost to
+    a crash, a cut session or a failing report)."""
     started_wall, began = time.time(), time.monotonic()
     skipped = {m: why for m in scenario.methods if (why := available(m))}
     methods = [METHODS[m] for m in scenario.methods if m not in skipped]
@@ -196,18 +202,25 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
     cells = [Cell(m, f, n) for m in methods for f in scenario.faults for n in scenario.group_sizes
              if m.needs or not f.infrastructure]
     with environment(scenario, workdir, placement) as env:
-        run_cells(scenario, cells, env, progress)
         broker = env.endpoints.kafka_broker if env.endpoints is not None else ""
-    return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine(), broker)
+
+        def so_far() -> RunResult:
+            return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine(),
+                             broker)
+
+        run_cells(scenario, cells, env, progress, after_trial=(lambda: checkpoint(so_far())) if checkpoint else None)
+    return so_far()
 
 
-def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress: Progress) -> None:
+def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress: Progress,
+              after_trial: Callable[[], None] | None = None) -> None:
     """Every cell's trials, each a fresh group, at the scenario's budget, roles and hold."""
     total = len(cells) * scenario.trials
     done = 0
     for cell in cells:
         spec = TrialSpec(cell.method, cell.fault, scenario.budget, cell.members, scenario.roles, scenario.hold,
-                         scenario.load_window, dict(scenario.overrides.get(cell.method.name, {})))
+                         scenario.load_window, dict(scenario.overrides.get(cell.method.name, {})),
+                         workload=scenario.workload)
         name = f"{cell.method.name} / {cell.fault} / {cell.members} members"
         for i in range(scenario.trials):
             unique = f"{_safe(cell.method.name)}-{cell.fault}-{cell.members}-{i}-{int(time.time() * 1000) % 10**8}"
@@ -219,6 +232,8 @@ def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress:
             cell.trials.append(result)
             done += 1
             progress(name, done, total, "ok" if result.ok else f"failed: {result.error.splitlines()[0]}")
+            if after_trial is not None:
+                after_trial()
 
 
 def _safe(name: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from elect_bench.checker import check
 from elect_bench.faults import Fault, InfraFault, MemberFault
+from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord as Record
 from elect_bench.history import History
 from elect_bench.infrastructure import InfraFaults
@@ -43,6 +44,7 @@ class TrialSpec:
     hold: float = 0.0  # pause / cut / infra outage length; 0 = 3 x budget
     load_window: float = 0.0  # seconds of steady state over which each member's sent messages are counted
     overrides: dict[str, str] = field(default_factory=dict)
+    workload: str = "none"  # none | fenced | unfenced: leaders write to a store of their own (elect_bench.fenced)
 
     @property
     def hold_for(self) -> float:
@@ -83,6 +85,12 @@ class TrialResult:
     sent_rps: dict[str, float] = field(default_factory=dict)  # member -> requests / messages per s it sent
     sent_pps: dict[str, float] = field(default_factory=dict)  # member -> packets/s it sent at steady state
     sent_bps: dict[str, float] = field(default_factory=dict)  # member -> bytes/s
+    workload: str = "none"                                # the write workload the members ran (elect_bench.fenced)
+    writes: int = 0                                       # writes the store accepted
+    rejected: int = 0                                     # writes it refused (a stale token; fenced store only)
+    stale_writes: int = 0                                 # accepted under a token below one accepted before
+    lost_writes: int = 0                                  # acknowledged to a writer, missing from the store
+    conflicting_writes: int = 0                           # accepted over another member's newer-token writes
     history: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -106,22 +114,28 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
     """Run one trial; never raises for a failed trial (it comes back with ok=False and the reason)."""
     result = TrialResult(spec.method.name, spec.fault.name, index, ok=False, members=spec.members)
     ids = [f"m{i}" for i in range(spec.members)]
-    group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address, env.router or direct)
+    group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address, env.router or direct,
+                  state_dir=str(env.workdir / unique / "state"))
     urls = spec.method.member_urls(group, spec.budget, spec.overrides)
-    procs = [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
-                           prefix=env.placement.prefix(i), python=env.placement.python) for i in ids]
+    procs: list[MemberProcess] = []
+    workload = Workload(spec.workload, env.workdir / unique / "writes")
+    result.workload = workload.kind
     records: list[Record] = []
     began = time.monotonic()
     try:
+        workload.open(store_host(env.placement) if workload.active else "127.0.0.1")
+        procs += [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
+                                prefix=env.placement.prefix(i), python=env.placement.python,
+                                extra_args=workload.member_args(i)) for i in ids]
         exclusive = promises(urls[ids[0]]).exclusive
         _reach_steady_state(spec, procs, result, began, progress)
         if spec.load_window > 0:
             progress(f"counting load for {spec.load_window:g} s")
             _count_load(spec, env, procs, result)
         if isinstance(spec.fault, MemberFault):
-            _strike_member(spec.fault, spec, env, procs, records, progress)
+            strike_member(spec.fault, spec, env, procs, records, progress)
         elif isinstance(spec.fault, InfraFault):
-            _strike_infrastructure(spec.fault, spec, env, procs, records, progress)
+            strike_infrastructure(spec.fault, spec, env, procs, records, progress)
         history = _observed(procs, records, began, result)
         _measure(spec, exclusive, history, procs, result)
         result.ok = True
@@ -130,9 +144,34 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         history = History([line for p in procs for line in p.log.lines], records, start=began,
                           end=time.monotonic())
     finally:
-        _stop(spec, env, procs, progress)
+        try:
+            _stop(spec, env, procs, progress)
+        finally:
+            _judge_writes(workload, result)
     result.history = history.to_json()
     return result
+
+
+def _judge_writes(workload: Workload, result: TrialResult) -> None:
+    """Once the members stopped: judge what they wrote, and stop the store whatever happens. A fenced store
+    that let a stale write through is a violation; an unfenced one only counts it (that is what it shows)."""
+    if not workload.active:
+        return
+    try:
+        found = workload.judge()
+    except Exception as exc:  # the store died or its log is unreadable: the trial cannot vouch for the writes
+        result.ok = False
+        result.error = "\n".join(filter(None, [result.error, f"writes not checked: {type(exc).__name__}: {exc}"]))
+        return
+    finally:
+        workload.close()
+    if found is None:
+        return
+    result.writes, result.rejected = found.accepted, found.rejected
+    result.stale_writes, result.lost_writes = len(found.stale_accepted), len(found.lost)
+    result.conflicting_writes = len(found.conflicting)
+    if workload.kind == "fenced":
+        result.violations += [str(v) for v in found.violations()]
 
 
 def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result: TrialResult, began: float,
@@ -156,7 +195,7 @@ def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess
     before = {p.member_id: env.placement.sent(p.member_id) for p in procs}
     sent_before = env.router.messages() if env.router else {}
     t0 = time.monotonic()
-    _wait_until_time(t0 + spec.load_window)
+    wait_until_time(t0 + spec.load_window)
     elapsed = time.monotonic() - t0
     sent_after = env.router.messages() if env.router else {}
     for p in procs:
@@ -169,11 +208,12 @@ def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess
             result.sent_bps[p.member_id] = (b[1] - a[1]) / elapsed
 
 
-def _strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
-                   records: list[Record], progress: Progress) -> None:
-    """Fault the leader of role 0; wait for survivors to take its roles; heal it after the hold if the fault
-    heals, and wait for it to report how its leadership ended; settle."""
-    victim = (leaders(procs, "0") or [procs[0]])[0]
+def strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
+                  records: list[Record], progress: Progress, role: str = "0") -> None:
+    """Fault the leader of `role` (a trial: role 0; a soak: the role its schedule drew); wait for survivors to
+    take its roles (if the fault makes them move); heal it after the hold if the fault heals, and wait for it to
+    report how its leadership ended (a restarted one: to lead again); settle."""
+    victim = (leaders(procs, role) or [procs[0]])[0]
     held = set(victim.log.leading())
     progress(f"{fault} {victim.member_id} (leads {len(held)} roles)")
     at = time.monotonic()
@@ -185,20 +225,25 @@ def _strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs:
         return all(any(line["event"] == "acquired" and line["role"] == r and line["mono"] >= at
                        for p in survivors for line in p.log.lines) for r in held)
 
-    with contextlib.suppress(WaitTimeout):  # what did not recover is reported as unrecovered
-        wait_until(recovered, spec.bound, interval=0.02, what="survivors acquiring the victim's roles")
+    if fault.fails_over:  # a lossy or slow link may move nothing: it is held for the hold only
+        with contextlib.suppress(WaitTimeout):  # what did not recover is reported as unrecovered
+            wait_until(recovered, spec.bound, interval=0.02, what="survivors acquiring the victim's roles")
     if fault.healed_as is not None:
-        _wait_until_time(at + spec.hold_for)
+        wait_until_time(at + spec.hold_for)
         records.append(Record(time.monotonic(), fault.healed_as, victim.member_id))
         fault.heal(env.placement, victim)
-        with contextlib.suppress(WaitTimeout):  # the woken victim reports how its leadership ended
-            wait_until(lambda: not (set(victim.log.leading()) & held), spec.bound, interval=0.02,
-                       what="the victim to fence itself")
+        if fault.fails_over:
+            with contextlib.suppress(WaitTimeout):  # the woken victim reports how its leadership ended
+                wait_until(lambda: not (set(victim.log.leading()) & held), spec.bound, interval=0.02,
+                           what="the victim to fence itself")
+        if fault.kills_process:  # started again: back once its new life leads (each method shares roles out)
+            with contextlib.suppress(WaitTimeout):
+                wait_until(victim.log.leading, spec.bound, interval=0.02, what="the restarted victim to lead")
     settle(procs, quiet=max(1.0, spec.budget), limit=spec.bound)
 
 
-def _strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
-                           records: list[Record], progress: Progress) -> None:
+def strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
+                          records: list[Record], progress: Progress) -> None:
     """Fault one member of the method's first service, hold, bring it back, wait until every role is led."""
     if env.infra is None or not spec.method.needs:
         raise ValueError(f"{spec.method.name} has no infrastructure the harness can fault")
@@ -208,7 +253,7 @@ def _strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment,
     records.append(Record(at, fault.name, victim.label, f"1 of {env.infra.members(service)}"))
     progress(f"{fault} {victim.label}; holding {spec.hold_for:g} s")
     try:
-        _wait_until_time(at + spec.hold_for)
+        wait_until_time(at + spec.hold_for)
     finally:
         records.append(Record(time.monotonic(), fault.healed_as, victim.label))
         progress(f"{fault.healed_as} {victim.label}")
@@ -235,8 +280,9 @@ def _measure(spec: TrialSpec, exclusive: bool, history: History, procs: Sequence
     ivs = history.intervals()
     if history.faults:
         record = history.faults[0]
-        lost = disruptions(history, record) if spec.fault.infrastructure else failovers(history, record)
-        result.disrupted = len(lost) if spec.fault.infrastructure else 0
+        disrupts = spec.fault.measured_as_disruption
+        lost = disruptions(history, record) if disrupts else failovers(history, record)
+        result.disrupted = len(lost) if disrupts else 0
         result.failover = [f.latency for f in lost if f.latency is not None]
         result.unrecovered = sum(1 for f in lost if f.latency is None)
         result.gap = sum(total(leaderless(ivs.get(r, []), record.mono, history.end)) for r in spec.role_names)
@@ -271,6 +317,6 @@ def _stop(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], pro
         p.stop(timeout=max(10.0, 5 * spec.budget))
 
 
-def _wait_until_time(t: float) -> None:
+def wait_until_time(t: float) -> None:
     while (left := t - time.monotonic()) > 0:
         time.sleep(min(left, 0.1))

@@ -9,6 +9,7 @@ a group at scale) or `kind: neli` (NELI in depth, with the broker's own rebalanc
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import signal
 import sys
@@ -19,9 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elect_bench.faults import FAULTS
+from elect_bench.fenced import WORKLOADS
 
 if TYPE_CHECKING:
     from elect_bench.report import Result
+
+#: the signals that stop a run cleanly (its `finally` blocks stop members, infrastructure and namespaces)
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli"
 
@@ -41,21 +46,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--members", type=int, help="members per group (idle: nodes)")
     p.add_argument("--roles", type=int, help="roles per group (idle: partitions)")
     p.add_argument("--budget", type=float, help="detection budget in seconds (election timeout = TTL = session)")
-    p.add_argument("--hold", type=float, help="pause / cut length in seconds (default 3 x budget)")
+    p.add_argument("--hold", type=float,
+                   help="seconds a fault lasts before it is healed: pause, cuts, loss, slow link, restart "
+                        "(default 3 x budget)")
     p.add_argument("--store-members", type=int, choices=(1, 3),
                    help="etcd members / ZooKeeper nodes (the infra fault wants 3)")
     p.add_argument("--broker", choices=("apache", "tansu"),
                    help="the Kafka broker: Apache Kafka (default) or the light in-memory Tansu")
     p.add_argument("--brokers", type=int, choices=(1, 3), help="Apache Kafka nodes (the infra fault wants 3)")
+    p.add_argument("--workload", choices=WORKLOADS,
+                   help="leaders write to a store that refuses stale tokens (fenced) or takes every write (unfenced)")
     p.add_argument("--placement", choices=("local", "docker"), default="local",
-                   help="local processes (network namespaces for cuts), or containers of cluster/docker-compose.yml")
+                   help="local processes (on network namespaces for network faults), or containers of "
+                        "cluster/docker-compose.yml")
     p.add_argument("--out", type=Path, default=Path("results"), help="where results.json, report.md and plots go")
 
 
 def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     from elect_bench import scenario
 
-    _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
+    exit_cleanly_on(*TERMINATING)
     raw = scenario.read(scenario_name or args.scenario)
     kinds: dict[str, Callable[[argparse.Namespace, dict[str, Any]], int]] = {
         "trials": _trials, "simulation": _simulate, "idle": _idle, "neli": _neli}
@@ -70,13 +80,21 @@ def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
         methods=args.methods.split(",") if args.methods else None,
         faults=[fault(name) for name in args.faults.split(",")] if args.faults else None,
         trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
-        store_members=args.store_members, broker=args.broker, brokers=args.brokers)
+        store_members=args.store_members, broker=args.broker, brokers=args.brokers, workload=args.workload)
+    partial = args.out / "results.partial.json"
+
+    def checkpoint(so_far: suite.RunResult) -> None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(so_far.to_json(), default=str))
+
     with tempfile.TemporaryDirectory(prefix="elect-bench-") as tmp:
-        result = suite.run(chosen, Path(tmp), _progress(), command=_command(), placement=args.placement)
+        result = suite.run(chosen, Path(tmp), _progress(), command=_command(), placement=args.placement,
+                           checkpoint=checkpoint)
     print(file=sys.stderr)
     for method, why in result.skipped.items():
         print(f"skipped {method}: {why}", file=sys.stderr)
     _report(result, plots.draw(result, args.out), args.out)
+    partial.unlink(missing_ok=True)
     return 0 if result.ok else 1
 
 
@@ -133,12 +151,12 @@ def _report(result: Result, pictures: list[Path], out: Path) -> None:
     """Print the table, write results.json and report.md, and say so."""
     from elect_bench import report
 
+    data, md = report.write(result, out, pictures)  # written before anything else can fail
     print(report.text_table(result))
-    data, md = report.write(result, out, pictures)
     print(f"\n{report.provenance(result)}\nwrote {data}, {md}" + (f" and {len(pictures)} plots" if pictures else ""))
 
 
-def _exit_cleanly_on(*signals: signal.Signals) -> None:
+def exit_cleanly_on(*signals: signal.Signals) -> None:
     """Turn these signals into SystemExit in the main thread, so that a stopped run still stops its member
     processes, the infrastructure it started and its network namespaces (the `finally` blocks run)."""
 
@@ -149,19 +167,25 @@ def _exit_cleanly_on(*signals: signal.Signals) -> None:
         signal.signal(sig, leave)
 
 
+def live_line() -> Callable[[str], None]:
+    """Show one status line on stderr: rewritten in place on a terminal, one line per status otherwise."""
+    tty = sys.stderr.isatty()
+
+    def show(line: str) -> None:
+        sys.stderr.write("\r\x1b[2K" + line[:160] if tty else line + "\n")
+        sys.stderr.flush()
+
+    return show
+
+
 def _progress() -> Any:
     """A live one-line progress display on stderr: cell, trials done / total, what is happening."""
     began = time.monotonic()
-    tty = sys.stderr.isatty()
+    line = live_line()
 
     def show(cell: str, done: int, total: int, status: str) -> None:
         elapsed = time.monotonic() - began
         eta = f", ~{elapsed / done * (total - done):.0f} s left" if done else ""
-        line = f"[{done}/{total}] {cell}: {status} ({elapsed:.0f} s{eta})"
-        if tty:
-            sys.stderr.write("\r\x1b[2K" + line[:160])
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+        line(f"[{done}/{total}] {cell}: {status} ({elapsed:.0f} s{eta})")
 
     return show

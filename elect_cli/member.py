@@ -4,6 +4,8 @@ Stdout carries event lines only (docs/architecture.md's format), flushed one by 
 as they happen; diagnostics go to stderr. SIGTERM or SIGINT hands leadership over gracefully and exits
 0. With `--control`, lines on stdin steer the member (`resign R`, `add R...`, `remove R...`, `stop`;
 roles may be JSON-quoted), and end of input stops it, so a member never outlives its controller.
+With `--write-to HOST:PORT` the member also writes to the benchmark's fenced store while it leads a role
+(elect_bench.fenced.writer), as an application guarding a resource with the fencing token would.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elect.config import load_yaml, spec_from_config, spec_from_url
 from elect.contract import Elector
 from elect.errors import ConfigError
 from elect.events import Event, Revoked
 from elect.roles import Role, parse_role
+
+if TYPE_CHECKING:
+    from elect_bench.fenced.writer import FencedWriter
 
 
 def register(sub: Any) -> None:
@@ -39,6 +44,11 @@ def register(sub: Any) -> None:
     p.add_argument("--control", action="store_true", help="read commands on stdin; stop at end of input")
     p.add_argument("--revoke-delay", type=float, default=0.0, metavar="SECONDS",
                    help="block this long in the Revoked callback (simulates finishing in-flight work)")
+    p.add_argument("--write-to", metavar="HOST:PORT",
+                   help="while leading a role, write to the fenced store there under its token (elect_bench.fenced)")
+    p.add_argument("--write-every", type=float, default=0.02, metavar="SECONDS",
+                   help="pause between rounds of writes, one write per role led (default 0.02)")
+    p.add_argument("--write-log", type=Path, metavar="FILE", help="append every acknowledged write here (JSONL)")
     p.set_defaults(run=run)
 
 
@@ -133,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    writer = _writer(args, elector)
     elector.subscribe(_Printer(args.revoke_delay))
     elector.start()
     print(f"elect member: {elector.member} started on {elector.scheme}:// with roles "
@@ -142,5 +153,25 @@ def run(args: argparse.Namespace) -> int:
     while not stop.wait(0.5):  # wake periodically so signal handlers run promptly
         pass
     elector.stop()
+    if writer is not None:
+        writer.close()  # after the elector: its Revoked callbacks finish their writes first
     print(f"elect member: {elector.member} stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _writer(args: argparse.Namespace, elector: Elector) -> FencedWriter | None:
+    """With `--write-to`, the workload that writes to the fenced store while this member leads, subscribed ahead
+    of the printer so a Revoked line follows the end of the role's last write."""
+    if not args.write_to:
+        return None
+    from elect_bench.fenced.client import parse_address
+    from elect_bench.fenced.writer import FencedWriter
+
+    try:
+        address = parse_address(args.write_to)
+    except ValueError as exc:
+        raise ConfigError(str(exc), parameter="--write-to") from None
+    writer = FencedWriter(elector, address, every=args.write_every, log=args.write_log)
+    elector.subscribe(writer)
+    writer.start()
+    return writer

@@ -4,31 +4,55 @@ Each host gets its own namespace, a veth pair whose outer end hangs on a bridge 
 and an address on a private /24 that exists only inside this machine. The bridge's own address is where
 the root namespace (the infrastructure: broker, etcd, ZooKeeper) is reached from the hosts. A cut takes
 a host's veth down, so it loses the other hosts *and* the infrastructure at once — the fault a
-partitioned machine sees — and a heal brings the link back. Everything carries a name prefix, so
-`cleanup_stale()` can remove what a crashed run left behind. Needs root and iproute2.
+partitioned machine sees — and a heal brings the link back. Lesser faults to one host's link: a one-way
+cut, random loss (iptables rules inside the host's namespace, on `eth0` only, so loopback is untouched),
+and a low-bandwidth link (a `tbf` qdisc on both ends of its veth; this kernel has no `netem`, so no
+latency injection). A heal removes all of them. Everything carries a name prefix, so `cleanup_stale()`
+can remove what a crashed run left behind. Needs root, iproute2 and iptables.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import shutil
 import subprocess
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 PREFIX = "el"  # interface and namespace names start with this (Linux allows 15 characters)
 
+Direction = Literal["in", "out"]
+
+#: A slow link: 64 kbit/s each way, so a few hundred bytes queue for tens of ms; a packet that would wait
+#: longer than `latency` in the queue is dropped, as on a congested link.
+SLOW = {"rate": "64kbit", "burst": "2kb", "latency": "300ms"}
+
 
 class NetnsError(RuntimeError):
-    """An `ip` command failed; the message carries its stderr."""
+    """An `ip`, `iptables` or `tc` command failed; the message carries its stderr."""
+
+
+def iptables() -> str:
+    """The iptables command rules are added with: `iptables-legacy` where installed (it needs no nf_tables in
+    the kernel), else `iptables`."""
+    for name in ("iptables-legacy", "iptables"):
+        if found := shutil.which(name):
+            return found
+    raise NetnsError("iptables is missing: install the Debian package iptables (./setup does)")
+
+
+def _run(argv: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(list(argv), capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise NetnsError(f"{' '.join(argv)}: {result.stderr.strip() or result.stdout.strip()}")
+    return result
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["ip", *args], capture_output=True, text=True)
-    if check and result.returncode != 0:
-        raise NetnsError(f"ip {' '.join(args)}: {result.stderr.strip() or result.stdout.strip()}")
-    return result
+    return _run(["ip", *args], check)
 
 
 def _used_subnets() -> set[int]:
@@ -45,6 +69,8 @@ class Hosts:
         self.names = list(names)
         self.subnet: int | None = None
         self._created: list[tuple[str, str]] = []  # ("netns"|"link", name), for teardown
+        self._filtered: set[str] = set()  # hosts with iptables rules in their namespace
+        self._shaped: set[str] = set()  # hosts with a tbf qdisc on their link
 
     # -- naming
     @property
@@ -106,8 +132,52 @@ class Hosts:
         """Isolate host `name` from every other host and from the infrastructure."""
         _ip("link", "set", self._veth(name), "down")
 
+    def block(self, name: str, direction: Direction) -> None:
+        """One-way cut: drop what host `name` sends on its link ("out": it hears everyone, nobody hears it)
+        or what it receives ("in": it is heard, it hears nobody). Packets a rule drops on the way out
+        fail locally (a UDP send gets EPERM; TCP just retransmits), the way in they vanish."""
+        chain, flag = {"out": ("OUTPUT", "-o"), "in": ("INPUT", "-i")}[direction]
+        self._filter(name, [chain, flag, "eth0", "-j", "DROP"])
+
+    def lossy(self, name: str, probability: float) -> None:
+        """Drop each packet host `name` sends or receives on its link with `probability`."""
+        if not 0 < probability <= 1:
+            raise ValueError(f"a loss probability is in (0, 1], got {probability}")
+        for chain, flag in (("INPUT", "-i"), ("OUTPUT", "-o")):
+            self._filter(name, [chain, flag, "eth0", "-m", "statistic", "--mode", "random",
+                                "--probability", f"{probability:g}", "-j", "DROP"])
+
+    def slow(self, name: str) -> None:
+        """Make host `name`'s link a low-bandwidth one (`SLOW`) both ways: a token bucket on its own end
+        (what it sends) and on the bridge's end (what it receives)."""
+        shape = [word for key, value in SLOW.items() for word in (key, value)]
+        self._shaped.add(name)
+        for where, dev in self._ends(name):
+            _run(["tc", *where, "qdisc", "replace", "dev", dev, "root", "tbf", *shape])
+
+    def clear(self, name: str) -> None:
+        """Remove every rule and qdisc `block`, `lossy` and `slow` put on host `name` (idempotent)."""
+        if name in self._filtered:
+            for chain in ("INPUT", "OUTPUT"):  # the namespace is this LAN's own: every rule in it is ours
+                _run([*self.exec_prefix(name), iptables(), "-F", chain])
+            self._filtered.discard(name)
+        if name in self._shaped:
+            for where, dev in self._ends(name):
+                _run(["tc", *where, "qdisc", "del", "dev", dev, "root"], check=False)  # gone already: fine
+            self._shaped.discard(name)
+
     def heal(self, name: str) -> None:
+        """Undo every fault to host `name`'s link: a cut, a one-way cut, loss, a slow link."""
         _ip("link", "set", self._veth(name), "up")
+        self.clear(name)
+
+    def _filter(self, name: str, rule: list[str]) -> None:
+        self._filtered.add(name)
+        _run([*self.exec_prefix(name), iptables(), "-A", *rule])
+
+    def _ends(self, name: str) -> list[tuple[list[str], str]]:
+        """Host `name`'s veth ends as (`tc` arguments for where it lives, device): its own, then the bridge's."""
+        return [(["-n", self.namespace(name)], "eth0"), ([], self._veth(name))]
 
     def sent(self, name: str) -> tuple[int, int]:
         """(packets, bytes) host `name` has sent on its link so far: the harness's own count of its load."""
@@ -116,7 +186,13 @@ class Hosts:
         return int(tx["packets"]), int(tx["bytes"])
 
     def down(self) -> None:
-        """Remove everything this LAN created (idempotent; deleting a veth end deletes its peer)."""
+        """Remove everything this LAN created (idempotent; deleting a veth end deletes its peer, and a
+        namespace's rules and qdiscs go with it: clearing them first only makes that explicit)."""
+        for host in sorted(self._filtered | self._shaped):
+            with contextlib.suppress(NetnsError):  # the namespace going away removes them anyway
+                self.clear(host)
+        self._filtered.clear()
+        self._shaped.clear()
         for kind, name in reversed(self._created):
             if kind == "netns":
                 _ip("netns", "del", name, check=False)

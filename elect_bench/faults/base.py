@@ -32,6 +32,10 @@ class Fault(ABC):
     infrastructure: ClassVar[bool] = False
     #: members must run on network-namespace hosts for it
     needs_hosts: ClassVar[bool] = False
+    #: the victim's roles are expected to move: the trial waits (up to its bound) for survivors to take them.
+    #: False: the victim may well keep them (a lossy or slow link), so the fault lasts exactly the hold and
+    #: whether leadership moved at all is the finding
+    fails_over: ClassVar[bool] = True
     #: the kind of the record written when the fault is healed after the hold; None: it is never healed
     healed_as: ClassVar[str | None] = None
 
@@ -39,6 +43,16 @@ class Fault(ABC):
         super().__init_subclass__()
         if "name" in cls.__dict__:
             REGISTRY[cls.name] = cls
+        # a record's kind must say alone whether it is a fault or a healing (the measures and the soak ask)
+        healings = {kind.healed_as for kind in REGISTRY.values() if kind.healed_as is not None}
+        if clash := healings & set(REGISTRY):
+            raise TypeError(f"fault kind(s) {sorted(clash)} are also the record of another kind's healing")
+
+    @property
+    def measured_as_disruption(self) -> bool:
+        """Measured by the roles that lost their leader and how long until each was led again (a fault to the
+        infrastructure, or a bad link that need not move anything) rather than as failover from a victim."""
+        return self.infrastructure or not self.fails_over
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self)

@@ -14,7 +14,7 @@ class InfraKill(InfraFault):
     """SIGKILL, then a restart with the same ports and data after the hold."""
 
     name = "infra"
-    healed_as = "restart"
+    healed_as = "restarted"
 
     def inject(self, infra: InfraFaults, service: str) -> Victim:
         return infra.kill(service)

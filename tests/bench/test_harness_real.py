@@ -64,7 +64,7 @@ def test_infrastructure_faults_kill_and_freeze_a_store_member(tmp_path: Path) ->
         trial = cell.trials[0]
         assert trial.ok, f"{cell.fault}: {trial.error}"
         faults = trial.history["faults"]
-        back = "restart" if cell.fault.name == "infra" else "resume"
+        back = "restarted" if cell.fault.name == "infra" else "resume"
         assert [f["kind"] for f in faults] == [cell.fault.name, back], faults
         assert faults[0]["target"].startswith("etcd[") and faults[0]["detail"] == "1 of 3"
         assert trial.unrecovered == 0 and len(trial.failover) == trial.disrupted, f"{cell.fault}: not led again"

@@ -36,7 +36,8 @@ def test_code_cites_the_architecture_document_in_the_repository() -> None:
 
 def test_fault_kinds_are_compared_only_inside_the_fault_registry() -> None:
     """Faults are chosen by name at the edge (CLI, YAML) and are objects everywhere else."""
-    kinds = re.compile(r"""(==|!=|\bin)\s*[(\[{]?\s*["'](kill|stop|pause|cut|infra|infra-pause|resume|heal)["']""")
+    names = "kill|stop|pause|cut|cut-in|cut-out|lossy|slow|restart|restarted|infra|infra-pause|resume|heal"
+    kinds = re.compile(rf"""(==|!=|\bin)\s*[(\[{{]?\s*["']({names})["']""")
     registry = ROOT / "elect_bench" / "faults"
     harness = [*(ROOT / "elect_bench").rglob("*.py"), ROOT / "elect_cli" / "bench.py", ROOT / "elect_cli" / "demo.py"]
     sources = [p for p in harness if registry not in p.parents]

@@ -1,0 +1,291 @@
+"""A nemesis soak: one group of real members under a long, seeded random schedule of faults.
+
+A trial (elect_bench.trial) strikes a fresh group once; a soak keeps one group alive for minutes or hours and
+strikes it again and again, so what only shows after many handovers (a token that goes backwards on the
+40th failover, a member that never comes back, an overlap that needs a pause to land on a renewal) has the
+chance to happen. Between faults the group recovers: every role led again and the struck member back (a
+killed or stopped member is started again with the same id, URL and data). Each strike is the trial's own
+(`strike_member` / `strike_infrastructure`), so a soak and a trial measure a fault the same way.
+
+The schedule is a pure function of the seed: the n-th fault's kind and the role whose leader it strikes are
+the same on every run with that seed. Who leads that role at that moment is up to the method, so a replay
+strikes the same *role's leader*, not necessarily the same member id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elect_bench import faults as fault_kinds
+from elect_bench.checker import Violation, check
+from elect_bench.faults import Fault, InfraFault, MemberFault
+from elect_bench.fenced.workload import Workload, store_host
+from elect_bench.history import FaultRecord, History
+from elect_bench.measures import Summary, disruptions, failovers, overlaps
+from elect_bench.members import MemberProcess, led, settle
+from elect_bench.methods import Group, Method, direct, promises
+from elect_bench.trial import Environment, TrialSpec, strike_infrastructure, strike_member, wait_until_time
+from elect_cluster.waiting import WaitTimeout, wait_until
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The n-th strike of a schedule: which kind, and the role whose leader it strikes."""
+
+    index: int
+    fault: Fault
+    role: int
+
+
+def schedule(seed: int, kinds: Sequence[Fault], roles: int) -> Iterator[Planned]:
+    """The seeded, endless schedule: the same seed gives the same kinds and roles in the same order."""
+    if not kinds:
+        raise ValueError("a soak needs at least one fault kind")
+    rng = random.Random(seed)
+    index = 0
+    while True:
+        yield Planned(index, rng.choice(list(kinds)), rng.randrange(roles))
+        index += 1
+
+
+@dataclass(frozen=True)
+class SoakSpec:
+    method: Method
+    faults: tuple[Fault, ...]
+    duration: float  # seconds of striking; the last fault started before it ends is seen through
+    seed: int
+    budget: float = 1.0
+    members: int = 3
+    roles: int = 6
+    hold: float = 0.0  # a fault's length (pause, cut, outage, a killed member's absence); 0 = 3 x budget
+    workload: str = "fenced"  # fenced | unfenced | none: leaders write to a store that checks their tokens
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def trial_spec(self, fault: Fault) -> TrialSpec:
+        """What the trial's strike functions need to know, for one fault of the soak."""
+        return TrialSpec(self.method, fault, self.budget, self.members, self.roles, self.hold,
+                         overrides=dict(self.overrides))
+
+
+@dataclass
+class Strike:
+    """One fault of the soak as it happened."""
+
+    index: int
+    fault: str
+    target: str
+    at: float
+    failover: list[float] = field(default_factory=list)
+    unrecovered: int = 0
+    overlap: float = 0.0
+
+
+@dataclass
+class SoakResult:
+    spec: SoakSpec
+    command: str
+    started: float
+    seconds: float
+    machine: dict[str, Any]
+    strikes: list[Strike]
+    violations: list[Violation]
+    evidence: dict[int, list[dict[str, Any]]]  # violation index -> the event lines around it
+    history: History
+    writes: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and not self.violations and not any(s.unrecovered for s in self.strikes)
+
+    def counts(self) -> Counter[str]:
+        return Counter(s.fault for s in self.strikes)
+
+    def by_kind(self) -> list[dict[str, Any]]:
+        """One summary row per fault kind: how many, failover distribution, roles never led again, overlap."""
+        out = []
+        for kind in sorted(self.counts()):
+            mine = [s for s in self.strikes if s.fault == kind]
+            fo = Summary.of([x for s in mine for x in s.failover])
+            out.append({"fault": kind, "strikes": len(mine), "failover_n": fo.n, "failover_p50": fo.p50,
+                        "failover_p99": fo.p99, "failover_max": fo.max,
+                        "unrecovered": sum(s.unrecovered for s in mine),
+                        "overlap": sum(s.overlap for s in mine)})
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.spec
+        return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
+                "method": s.method.name, "seed": s.seed, "duration": s.duration, "budget": s.budget,
+                "members": s.members, "roles": s.roles, "hold": s.hold or 3 * s.budget, "workload": s.workload,
+                "faults": [f.name for f in s.faults], "error": self.error,
+                "by_kind": self.by_kind(), "writes": self.writes,
+                "violations": [{"violation": str(v), "lines": self.evidence.get(i, [])}
+                               for i, v in enumerate(self.violations)],
+                "strikes": [st.__dict__ for st in self.strikes], "history": self.history.to_json()}
+
+
+class _Group:
+    """The soak's members: started once, each started again (same id, URL and data) after it was removed."""
+
+    def __init__(self, spec: SoakSpec, env: Environment, unique: str, workload: Workload) -> None:
+        ids = [f"m{i}" for i in range(spec.members)]
+        group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address, env.router or direct,
+                      state_dir=str(env.workdir / unique / "state"))
+        self.urls = spec.method.member_urls(group, spec.budget, spec.overrides)
+        self.procs = [MemberProcess(self.urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
+                                    prefix=env.placement.prefix(i), python=env.placement.python,
+                                    extra_args=workload.member_args(i)) for i in ids]
+        self.role_names = {str(r) for r in range(spec.roles)}
+
+    def all_led(self) -> bool:
+        return led(self.procs) >= self.role_names
+
+    def revive(self) -> None:
+        """Start again every member that is no longer running (a kill or stop removed it)."""
+        for p in self.procs:
+            if not p.alive:
+                p.restart()
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [line for p in self.procs for line in p.log.lines]
+
+
+def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = "",
+        machine: dict[str, Any] | None = None) -> SoakResult:
+    """Strike the group until `spec.duration` has passed; never raises for what the group did (that is the
+    report), only for a soak that could not start."""
+    unique = f"soak-{spec.seed}-{int(time.time() * 1000) % 10**8}"
+    records: list[FaultRecord] = []
+    strikes: list[Strike] = []
+    started_wall, began = time.time(), time.monotonic()
+    error = ""
+    with Workload.start(spec.workload, env.workdir / unique, store_host(env.placement)) as workload:
+        group = _Group(spec, env, unique, workload)
+        exclusive = promises(group.urls["m0"]).exclusive
+        bound = spec.trial_spec(spec.faults[0]).bound
+        try:
+            for p in group.procs:
+                p.start()
+            wait_until(group.all_led, bound + 30, interval=0.05, what=f"{spec.method.name}: a leader for every role")
+            settle(group.procs, quiet=max(1.0, 1.5 * spec.budget), limit=bound)
+            plan = schedule(spec.seed, spec.faults, spec.roles)
+            while time.monotonic() - began < spec.duration:
+                planned = next(plan)
+                before = len(records)
+                _strike(planned, spec, env, group, records, progress)
+                strikes.append(Strike(planned.index, planned.fault.name, records[before].target, records[before].mono))
+                progress(_status(strikes, group, records, exclusive, began, spec.duration))
+        except Exception as exc:  # what stopped the soak is part of its report
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            for p in group.procs:
+                with contextlib.suppress(Exception):
+                    p.stop(timeout=max(10.0, 5 * spec.budget))
+        history = History(group.lines(), records, start=began, end=time.monotonic())
+        writes = workload.check()
+    _measure(strikes, history, records)
+    violations = check(history, exclusive=exclusive)
+    evidence = {i: _around(history, v) for i, v in enumerate(violations)}
+    from elect_bench.suite import machine as this_machine
+
+    return SoakResult(spec, command, started_wall, time.monotonic() - began, machine or this_machine(), strikes,
+                      violations, evidence, history, writes, error)
+
+
+def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, records: list[FaultRecord],
+            progress: Progress) -> None:
+    """One fault, then recovery: every member running again, every role led, the group settled."""
+    fault = planned.fault
+    trial = spec.trial_spec(fault)
+    with contextlib.suppress(WaitTimeout):  # a role still leaderless shows as unrecovered in the strike before
+        wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role before the next fault")
+    if isinstance(fault, MemberFault):
+        strike_member(fault, trial, env, group.procs, records, progress, role=str(planned.role))
+        if not all(p.alive for p in group.procs):
+            wait_until_time(records[-1].mono + trial.hold_for)  # the member stays away for the hold
+            group.revive()
+    elif isinstance(fault, InfraFault):
+        strike_infrastructure(fault, trial, env, group.procs, records, progress)
+    with contextlib.suppress(WaitTimeout):
+        wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role after the fault")
+    settle(group.procs, quiet=max(1.0, spec.budget), limit=trial.bound)
+
+
+def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRecord]) -> None:
+    """Per strike: failover of each role the struck member led (or disruption, for the infrastructure), and the
+    overlap from the strike to the next one."""
+    by_role = history.intervals()
+    struck = [r for r in records if r.kind in fault_kinds.FAULTS]
+    for i, (strike, record) in enumerate(zip(strikes, struck, strict=False)):
+        kind = fault_kinds.fault(record.kind)
+        lost = disruptions(history, record) if kind.measured_as_disruption else failovers(history, record)
+        strike.failover = [f.latency for f in lost if f.latency is not None]
+        strike.unrecovered = sum(1 for f in lost if f.latency is None)
+        until = struck[i + 1].mono if i + 1 < len(struck) else history.end
+        strike.overlap = sum(e - s for ivs in by_role.values() for s, e, _ in overlaps(ivs, lo=record.mono, hi=until))
+
+
+def _around(history: History, violation: Violation, window: float = 1.0) -> list[dict[str, Any]]:
+    """The event lines of the violation's role within `window` seconds of it: the evidence a reader checks."""
+    return [line for line in history.lines
+            if line["role"] == violation.role and abs(line["mono"] - violation.at) <= window]
+
+
+def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord], exclusive: bool,
+            began: float, duration: float) -> str:
+    """The live line: faults so far by kind, violations so far, time left."""
+    counts = Counter(s.fault for s in strikes)
+    so_far = check(History(group.lines(), list(records), start=began, end=time.monotonic()), exclusive=exclusive)
+    left = max(0.0, duration - (time.monotonic() - began))
+    kinds = " ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+    return f"{len(strikes)} faults ({kinds}), {len(so_far)} violations, {left:.0f} s left"
+
+
+def markdown(result: SoakResult) -> str:
+    """The soak report: provenance, faults by kind, writes, and every violation with its lines."""
+    from elect_bench.suite import made
+
+    s = result.spec
+    rows = ["| fault | strikes | failover p50 | p99 | max | unrecovered roles | overlap s |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for k in result.by_kind():
+        rows.append(f"| {k['fault']} | {k['strikes']} | {_s(k['failover_p50'])} | {_s(k['failover_p99'])} | "
+                    f"{_s(k['failover_max'])} | {k['unrecovered']} | {k['overlap']:.3f} |")
+    parts = [f"# elect soak: {s.method.name}", "",
+             f"{made(result.command, result.started, result.seconds, result.machine)} Seed {s.seed} (the same "
+             f"seed replays the schedule), {s.members} members, {s.roles} roles, detection budget {s.budget:g} s, "
+             f"hold {s.hold or 3 * s.budget:g} s, faults drawn from {', '.join(f.name for f in s.faults)}; "
+             f"workload: {s.workload}.", "", *rows, ""]
+    if result.writes:
+        parts += ["Writes to the " + ("fenced" if s.workload == "fenced" else "unfenced") + " store: " +
+                  ", ".join(f"{k} {v}" for k, v in result.writes.items() if not isinstance(v, list | dict)), ""]
+    if result.error:
+        parts += [f"The soak stopped early: {result.error}", ""]
+    parts += [f"Violations: {len(result.violations)}.", ""]
+    for i, v in enumerate(result.violations):
+        parts += [f"- {v}", "", "```", *(json.dumps(line) for line in result.evidence.get(i, [])), "```", ""]
+    return "\n".join(parts)
+
+
+def _s(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.3f}"
+
+
+def write(result: SoakResult, out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    data, report = out / "soak.json", out / "soak.md"
+    data.write_text(json.dumps(result.to_json(), indent=1))
+    report.write_text(markdown(result))
+    return data, report

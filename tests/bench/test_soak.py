@@ -1,0 +1,39 @@
+"""The nemesis soak: its schedule replays from the seed, and a short real soak strikes, recovers and checks."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from elect_bench import soak
+from elect_bench.faults import fault
+from elect_bench.methods import METHODS
+from elect_bench.scenario import Scenario
+from elect_bench.suite import environment
+
+
+def _first(seed: int, n: int = 50) -> list[tuple[int, str, int]]:
+    kinds = tuple(fault(k) for k in ("kill", "stop", "pause", "restart"))
+    return [(p.index, p.fault.name, p.role) for p in itertools.islice(soak.schedule(seed, kinds, 6), n)]
+
+
+def test_the_same_seed_replays_the_schedule_and_another_does_not() -> None:
+    assert _first(7) == _first(7)
+    assert _first(7) != _first(8)
+    assert {kind for _, kind, _ in _first(7)} == {"kill", "stop", "pause", "restart"}
+    assert all(0 <= role < 6 for _, _, role in _first(7))
+
+
+def test_a_short_raft_soak_strikes_recovers_and_finds_nothing_wrong(tmp_path: Path) -> None:
+    kinds = (fault("kill"), fault("pause"), fault("restart"))
+    spec = soak.SoakSpec(METHODS["raft"], kinds, duration=15.0, seed=2, hold=1.5)
+    scenario = Scenario(name="soak", faults=kinds, methods=("raft",))
+    with environment(scenario, tmp_path) as env:
+        result = soak.run(spec, env, lambda _status: None, command="test")
+    assert result.error == ""
+    assert len(result.strikes) >= 2
+    assert result.violations == []
+    assert all(s.unrecovered == 0 for s in result.strikes)
+    assert result.writes["writes"] > 0 and result.writes["stale_writes"] == 0 and result.writes["lost_writes"] == 0
+    data, report = soak.write(result, tmp_path / "out")
+    assert "Seed 2" in report.read_text() and data.is_file()
