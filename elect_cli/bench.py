@@ -1,7 +1,7 @@
 """`elect bench [SCENARIO] [flags]`: run a comparison; print the table; write JSON, Markdown and plots.
 
-SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, idle, neli); flags
-override its fields. A scenario's kind says what runs: faults on real members (the default), a simulation
+SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, idle, neli,
+writes); flags override its fields. A scenario's kind says what runs: faults on real members (the default), a simulation
 (it names `shapes`: the Raft core in virtual time, elect_bench/simulation/), `kind: idle` (the idle cost of
 a group at scale) or `kind: neli` (NELI in depth, with the broker's own rebalance time).
 """
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: the signals that stop a run cleanly (its `finally` blocks stop members, infrastructure and namespaces)
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
-BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli"
+BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli, writes"
 
 
 def register(sub: Any) -> None:
