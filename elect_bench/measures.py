@@ -1,7 +1,7 @@
 """The measurements docs/architecture.md defines, computed from a `History`, and the one percentile.
 
 - failover latency: from a fault to the first `acquired` by a *surviving* member, per role the failed
-  member led at the fault.
+  member led at the fault (0 if a survivor already believed it led the role then: non-exclusive overlap).
 - leaderless gap: per role, time in a window with no member believing it leads.
 - overlap: per role, time with two or more members believing they lead.
 - distribution: the most roles one member leads at an instant; balanced when it equals ceil(P / live).
@@ -90,9 +90,15 @@ def _led_at(intervals_by_role: dict[str, list[Interval]], fault: FaultRecord) ->
 
 
 def failovers(history: History, fault: FaultRecord) -> list[Failover]:
-    """Per role the fault's target led at the fault, the time until a surviving member acquired it."""
+    """Per role the fault's target led at the fault, the time until a surviving member led it: 0 when one
+    already believed it led at the fault (a non-exclusive mode's overlap), else until its next `acquired`."""
     out = []
-    for role in _led_at(history.intervals(), fault):
+    by_role = history.intervals()
+    for role in _led_at(by_role, fault):
+        beside = next((i for i in by_role[role] if i.member != fault.target and i.start <= fault.mono < i.end), None)
+        if beside is not None:
+            out.append(Failover(role, fault.target, fault, 0.0, beside.member))
+            continue
         nxt = next((line for line in history.lines
                     if line["role"] == role and line["event"] == "acquired" and line["member"] != fault.target
                     and line["mono"] >= fault.mono), None)

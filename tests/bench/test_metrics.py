@@ -120,3 +120,9 @@ def test_a_member_killed_and_restarted_twice_believes_in_each_life_only() -> Non
                    ("b", 31.0, 40.0, "open")]
     assert check(h, exclusive=True) == []
     assert [round(f.latency or 0, 3) for f in failovers(h, h.faults[1])] == [1.0]
+
+
+def test_a_survivor_already_leading_beside_the_victim_is_a_failover_of_zero() -> None:
+    # non-exclusive mode: b led r beside a before a was killed; r was never leaderless
+    h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 2.0)], [FaultRecord(5.0, "kill", "a")], end=10.0)
+    assert [(f.successor, f.latency) for f in failovers(h, h.faults[0])] == [("b", 0.0)]

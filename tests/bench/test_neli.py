@@ -17,20 +17,22 @@ pytestmark = pytest.mark.infra
 def test_neli_handovers_and_the_brokers_own_rebalance(tmp_path: Path) -> None:
     chosen = neli.NeliScenario.from_mapping({
         "kind": "neli", "name": "neli-smoke", "members": 2, "roles": 4, "trials": 1, "hold": 2.5,
-        "cells": ["kafka-fast kill", "kafka-full pause heartbeat_timeout=1.5"], "rebalance": ["kill"]})
+        "cells": ["kafka-fast kill", "kafka-full pause heartbeat_timeout=1.5"], "rebalance": ["kill"],
+        "protocols": ["classic", "consumer"]})
     result = neli.run(chosen, tmp_path / "work", lambda *_: None, command="pytest")
     errors = [e for s in result.summaries() for e in s["errors"]]
     assert result.ok, errors
     rows = {(s["method"], s["fault"]): s for s in result.summaries()}
     assert list(rows) == [("kafka-fast", "kill"), ("kafka-full heartbeat_timeout=1.5", "pause"),
-                          ("raw consumers", "kill")]
+                          ("raw consumers", "kill"), ("raw consumers (KIP-848)", "kill")]
     crash = rows["kafka-fast", "kill"]
     assert crash["failover_n"] >= 1 and crash["survivor_fences"] == 0 and crash["violations"] == 0
     assert crash["overlap_max"] == 0.0  # fast mode is exclusive
     freeze = rows["kafka-full heartbeat_timeout=1.5", "pause"]
     assert freeze["failover_n"] >= 1 and not math.isnan(freeze["overlap_p50"])  # measured per role it led
-    raw = rows["raw consumers", "kill"]
-    assert raw["ok"] == 1 and 0 < raw["failover_p50"] < 60
+    for protocol in ("raw consumers", "raw consumers (KIP-848)"):
+        raw = rows[protocol, "kill"]
+        assert raw["ok"] == 1 and 0 < raw["failover_p50"] < 60
     data, md = report.write(result, tmp_path / "out", [])
     text = md.read_text()
     assert data.exists() and "| kafka-full heartbeat_timeout=1.5 | pause | 1/1 |" in text
