@@ -33,6 +33,8 @@ from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Summary, disruptions, failovers, overlaps
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import Group, Method, direct, promises
+from elect_bench.suite import machine as this_machine
+from elect_bench.suite import made
 from elect_bench.trial import Environment, TrialSpec, strike_infrastructure, strike_member, wait_until_time
 from elect_cluster.waiting import WaitTimeout, wait_until
 
@@ -198,8 +200,6 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
     _measure(strikes, history, records)
     violations = check(history, exclusive=exclusive)
     evidence = {i: _around(history, v) for i, v in enumerate(violations)}
-    from elect_bench.suite import machine as this_machine
-
     return SoakResult(spec, command, started_wall, time.monotonic() - began, machine or this_machine(), strikes,
                       violations, evidence, history, writes, error)
 
@@ -255,8 +255,6 @@ def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord]
 
 def markdown(result: SoakResult) -> str:
     """The soak report: provenance, faults by kind, writes, and every violation with its lines."""
-    from elect_bench.suite import made
-
     s = result.spec
     rows = ["| fault | strikes | failover p50 | p99 | max | unrecovered roles | overlap s |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
