@@ -1,7 +1,8 @@
 """The measurements docs/architecture.md defines, computed from a `History`, and the one percentile.
 
-- failover latency: from a fault to the first `acquired` by a *surviving* member, per role the failed
-  member led at the fault (0 if a survivor already believed it led the role then: non-exclusive overlap).
+- failover latency: from a fault to the first `acquired` by a *surviving* member (or by the failed member
+  itself after its belief ended), per role the failed member led at the fault (0 if a survivor already
+  believed it led the role then: non-exclusive overlap).
 - leaderless gap: per role, time in a window with no member believing it leads.
 - overlap: per role, time with two or more members believing they lead.
 - distribution: the most roles one member leads at an instant; balanced when it equals ceil(P / live).
@@ -90,18 +91,22 @@ def _led_at(intervals_by_role: dict[str, list[Interval]], fault: FaultRecord) ->
 
 
 def failovers(history: History, fault: FaultRecord) -> list[Failover]:
-    """Per role the fault's target led at the fault, the time until a surviving member led it: 0 when one
-    already believed it led at the fault (a non-exclusive mode's overlap), else until its next `acquired`."""
+    """Per role the fault's target led at the fault, the time until the role was led again: 0 when a survivor
+    already believed it led at the fault (a non-exclusive mode's overlap), else until the next `acquired` by a
+    survivor, or by the target itself once its belief at the fault has ended (a paused leader that wakes,
+    fences and wins the role back has recovered it too; a long soak must not wait for some later handover)."""
     out = []
     by_role = history.intervals()
     for role in _led_at(by_role, fault):
-        beside = next((i for i in by_role[role] if i.member != fault.target and i.start <= fault.mono < i.end), None)
+        ivs = by_role[role]
+        beside = next((i for i in ivs if i.member != fault.target and i.start <= fault.mono < i.end), None)
         if beside is not None:
             out.append(Failover(role, fault.target, fault, 0.0, beside.member))
             continue
+        own = next(i for i in ivs if i.member == fault.target and i.start <= fault.mono <= i.end)
         nxt = next((line for line in history.lines
-                    if line["role"] == role and line["event"] == "acquired" and line["member"] != fault.target
-                    and line["mono"] >= fault.mono), None)
+                    if line["role"] == role and line["event"] == "acquired" and line["mono"] >= fault.mono
+                    and (line["member"] != fault.target or line["mono"] >= own.end)), None)
         out.append(Failover(role, fault.target, fault, None if nxt is None else nxt["mono"] - fault.mono,
                             None if nxt is None else nxt["member"]))
     return out
@@ -166,12 +171,13 @@ class Summary:
         return cls(len(values), percentile(values, 50), percentile(values, 99), max(values, default=math.nan))
 
 
-def disruptions(history: History, fault: FaultRecord) -> list[Failover]:
+def disruptions(history: History, fault: FaultRecord, until: float = math.inf) -> list[Failover]:
     """After a fault to the infrastructure: per role whose leader at the fault lost its leadership before the
-    end, the time from the fault until the role was acquired again (by anyone, the same member included)."""
+    end (or before `until`: a soak's next fault, which owns what ends after it), the time from the fault until
+    the role was acquired again (by anyone, the same member included)."""
     out = []
     for role, ivs in sorted(history.intervals().items()):
-        lost = [i for i in ivs if i.start <= fault.mono < i.end and i.ended_by != "open"]
+        lost = [i for i in ivs if i.start <= fault.mono < i.end < until and i.ended_by != "open"]
         if not lost:
             continue
         nxt = next((line for line in history.lines

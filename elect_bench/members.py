@@ -25,6 +25,12 @@ from elect.roles import Role
 
 Line = dict[str, Any]
 
+#: What `elect member` prints on stderr once its elector has started (reached its store or peers), the
+#: member id before it: the harness reads it to know that a started-again member is back.
+STARTED = "started on"
+#: What the harness writes into a member's stderr log before it starts a new life of it.
+_AGAIN = "started again"
+
 
 class EventLog:
     """The event lines of one member, appended from a reader thread and awaited by tests.
@@ -218,8 +224,19 @@ class MemberProcess(SignalledProcess):
             raise RuntimeError(f"member {self.member_id}: the killed process's output is still open; "
                                "not starting it again")
         with open(self.stderr_path, "a") as stderr:
-            stderr.write(f"--- elect bench: {self.member_id} started again\n")
+            stderr.write(f"--- elect bench: {self.member_id} {_AGAIN}\n")
         self.start()
+
+    def started(self) -> bool:
+        """Whether this life reported that its elector started (and has not exited since)."""
+        if not self.alive:
+            return False
+        try:
+            text = self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return False
+        life = text.rsplit(f"--- elect bench: {self.member_id} {_AGAIN}", 1)[-1]
+        return f"elect member: {self.member_id} {STARTED} " in life
 
     def _read(self, stream: IO[str] | None, life: int) -> None:
         assert stream is not None

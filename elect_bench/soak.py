@@ -18,6 +18,7 @@ import contextlib
 import json
 import math
 import random
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -51,14 +52,19 @@ class Planned:
 
 
 def schedule(seed: int, kinds: Sequence[Fault], roles: int) -> Iterator[Planned]:
-    """The seeded, endless schedule: the same seed gives the same kinds and roles in the same order."""
+    """The seeded, endless schedule, dealt in rounds: each round strikes with every kind once, in an order the
+    seed shuffles, so after n rounds each kind has had exactly n strikes. The same seed gives the same kinds
+    and roles in the same order."""
     if not kinds:
         raise ValueError("a soak needs at least one fault kind")
     rng = random.Random(seed)
     index = 0
     while True:
-        yield Planned(index, rng.choice(list(kinds)), rng.randrange(roles))
-        index += 1
+        deck = list(kinds)
+        rng.shuffle(deck)
+        for kind in deck:
+            yield Planned(index, kind, rng.randrange(roles))
+            index += 1
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class SoakSpec:
     roles: int = 6
     hold: float = 0.0  # a fault's length (pause, cut, outage, a killed member's absence); 0 = 3 x budget
     workload: str = "fenced"  # fenced | unfenced | none: leaders write to a store that checks their tokens
+    rounds: int = 0  # stop after this many rounds (each kind once per round), if before the duration; 0 = no limit
     overrides: dict[str, str] = field(default_factory=dict)
 
     def trial_spec(self, fault: Fault) -> TrialSpec:
@@ -91,6 +98,7 @@ class Strike:
     failover: list[float] = field(default_factory=list)
     unrecovered: int = 0
     overlap: float = 0.0
+    failed_starts: int = 0  # lives of the struck member that exited while starting again, then started again
 
 
 @dataclass
@@ -123,13 +131,15 @@ class SoakResult:
             out.append({"fault": kind, "strikes": len(mine), "failover_n": fo.n, "failover_p50": fo.p50,
                         "failover_p99": fo.p99, "failover_max": fo.max,
                         "unrecovered": sum(s.unrecovered for s in mine),
+                        "failed_starts": sum(s.failed_starts for s in mine),
                         "overlap": sum(s.overlap for s in mine)})
         return out
 
     def to_json(self) -> dict[str, Any]:
         s = self.spec
         return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-                "method": s.method.name, "seed": s.seed, "duration": s.duration, "budget": s.budget,
+                "method": s.method.name, "seed": s.seed, "rounds": s.rounds, "budget": s.budget,
+                "duration": s.duration if math.isfinite(s.duration) else None,
                 "members": s.members, "roles": s.roles, "hold": s.hold or 3 * s.budget, "workload": s.workload,
                 "faults": [f.name for f in s.faults], "error": self.error,
                 "by_kind": self.by_kind(), "writes": self.writes,
@@ -154,20 +164,35 @@ class _Group:
     def all_led(self) -> bool:
         return led(self.procs) >= self.role_names
 
-    def revive(self) -> None:
-        """Start again every member that is no longer running (a kill or stop removed it)."""
-        for p in self.procs:
-            if not p.alive:
-                p.restart()
+    def revive(self, bound: float) -> int:
+        """Start again every member that is no longer running (a kill or stop removed it) and wait, up to
+        `bound`, until each new life reports it started; a life that exits first (its store unreachable at
+        start-up, which `elect member` reports and exits on) is started again. Returns how many lives failed
+        to start (or had not started by the deadline): the next fault must meet a whole group, or faults would
+        pile up on a shrinking one."""
+        lives = [p for p in self.procs if not p.alive]
+        failed = 0
+        for p in lives:
+            p.restart()
+        deadline = time.monotonic() + bound
+        while lives and time.monotonic() < deadline:
+            for p in lives:
+                if not p.alive:
+                    failed += 1
+                    p.restart()
+            lives = [p for p in lives if not p.started()]
+            time.sleep(0.05)  # polling the members' logs, bounded by the deadline above
+        return failed + len(lives)  # a life still not started at the deadline failed too
 
     def lines(self) -> list[dict[str, Any]]:
         return [line for p in self.procs for line in p.log.lines]
 
 
 def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = "",
-        machine: dict[str, Any] | None = None) -> SoakResult:
+        machine: dict[str, Any] | None = None, keep_logs: Path | None = None) -> SoakResult:
     """Strike the group until `spec.duration` has passed; never raises for what the group did (that is the
-    report), only for a soak that could not start."""
+    report), only for a soak that could not start. The members' and the store's logs are copied to
+    `keep_logs`: what a member printed besides its event lines is how a reader finds why it did not come back."""
     unique = f"soak-{spec.seed}-{int(time.time() * 1000) % 10**8}"
     records: list[FaultRecord] = []
     strikes: list[Strike] = []
@@ -183,12 +208,14 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
             wait_until(group.all_led, bound + 30, interval=0.05, what=f"{spec.method.name}: a leader for every role")
             settle(group.procs, quiet=max(1.0, 1.5 * spec.budget), limit=bound)
             plan = schedule(spec.seed, spec.faults, spec.roles)
-            while time.monotonic() - began < spec.duration:
+            limit = spec.rounds * len(spec.faults) if spec.rounds else math.inf
+            while time.monotonic() - began < spec.duration and len(strikes) < limit:
                 planned = next(plan)
                 before = len(records)
-                _strike(planned, spec, env, group, records, progress)
-                strikes.append(Strike(planned.index, planned.fault.name, records[before].target, records[before].mono))
-                progress(_status(strikes, group, records, exclusive, began, spec.duration))
+                failed = _strike(planned, spec, env, group, records, progress)
+                strikes.append(Strike(planned.index, planned.fault.name, records[before].target, records[before].mono,
+                                      failed_starts=failed))
+                progress(_status(strikes, group, records, exclusive, began, spec))
         except Exception as exc:  # what stopped the soak is part of its report
             error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -197,6 +224,10 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
                     p.stop(timeout=max(10.0, 5 * spec.budget))
         history = History(group.lines(), records, start=began, end=time.monotonic())
         writes = workload.check()
+    if keep_logs is not None:
+        keep_logs.mkdir(parents=True, exist_ok=True)
+        for log in sorted((env.workdir / unique).glob("*.log")):
+            shutil.copyfile(log, keep_logs / log.name)
     _measure(strikes, history, records)
     violations = check(history, exclusive=exclusive)
     evidence = {i: _around(history, v) for i, v in enumerate(violations)}
@@ -205,22 +236,25 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
 
 
 def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, records: list[FaultRecord],
-            progress: Progress) -> None:
-    """One fault, then recovery: every member running again, every role led, the group settled."""
+            progress: Progress) -> int:
+    """One fault, then recovery: every member running again, every role led, the group settled. Returns how many
+    of the members' new lives failed to start."""
     fault = planned.fault
     trial = spec.trial_spec(fault)
+    failed_starts = 0
     with contextlib.suppress(WaitTimeout):  # a role still leaderless shows as unrecovered in the strike before
         wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role before the next fault")
     if isinstance(fault, MemberFault):
         strike_member(fault, trial, env, group.procs, records, progress, role=str(planned.role))
         if not all(p.alive for p in group.procs):
             wait_until_time(records[-1].mono + trial.hold_for)  # the member stays away for the hold
-            group.revive()
+            failed_starts = group.revive(trial.bound)
     elif isinstance(fault, InfraFault):
         strike_infrastructure(fault, trial, env, group.procs, records, progress)
     with contextlib.suppress(WaitTimeout):
         wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role after the fault")
     settle(group.procs, quiet=max(1.0, spec.budget), limit=trial.bound)
+    return failed_starts
 
 
 def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRecord]) -> None:
@@ -230,10 +264,10 @@ def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRec
     struck = [r for r in records if r.kind in fault_kinds.FAULTS]
     for i, (strike, record) in enumerate(zip(strikes, struck, strict=False)):
         kind = fault_kinds.fault(record.kind)
-        lost = disruptions(history, record) if kind.measured_as_disruption else failovers(history, record)
+        until = struck[i + 1].mono if i + 1 < len(struck) else history.end
+        lost = disruptions(history, record, until) if kind.measured_as_disruption else failovers(history, record)
         strike.failover = [f.latency for f in lost if f.latency is not None]
         strike.unrecovered = sum(1 for f in lost if f.latency is None)
-        until = struck[i + 1].mono if i + 1 < len(struck) else history.end
         strike.overlap = sum(e - s for ivs in by_role.values() for s, e, _ in overlaps(ivs, lo=record.mono, hi=until))
 
 
@@ -244,23 +278,27 @@ def _around(history: History, violation: Violation, window: float = 1.0) -> list
 
 
 def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord], exclusive: bool,
-            began: float, duration: float) -> str:
-    """The live line: faults so far by kind, violations so far, time left."""
+            began: float, spec: SoakSpec) -> str:
+    """The live line: faults so far by kind, violations so far, and what is left (time, or rounds)."""
     counts = Counter(s.fault for s in strikes)
     so_far = check(History(group.lines(), list(records), start=began, end=time.monotonic()), exclusive=exclusive)
-    left = max(0.0, duration - (time.monotonic() - began))
     kinds = " ".join(f"{k} {n}" for k, n in sorted(counts.items()))
-    return f"{len(strikes)} faults ({kinds}), {len(so_far)} violations, {left:.0f} s left"
+    left = []
+    if spec.rounds:
+        left.append(f"round {len(strikes) // len(spec.faults) + 1} of {spec.rounds}")
+    if math.isfinite(spec.duration):
+        left.append(f"{max(0.0, spec.duration - (time.monotonic() - began)):.0f} s left")
+    return f"{len(strikes)} faults ({kinds}), {len(so_far)} violations, " + ", ".join(left)
 
 
 def markdown(result: SoakResult) -> str:
     """The soak report: provenance, faults by kind, writes, and every violation with its lines."""
     s = result.spec
-    rows = ["| fault | strikes | failover p50 | p99 | max | unrecovered roles | overlap s |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = ["| fault | strikes | failover p50 | p99 | max | unrecovered roles | failed starts | overlap s |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for k in result.by_kind():
         rows.append(f"| {k['fault']} | {k['strikes']} | {_s(k['failover_p50'])} | {_s(k['failover_p99'])} | "
-                    f"{_s(k['failover_max'])} | {k['unrecovered']} | {k['overlap']:.3f} |")
+                    f"{_s(k['failover_max'])} | {k['unrecovered']} | {k['failed_starts']} | {k['overlap']:.3f} |")
     parts = [f"# elect soak: {s.method.name}", "",
              f"{made(result.command, result.started, result.seconds, result.machine)} Seed {s.seed} (the same "
              f"seed replays the schedule), {s.members} members, {s.roles} roles, detection budget {s.budget:g} s, "

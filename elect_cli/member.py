@@ -26,6 +26,7 @@ from elect.contract import Elector
 from elect.errors import ConfigError
 from elect.events import Event, Revoked
 from elect.roles import Role, parse_role
+from elect_bench.members import STARTED
 
 if TYPE_CHECKING:
     from elect_bench.fenced.writer import FencedWriter
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     writer = _writer(args, elector)
     elector.subscribe(_Printer(args.revoke_delay))
     elector.start()
-    print(f"elect member: {elector.member} started on {elector.scheme}:// with roles "
+    print(f"elect member: {elector.member} {STARTED} {elector.scheme}:// with roles "
           f"{sorted(map(str, elector.roles))}", file=sys.stderr, flush=True)
     if args.control:
         threading.Thread(target=_control_loop, args=(elector, stop), daemon=True, name="control").start()

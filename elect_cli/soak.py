@@ -1,18 +1,22 @@
 """`elect soak METHOD --duration 30m --faults kill,stop,pause,cut --seed N`: a nemesis soak.
 
+`--rounds N` instead of (or besides) a duration: the schedule is dealt in rounds, each striking once with every
+named kind in a seeded order, so N rounds give exactly N strikes of each kind.
+
 One group of real members (3 by default, 6 roles) is struck again and again for the duration by a seeded
 random schedule of the named faults, recovering between them (a killed or stopped member comes back with the
 same id and data). Leaders write to a store that checks their fencing tokens (`--workload fenced`; `unfenced`
 accepts every write, to show what overlap costs an application that does not fence; `none`). A live line shows
 faults so far by kind and violations so far; the report (soak.md, soak.json) has counts per fault kind, the
 failover distribution per kind, total overlap, stale and lost writes, every violation with the event lines
-that show it, and the seed that replays the schedule. Exit status 1 if anything was violated or left
-unrecovered.
+that show it, and the seed that replays the schedule; the members' own logs go to OUT/logs. Exit status 1 if
+anything was violated or left unrecovered.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import tempfile
@@ -29,7 +33,10 @@ def register(sub: Any) -> None:
     p = sub.add_parser("soak", help="strike one group with a long seeded random schedule of faults",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("method", help="a bench method (see `elect bench --help`), e.g. raft, etcd, kafka-fast")
-    p.add_argument("--duration", default="5m", type=duration, help="how long to strike: 90s, 30m, 2h (default 5m)")
+    p.add_argument("--duration", default=None, type=duration,
+                   help="how long to strike: 90s, 30m, 2h (default 5m, or no limit with --rounds)")
+    p.add_argument("--rounds", type=int, default=0,
+                   help="stop after N rounds; a round strikes once with each kind, so each kind gets N strikes")
     p.add_argument("--faults", default="kill,stop,pause", help="comma-separated fault kinds to draw from")
     p.add_argument("--seed", type=int, default=1, help="the schedule's seed (the same seed replays it)")
     p.add_argument("--members", type=int, default=3)
@@ -71,12 +78,16 @@ def run(args: argparse.Namespace) -> int:
     scenario = Scenario(name="soak", budget=args.budget, members=args.members, roles=args.roles, trials=1,
                         hold=args.hold, faults=kinds, methods=(args.method,), store_members=store_members,
                         broker=args.broker, brokers=3 if infra and args.broker == "apache" else 1)
-    spec = soak.SoakSpec(METHODS[args.method], kinds, args.duration, args.seed, args.budget, args.members,
-                         args.roles, args.hold, args.workload)
+    if args.rounds < 0:
+        raise ConfigError("--rounds must be 0 (no limit) or more", parameter="rounds")
+    limit = args.duration if args.duration is not None else (math.inf if args.rounds else 300.0)
+    spec = soak.SoakSpec(METHODS[args.method], kinds, limit, args.seed, args.budget, args.members,
+                         args.roles, args.hold, args.workload, rounds=args.rounds)
     line = bench.live_line()
     with tempfile.TemporaryDirectory(prefix="elect-soak-") as tmp, \
             suite.environment(scenario, Path(tmp)) as env:
-        result = soak.run(spec, env, lambda status: line(f"soak {args.method}: {status}"), command=bench._command())
+        result = soak.run(spec, env, lambda status: line(f"soak {args.method}: {status}"), command=bench._command(),
+                          keep_logs=args.out / "logs")
     print(file=sys.stderr)
     data, report = soak.write(result, args.out)
     print(soak.markdown(result))

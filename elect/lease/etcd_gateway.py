@@ -59,6 +59,17 @@ def revision(data: JSON) -> int:
     return int(data.get("header", {}).get("revision", 0))
 
 
+def _attempt_budget(remaining: float, attempt: int, endpoints: int) -> float:
+    """One attempt's share of a request's budget: on the first round, the rest split among the endpoints not
+    yet tried (but at least half a second, where that much is left), so a member that accepts connections and
+    does not answer (restarting, or without a leader) cannot spend the whole budget; on the second round, all
+    that is left."""
+    untried = endpoints - attempt
+    if untried <= 1:
+        return remaining
+    return max(remaining / untried, min(remaining, 0.5))
+
+
 def _split(endpoint: str) -> tuple[str, int]:
     host, _, port = endpoint.rpartition(":")
     return host.strip("[]"), int(port)
@@ -78,17 +89,18 @@ class Gateway:
         return self._index
 
     def call(self, path: str, body: JSON, timeout: float) -> JSON:
-        """POST `body` to `/v3/<path>`; tries each endpoint at most twice within `timeout` seconds."""
+        """POST `body` to `/v3/<path>`; tries each endpoint at most twice within `timeout` seconds, each attempt
+        within its share (`_attempt_budget`)."""
         deadline = time.monotonic() + timeout
         payload = json.dumps(body).encode()
         errors: list[str] = []
-        for _ in range(2 * len(self.endpoints)):
+        for attempt in range(2 * len(self.endpoints)):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             host, port = self.endpoints[self._index]
             try:
-                status, raw = self._post(path, payload, remaining)
+                status, raw = self._post(path, payload, _attempt_budget(remaining, attempt, len(self.endpoints)))
             except (OSError, http.client.HTTPException) as exc:
                 errors.append(f"{host}:{port}: {exc or type(exc).__name__}")
                 self._next()

@@ -126,3 +126,19 @@ def test_a_survivor_already_leading_beside_the_victim_is_a_failover_of_zero() ->
     # non-exclusive mode: b led r beside a before a was killed; r was never leaderless
     h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 2.0)], [FaultRecord(5.0, "kill", "a")], end=10.0)
     assert [(f.successor, f.latency) for f in failovers(h, h.faults[0])] == [("b", 0.0)]
+
+
+def test_a_paused_leader_that_wins_its_role_back_has_recovered_it() -> None:
+    # a leads r, is paused at 10 until 13; no survivor takes r; a wakes, fences (belief ended at 11) and wins
+    # r back at 13.5. Recovery is 3.5 s, not "until some survivor's later acquire" (b at 50).
+    h = History([acq("a", "r", 1, 1.0), fen("a", "r", 1, 13.0, until=11.0), acq("a", "r", 2, 13.5),
+                 acq("b", "r", 3, 50.0)], [FaultRecord(10.0, "pause", "a")], end=60.0)
+    assert [(f.successor, f.latency) for f in failovers(h, h.faults[0])] == [("a", 3.5)]
+
+
+def test_a_disruption_owns_only_what_ended_before_the_next_fault() -> None:
+    # a leads r across an outage at 10 and keeps it; a second outage at 20 makes a fence at 21 and win r back.
+    h = History([acq("a", "r", 1, 1.0), fen("a", "r", 1, 21.0, until=21.0), acq("a", "r", 2, 22.0)],
+                [FaultRecord(10.0, "infra", "store[0]"), FaultRecord(20.0, "infra", "store[1]")], end=30.0)
+    assert disruptions(h, h.faults[0], until=20.0) == []
+    assert [f.latency for f in disruptions(h, h.faults[1])] == [2.0]

@@ -24,16 +24,24 @@ def test_the_same_seed_replays_the_schedule_and_another_does_not() -> None:
     assert all(0 <= role < 6 for _, _, role in _first(7))
 
 
+def test_the_schedule_deals_rounds_so_each_kind_gets_as_many_strikes() -> None:
+    rounds = [_first(7, 40)[i:i + 4] for i in range(0, 40, 4)]
+    assert all(sorted(kind for _, kind, _ in r) == ["kill", "pause", "restart", "stop"] for r in rounds)
+    assert len({tuple(kind for _, kind, _ in r) for r in rounds}) > 1  # the order within rounds is shuffled
+
+
 def test_a_short_raft_soak_strikes_recovers_and_finds_nothing_wrong(tmp_path: Path) -> None:
     kinds = (fault("kill"), fault("pause"), fault("restart"))
-    spec = soak.SoakSpec(METHODS["raft"], kinds, duration=15.0, seed=2, hold=1.5)
+    spec = soak.SoakSpec(METHODS["raft"], kinds, duration=120.0, seed=2, hold=1.5, rounds=1)
     scenario = Scenario(name="soak", faults=kinds, methods=("raft",))
     with environment(scenario, tmp_path) as env:
-        result = soak.run(spec, env, lambda _status: None, command="test")
+        result = soak.run(spec, env, lambda _status: None, command="test", keep_logs=tmp_path / "logs")
     assert result.error == ""
-    assert len(result.strikes) >= 2
+    assert sorted(s.fault for s in result.strikes) == ["kill", "pause", "restart"]  # one round: each kind once
+    assert all(s.failed_starts == 0 for s in result.strikes)
     assert result.violations == []
     assert all(s.unrecovered == 0 for s in result.strikes)
     assert result.writes["writes"] > 0 and result.writes["stale_writes"] == 0 and result.writes["lost_writes"] == 0
     data, report = soak.write(result, tmp_path / "out")
     assert "Seed 2" in report.read_text() and data.is_file()
+    assert sorted(p.name for p in (tmp_path / "logs").glob("member-*.log")) == [f"member-m{i}.log" for i in range(3)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 
@@ -107,6 +108,28 @@ def test_unreachable_store_fails_fast_with_a_clear_error(scheme: str) -> None:
         elector.start()
     assert time.monotonic() - began < 5.0
     assert not elector.is_leader("x")
+
+
+@pytest.mark.parametrize("scheme", STORES)
+def test_start_passes_over_a_store_member_that_accepts_and_never_answers(scheme: str, infra: Endpoints) -> None:
+    """A store member that is restarting (or has lost its leader) accepts connections and does not answer; a
+    member starting then must reach the next endpoint within its connect budget, not spend it all waiting."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # the kernel completes connections into the backlog; nothing ever reads them
+    try:
+        real = infra.etcd[0] if scheme == "etcd" else infra.zookeeper[0]
+        hosts = f"127.0.0.1:{silent.getsockname()[1]},{real}"
+        ttl = "ttl" if scheme == "etcd" else "session_timeout"
+        elector = elect.connect(f"{scheme}://{hosts}/{unique('silent')}?{ttl}={TTL}&connect_timeout=10", ["x"],
+                                member="m")
+        try:
+            elector.start()
+            wait_until(lambda: elector.leading() == {"x"}, 20.0, what="leading through the answering endpoint")
+        finally:
+            elector.stop()
+    finally:
+        silent.close()
 
 
 @pytest.mark.parametrize("scheme", STORES)
