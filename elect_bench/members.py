@@ -174,7 +174,8 @@ class SignalledProcess:
 
 
 class MemberProcess(SignalledProcess):
-    """`python -m elect member URL --id ID --roles ... --control` as a child process.
+    """`python -m elect member URL --id ID --roles ... --control` as a child process (or an anchor's adapter,
+    bench/anchors, given as `command`: another program that prints the same lines).
 
     Its stdout event lines are parsed into `log` by a reader thread; stderr goes to a log file.
     Commands (resign, add, remove) travel over stdin. `prefix` runs it inside something else, e.g.
@@ -184,16 +185,17 @@ class MemberProcess(SignalledProcess):
 
     def __init__(self, url: str, member_id: str, roles: Sequence[Role], *, log_dir: Path,
                  extra_args: Sequence[str] = (), prefix: Sequence[str] = (),
-                 env: dict[str, str] | None = None, python: str = sys.executable) -> None:
+                 env: dict[str, str] | None = None, python: str = sys.executable,
+                 command: Sequence[str] | None = None) -> None:
         self.url = url
         self.member_id = member_id
         self.roles = list(roles)
         self.log = EventLog()
         self.stderr_path = Path(log_dir) / f"member-{member_id}.log"
-        self._argv = [*prefix, python, "-m", "elect", "member", url, "--id", member_id, "--control",
-                      *extra_args]
-        if self.roles:
-            self._argv += ["--roles", ",".join(str(r) for r in self.roles)]
+        own = command if command is not None else [  # an anchor's adapter (bench/anchors) brings its own
+            python, "-m", "elect", "member", url, "--id", member_id, "--control", *extra_args,
+            *(["--roles", ",".join(str(r) for r in self.roles)] if self.roles else [])]
+        self._argv = [*prefix, *own]
         self._env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
         self.proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None

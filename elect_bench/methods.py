@@ -8,14 +8,17 @@ tested. What a method promises (exclusive or not, ...) is not restated here: `pr
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 from elect.config import connect
 from elect.contract import Characteristics
+from elect_bench import anchors
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port_blocks, free_ports
+from raft_priority.priorities import assign_priorities
 
 Addresses = Callable[[str], str]  # member id -> the address it binds and is reached at
 Via = Callable[[str, str, str], str]  # (member id, "host:port" it dials, wire protocol) -> what it dials instead
@@ -53,6 +56,18 @@ class Method:
 
     def member_urls(self, group: Group, budget: float, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         return self.build(group, {**self.params(budget), **(overrides or {})})
+
+    @property
+    def anchor(self) -> bool:
+        """Whether members are an anchor's own code (bench/anchors) rather than `elect member`."""
+        return self.scheme in anchors.PROMISES
+
+    def promises(self, url: str) -> Characteristics:
+        return anchors.PROMISES[self.scheme] if self.anchor else promises(url)
+
+    def launch(self, url: str, member: str, roles: Sequence[int], python: str) -> list[str] | None:
+        """An anchor's adapter command line for a member (None: the member is `elect member URL`)."""
+        return anchors.command(url, member, roles, python) if self.anchor else None
 
     def variant(self, params: Mapping[str, str]) -> Method:
         """This method with URL parameters of its own, named after them (one row of a table, e.g. NELI full
@@ -121,6 +136,31 @@ def _peer_urls(scheme: str, protocol: str | None, named: bool = False, port_per_
     return build
 
 
+def _kazoo(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    return {i: f"kazoo://{_hosts(group, i, 'zookeeper', 'zookeeper')}/{group.unique}?{_q(params)}" for i in group.ids}
+
+
+def _etcd_election(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    return {i: f"etcd-election://{_hosts(group, i, 'etcd', 'http')}/{group.unique}?{_q(params)}" for i in group.ids}
+
+
+def _goneli(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    return {i: f"goneli://{_hosts(group, i, 'kafka', 'kafka')}/{group.unique}?{_q(params)}" for i in group.ids}
+
+
+def _jraft(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    """sofa-jraft members: one port each (all groups share it), our balanced priorities, state under the
+    group's state directory."""
+    ports = dict(zip(group.ids, free_ports(len(group.ids)), strict=True))
+    where = {i: f"{group.address(i)}:{ports[i]}" for i in group.ids}
+    order = assign_priorities(list(group.ids), group.roles, len(group.ids))
+    priorities = ";".join(f"{p}=" + ">".join(sorted(ranks, key=lambda m: -ranks[m])) for p, ranks in enumerate(order))
+    state = group.state_dir or tempfile.mkdtemp(prefix="elect-jraft-")
+    return {i: f"jraft://{i}@{where[i]}?" + _q({
+        "peers": ",".join(f"{p}@{where[p]}" for p in group.ids if p != i), "priorities": priorities,
+        "data_dir": f"{state}/{i}", **params}) for i in group.ids}
+
+
 def _secs(value: float) -> str:
     return f"{value:g}"
 
@@ -150,4 +190,15 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("etcd", "etcd", "CAS lease on etcd", ("etcd",), lambda b: {"ttl": _secs(b)}, _etcd),
     Method("zookeeper", "zookeeper", "ephemeral node on ZooKeeper", ("zookeeper",),
            lambda b: {"session_timeout": _secs(b)}, _zookeeper),
+    # The anchors: the well-known implementations' own code (bench/anchors), at the same detection budget.
+    Method("kazoo", "kazoo", "anchor: kazoo's Election recipe on ZooKeeper (session timeout = D)", ("zookeeper",),
+           lambda b: {"session_timeout": _secs(b)}, _kazoo),
+    Method("etcd-election", "etcd-election", "anchor: etcd's Go concurrency.Election (session TTL = D, whole s)",
+           ("etcd",), lambda b: {"ttl": str(max(1, round(b)))}, _etcd_election),
+    Method("goneli", "goneli", "anchor: goNELI, matched to D (session timeout = D)", ("kafka",),
+           lambda b: {"budget": _secs(b)}, _goneli),
+    Method("goneli-defaults", "goneli", "anchor: goNELI with its own defaults", ("kafka",),
+           lambda b: {"defaults": "1"}, _goneli),
+    Method("jraft", "jraft", "anchor: sofa-jraft, a group per partition, our balanced priorities (ET = D)", (),
+           lambda b: {"election_timeout_ms": str(round(b * 1000))}, _jraft),
 ]}

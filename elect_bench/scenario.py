@@ -70,6 +70,11 @@ class Scenario:
             raise ConfigError("counting Kafka requests (meter) needs a single broker", parameter="brokers")
         if self.workload not in WORKLOADS:
             raise ConfigError(f"workload is one of {', '.join(WORKLOADS)}", parameter="workload")
+        if self.workload != "none" and (anchored := [m for m in self.methods if METHODS[m].anchor]):
+            raise ConfigError(f"{', '.join(anchored)}: an anchor's adapter does not write to the store; "
+                              "use workload: none", parameter="workload")
+        if self.meter and (anchored := [m for m in self.methods if METHODS[m].anchor and not METHODS[m].needs]):
+            raise ConfigError(f"{', '.join(anchored)}: peer traffic of an anchor is not counted", parameter="meter")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
 

@@ -33,7 +33,7 @@ from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Summary, disruptions, failovers, overlaps
 from elect_bench.members import MemberProcess, led, settle
-from elect_bench.methods import Group, Method, direct, promises
+from elect_bench.methods import Group, Method, direct
 from elect_bench.suite import machine as this_machine
 from elect_bench.suite import made
 from elect_bench.trial import Environment, TrialSpec, strike_infrastructure, strike_member, wait_until_time
@@ -158,7 +158,9 @@ class _Group:
         self.urls = spec.method.member_urls(group, spec.budget, spec.overrides)
         self.procs = [MemberProcess(self.urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
                                     prefix=env.placement.prefix(i), python=env.placement.python,
-                                    extra_args=workload.member_args(i)) for i in ids]
+                                    extra_args=workload.member_args(i),
+                                    command=spec.method.launch(self.urls[i], i, range(spec.roles),
+                                                               env.placement.python)) for i in ids]
         self.role_names = {str(r) for r in range(spec.roles)}
 
     def all_led(self) -> bool:
@@ -200,7 +202,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
     error = ""
     with Workload.start(spec.workload, env.workdir / unique, store_host(env.placement)) as workload:
         group = _Group(spec, env, unique, workload)
-        exclusive = promises(group.urls["m0"]).exclusive
+        exclusive = spec.method.promises(group.urls["m0"]).exclusive
         bound = spec.trial_spec(spec.faults[0]).bound
         try:
             for p in group.procs:

@@ -19,6 +19,7 @@ from typing import Any
 
 from elect import registry
 from elect.errors import MissingExtra, UnknownScheme
+from elect_bench import anchors
 from elect_bench.faults import Fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
 from elect_bench.measures import Summary, mean
@@ -110,7 +111,9 @@ class RunResult:
 
 
 def available(method: str) -> str | None:
-    """None if the method's elector is installed, else why not."""
+    """None if the method's elector (or anchor program) is installed, else why not."""
+    if METHODS[method].anchor:
+        return anchors.available(METHODS[method].scheme)
     try:
         registry.get(METHODS[method].scheme).check_installed()
     except (UnknownScheme, MissingExtra) as exc:

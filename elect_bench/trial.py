@@ -25,7 +25,7 @@ from elect_bench.infrastructure import InfraFaults
 from elect_bench.measures import balanced, disruptions, failovers, leaderless, max_led, overlaps, total
 from elect_bench.members import MemberProcess, leaders, led, settle
 from elect_bench.metering import Router
-from elect_bench.methods import Group, Method, direct, promises
+from elect_bench.methods import Group, Method, direct
 from elect_bench.placement import LocalPlacement, Placement
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.process import usage
@@ -126,8 +126,10 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         workload.open(store_host(env.placement) if workload.active else "127.0.0.1")
         procs += [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
                                 prefix=env.placement.prefix(i), python=env.placement.python,
-                                extra_args=workload.member_args(i)) for i in ids]
-        exclusive = promises(urls[ids[0]]).exclusive
+                                extra_args=workload.member_args(i),
+                                command=spec.method.launch(urls[i], i, range(spec.roles), env.placement.python))
+                  for i in ids]
+        exclusive = spec.method.promises(urls[ids[0]]).exclusive
         _reach_steady_state(spec, procs, result, began, progress)
         if spec.load_window > 0:
             progress(f"counting load for {spec.load_window:g} s")

@@ -43,7 +43,8 @@ def register(sub: Any) -> None:
     p.add_argument("--roles", type=int, default=6)
     p.add_argument("--budget", type=float, default=1.0, help="detection budget in seconds")
     p.add_argument("--hold", type=float, default=0.0, help="fault length in seconds (default 3 x budget)")
-    p.add_argument("--workload", choices=("fenced", "unfenced", "none"), default="fenced")
+    p.add_argument("--workload", choices=("fenced", "unfenced", "none"), default=None,
+                   help="leaders write to a store checking tokens (default fenced; none for an anchor)")
     p.add_argument("--store-members", type=int, choices=(1, 3), default=None,
                    help="etcd members / ZooKeeper nodes (default 3 when infra faults are drawn, else 1)")
     p.add_argument("--broker", choices=("apache", "tansu"), default="apache")
@@ -75,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
     if infra and not METHODS[args.method].needs:
         raise ConfigError(f"{args.method} has no infrastructure to fault; drop infra faults", parameter="faults")
     store_members = args.store_members or (3 if infra else 1)
+    method = METHODS[args.method]
+    workload = args.workload or ("none" if method.anchor else "fenced")
+    if method.anchor and workload != "none":
+        raise ConfigError(f"{args.method} is an anchor: its adapter does not write; use --workload none",
+                          parameter="workload")
     scenario = Scenario(name="soak", budget=args.budget, members=args.members, roles=args.roles, trials=1,
                         hold=args.hold, faults=kinds, methods=(args.method,), store_members=store_members,
                         broker=args.broker, brokers=3 if infra and args.broker == "apache" else 1)
@@ -82,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--rounds must be 0 (no limit) or more", parameter="rounds")
     limit = args.duration if args.duration is not None else (math.inf if args.rounds else 300.0)
     spec = soak.SoakSpec(METHODS[args.method], kinds, limit, args.seed, args.budget, args.members,
-                         args.roles, args.hold, args.workload, rounds=args.rounds)
+                         args.roles, args.hold, workload, rounds=args.rounds)
     line = bench.live_line()
     with tempfile.TemporaryDirectory(prefix="elect-soak-") as tmp, \
             suite.environment(scenario, Path(tmp)) as env:

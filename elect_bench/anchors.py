@@ -1,0 +1,105 @@
+"""The anchors: well-known election implementations' own published code, run under the same harness.
+
+Each anchor is a small adapter program of ours in bench/anchors/NAME/ (its README says what it sets and what
+the anchor lacks) that runs one member of the anchor and prints the project's event lines, so the faults, the
+checker and the measures are exactly those of elect's own methods (docs/architecture.md, "Anchors"). A
+method's member URL names the anchor and its settings (`kazoo://HOSTS/PATH?session_timeout=1`); `command`
+turns it into the adapter's command line. Programs that must be compiled (Go, Java) are built by their
+`build` script (run by ./setup; quick when nothing changed), which prints the command that runs them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from elect.contract import Characteristics
+from elect.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1] / "bench" / "anchors"
+KAZOO = "2.11.0"  # the release the kazoo anchor runs (pyproject's `anchors` extra pins the same)
+
+#: What each anchor promises to a user who runs it as its documentation says: one leader per role (a lock, an
+#: election); where a leader learns of its loss (the token it has, or not) is in each `notes`.
+PROMISES: dict[str, Characteristics] = {
+    "kazoo": Characteristics(
+        exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False,
+        token="the lock node's sequence number",
+        notes="kazoo Election; a leader stops on SUSPENDED/LOST only: no deadline of its own while frozen"),
+    "etcd-election": Characteristics(
+        exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False,
+        token="the leader key's create revision",
+        notes="etcd concurrency.Election; a leader learns of its loss when its session's Done() closes"),
+    "goneli": Characteristics(
+        exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="none",
+        notes="goNELI, one instance (group) per role; no fencing token"),
+    "jraft": Characteristics(
+        exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="raft term",
+        notes="sofa-jraft, one group per partition with election priorities"),
+}
+
+
+def scheme(url: str) -> str:
+    return urlsplit(url).scheme
+
+
+def is_anchor(url: str) -> bool:
+    return scheme(url) in PROMISES
+
+
+@cache
+def program(name: str) -> tuple[str, ...]:
+    """The command that runs an anchor's adapter, built first if it must be (the build script is idempotent)."""
+    build = ROOT / name / "build"
+    if not build.is_file():
+        raise ConfigError(f"anchor {name!r} has no build script at {build}", parameter="method")
+    done = subprocess.run([str(build)], capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise ConfigError(f"building anchor {name!r} failed ({build}):\n{done.stderr[-2000:]}", parameter="method")
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    if not lines:
+        raise ConfigError(f"anchor {name!r}: {build} printed no command", parameter="method")
+    return tuple(lines[-1].split())
+
+
+def available(name: str) -> str | None:
+    """None if the anchor can run here, else why not (the program does not build, the module is missing)."""
+    if name == "kazoo":
+        try:
+            import kazoo.version
+        except ImportError:
+            return "kazoo is not installed (pip install 'elect[anchors]')"
+        return None if kazoo.version.__version__ == KAZOO else \
+            f"kazoo {kazoo.version.__version__} is installed; the anchor is pinned to {KAZOO} (elect[anchors])"
+    try:
+        program(name)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def command(url: str, member: str, roles: Sequence[int], python: str) -> list[str]:
+    """The adapter's command line for one member, from the anchor's member URL."""
+    parts = urlsplit(url)
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    common = ["--id", member, "--roles", ",".join(str(r) for r in roles)]
+    name = parts.scheme
+    if name == "kazoo":
+        return [python, str(ROOT / "kazoo" / "kazoo_member.py"), *common, "--hosts", parts.netloc,
+                "--path", parts.path or "/elect-kazoo", "--session-timeout", query.get("session_timeout", "10")]
+    if name == "etcd-election":
+        return [*program(name), *common, "--endpoints", parts.netloc, "--prefix", parts.path.lstrip("/"),
+                "--ttl", query.get("ttl", "60")]
+    if name == "goneli":
+        own = ["--defaults"] if query.get("defaults") else ["--budget", query.get("budget", "10")]
+        return [*program(name), *common, "--bootstrap", parts.netloc, "--group", parts.path.lstrip("/"),
+                "--topic", parts.path.lstrip("/"), *own]
+    if name == "jraft":
+        return [*program(name), *common, "--listen", parts.netloc.split("@", 1)[1], "--peers", query["peers"],
+                "--election-timeout-ms", query.get("election_timeout_ms", "1000"),
+                "--data-dir", query["data_dir"], *(["--priorities", query["priorities"]]
+                                                   if query.get("priorities") else [])]
+    raise ConfigError(f"no anchor is called {name!r}; known: {', '.join(PROMISES)}", parameter="method")

@@ -1,0 +1,74 @@
+"""The anchors' adapters (bench/anchors) against real infrastructure: each prints well-formed event lines,
+never two `acquired` for one role without a loss between, and hands roles over on a kill and a graceful stop,
+so the harness measures the anchor's own code exactly as it measures elect's methods."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from elect_bench.members import Line, MemberProcess, leaders, led
+from elect_bench.methods import METHODS, Group
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.waiting import wait_until
+
+pytestmark = pytest.mark.infra
+
+ROLES = [str(r) for r in range(4)]
+
+
+def _double_acquires(lines: list[Line]) -> list[Line]:
+    """`acquired` lines for a role the member already held (in the same life of the member)."""
+    held: dict[tuple[str, str], bool] = {}
+    bad = []
+    for line in lines:
+        key = (line["member"], line["role"])
+        if line["event"] == "acquired":
+            if held.get(key):
+                bad.append(line)
+            held[key] = True
+        else:
+            held[key] = False
+    return bad
+
+
+@pytest.mark.parametrize("method", ["kazoo"])
+def test_an_anchor_prints_well_formed_lines_and_hands_roles_over(method: str, infra: Endpoints,
+                                                                 tmp_path: Path) -> None:
+    chosen = METHODS[method]
+    ids = ["m0", "m1", "m2"]
+    group = Group(ids, len(ROLES), f"anchor-{method}-{time.monotonic_ns() % 10**9}", infra,
+                  state_dir=str(tmp_path / "state"))
+    urls = chosen.member_urls(group, 1.0)
+    procs = [MemberProcess(urls[i], i, list(range(len(ROLES))), log_dir=tmp_path,
+                           command=chosen.launch(urls[i], i, range(len(ROLES)), sys.executable)) for i in ids]
+    began = time.monotonic()
+    try:
+        for p in procs:
+            p.start()
+        wait_until(lambda: led(procs) == set(ROLES), 60.0, what=f"{method}: every role led")
+        victim = leaders(procs, "0")[0]
+        held = victim.log.leading()
+        killed = time.monotonic()
+        victim.kill()
+        survivors = [p for p in procs if p is not victim]
+        wait_until(lambda: led(survivors) >= held, 60.0, what=f"{method}: survivors take the killed member's roles")
+        graceful = leaders(survivors, next(iter(held)))[0]
+        moved = graceful.log.leading()
+        graceful.stop(timeout=30.0)
+        assert graceful.returncode == 0, graceful.stderr_tail()
+        last = [p for p in survivors if p is not graceful][0]
+        wait_until(lambda: last.log.leading() >= moved, 60.0, what=f"{method}: the last member takes every role")
+    finally:
+        for p in procs:
+            p.stop(timeout=20.0)
+    lines = sorted((line for p in procs for line in p.log.lines), key=lambda line: line["mono"])
+    assert all(not p.bad_lines for p in procs), [p.bad_lines for p in procs]
+    assert _double_acquires(lines) == []
+    assert all(began <= line["mono"] <= time.monotonic() for line in lines)  # one monotonic clock with ours
+    assert {line["role"] for line in lines if line["event"] == "acquired" and line["mono"] > killed} >= held
+    ended = [line for line in graceful.log.lines if line["event"] == "revoked"]
+    assert {line["role"] for line in ended} >= moved  # the graceful stop said what it gave up
