@@ -11,6 +11,7 @@ turns it into the adapter's command line. Programs that must be compiled (Go, Ja
 from __future__ import annotations
 
 import subprocess
+from importlib import resources
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -19,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 from elect.contract import Characteristics
 from elect.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1] / "bench" / "anchors"
+ROOT = Path(str(resources.files("elect_bench.scenarios").joinpath("anchors")))  # bench/anchors
 KAZOO = "2.11.0"  # the release the kazoo anchor runs (pyproject's `anchors` extra pins the same)
 
 #: What each anchor promises to a user who runs it as its documentation says: one leader per role (a lock, an
