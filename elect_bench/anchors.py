@@ -11,9 +11,9 @@ turns it into the adapter's command line. Programs that must be compiled (Go, Ja
 from __future__ import annotations
 
 import subprocess
-from importlib import resources
 from collections.abc import Sequence
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 

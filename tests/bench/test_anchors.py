@@ -60,7 +60,7 @@ def test_an_anchor_prints_well_formed_lines_and_hands_roles_over(method: str, in
         moved = graceful.log.leading()
         graceful.stop(timeout=30.0)
         assert graceful.returncode == 0, graceful.stderr_tail()
-        last = [p for p in survivors if p is not graceful][0]
+        last = next(p for p in survivors if p is not graceful)
         wait_until(lambda: last.log.leading() >= moved, 60.0, what=f"{method}: the last member takes every role")
     finally:
         for p in procs:
