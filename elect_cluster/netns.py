@@ -55,6 +55,10 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return _run(["ip", *args], check)
 
 
+#: Namespaces and links made by this process and not yet removed (`leftovers(mine=True)`).
+_MADE: set[str] = set()
+
+
 def _used_subnets() -> set[int]:
     out = _ip("-o", "-4", "addr", "show").stdout
     return {int(m.group(1)) for m in re.finditer(r"inet 10\.213\.(\d+)\.", out)}
@@ -103,18 +107,28 @@ class Hosts:
     # -- lifecycle
     def up(self) -> Self:
         used = _used_subnets()
-        self.subnet = next(n for n in range(10, 250) if n not in used)
+        for subnet in (n for n in range(10, 250) if n not in used):
+            self.subnet = subnet
+            added = _ip("link", "add", self.bridge, "type", "bridge", check=False)
+            if added.returncode == 0:
+                break
+            if "exists" not in added.stderr:  # not a race with another run for this subnet: a real failure
+                raise NetnsError(f"ip link add {self.bridge}: {added.stderr.strip()}")
+        else:
+            raise NetnsError("no free subnet for network-namespace hosts (10.213.10-249.0/24 all in use)")
+        self._created.append(("link", self.bridge))
+        _MADE.add(self.bridge)
         try:
-            _ip("link", "add", self.bridge, "type", "bridge")
-            self._created.append(("link", self.bridge))
             _ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
             _ip("link", "set", self.bridge, "up")
             for name in self.names:
                 ns, veth = self.namespace(name), self._veth(name)
                 _ip("netns", "add", ns)
                 self._created.append(("netns", ns))
+                _MADE.add(ns)
                 _ip("link", "add", veth, "type", "veth", "peer", "name", f"{veth}p")
                 self._created.append(("link", veth))
+                _MADE.add(veth)
                 _ip("link", "set", f"{veth}p", "netns", ns)
                 _ip("link", "set", veth, "master", self.bridge)
                 _ip("link", "set", veth, "up")
@@ -198,6 +212,7 @@ class Hosts:
                 _ip("netns", "del", name, check=False)
             else:
                 _ip("link", "del", name, check=False)
+            _MADE.discard(name)
         self._created.clear()
 
     def __enter__(self) -> Self:
@@ -208,12 +223,13 @@ class Hosts:
         self.down()
 
 
-def leftovers() -> list[str]:
-    """Namespaces and links with this module's prefix that still exist."""
+def leftovers(*, mine: bool = False) -> list[str]:
+    """Namespaces and links with this module's prefix that still exist; with `mine`, only those this process
+    made (another run on the machine may hold its own meanwhile)."""
     names = [line.split()[0] for line in _ip("netns", "list").stdout.splitlines() if line.strip()]
     links = re.findall(r"^\d+: ([^:@]+)", _ip("-o", "link", "show").stdout, flags=re.M)
     pattern = re.compile(rf"^{PREFIX}\d+(-|br$|v\d+$)")
-    return [n for n in names + links if pattern.match(n)]
+    return [n for n in names + links if pattern.match(n) and (not mine or n in _MADE)]
 
 
 def cleanup_stale() -> list[str]:

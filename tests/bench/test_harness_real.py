@@ -21,7 +21,6 @@ pytestmark = pytest.mark.infra
 
 
 def test_every_fault_kind_against_etcd(tmp_path: Path) -> None:
-    before = set(leftovers())  # another run on this machine may hold namespaces of its own
     chosen = scenario.load({"name": "smoke", "methods": ["etcd"], "faults": ["kill", "stop", "pause", "cut"],
                             "trials": 1, "members": 3, "roles": 4, "budget": 1.0, "hold": 2.5})
     statuses: list[str] = []
@@ -37,7 +36,7 @@ def test_every_fault_kind_against_etcd(tmp_path: Path) -> None:
     for fault in ("pause", "cut"):  # the frozen or cut-off leader ended its leadership by its own deadline
         lines = by_fault[fault].trials[0].history["lines"]
         assert any(line["event"] == "fenced" for line in lines), f"{fault}: the victim never reported fenced"
-    assert set(leftovers()) <= before  # ours are gone; another run's may live on
+    assert not leftovers(mine=True)  # ours are gone (another run on the machine may hold its own)
     summary = by_fault["kill"].summary(chosen.budget)
     assert summary["ok"] == 1 and not math.isnan(summary["failover_p99"])
     pictures = plots.draw(result, tmp_path / "out")
@@ -47,12 +46,11 @@ def test_every_fault_kind_against_etcd(tmp_path: Path) -> None:
 
 
 def test_network_hosts_are_torn_down_when_a_run_fails(tmp_path: Path) -> None:
-    before = set(leftovers())  # another run on this machine may hold namespaces of its own
     chosen = scenario.load({"methods": ["etcd"], "faults": ["cut"], "trials": 1})
     with pytest.raises(RuntimeError, match="boom"), suite.environment(chosen, tmp_path) as env:
         assert env.placement.can_cut
         raise RuntimeError("boom")
-    assert set(leftovers()) <= before  # ours are gone; another run's may live on
+    assert not leftovers(mine=True)  # ours are gone (another run on the machine may hold its own)
 
 
 def test_infrastructure_faults_kill_and_freeze_a_store_member(tmp_path: Path) -> None:
@@ -77,7 +75,6 @@ def test_infrastructure_faults_kill_and_freeze_a_store_member(tmp_path: Path) ->
 
 
 def test_load_is_counted_per_member_by_relays_that_parse_each_protocol(tmp_path: Path) -> None:
-    before = set(leftovers())  # another run on this machine may hold namespaces of its own
     chosen = scenario.load({"name": "load-smoke", "methods": ["raft", "kafka-fast", "etcd", "zookeeper"],
                             "faults": ["none"], "trials": 1, "sizes": [3], "roles": 4, "load_window": 2.0,
                             "meter": True})
@@ -90,7 +87,7 @@ def test_load_is_counted_per_member_by_relays_that_parse_each_protocol(tmp_path:
         assert all(rate > 0 for rate in trial.sent_rps.values()), f"{cell.method.name}: {trial.sent_rps}"
         assert set(trial.sent_pps) == {"m0", "m1", "m2"}  # and packets on each member's link
         assert not math.isnan(cell.summary(chosen.budget)["sent_rps_mean"])
-    assert set(leftovers()) <= before  # ours are gone; another run's may live on
+    assert not leftovers(mine=True)  # ours are gone (another run on the machine may hold its own)
 
 
 def _descendants(pid: int) -> set[int]:

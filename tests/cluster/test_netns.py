@@ -49,7 +49,7 @@ def test_hosts_reach_the_infrastructure_and_a_cut_isolates_one() -> None:
             assert reach(hosts, "a", hosts.gateway, port)
         finally:
             server.close()
-    assert not [n for n in leftovers() if n.startswith(f"el{hosts.subnet}")]
+    assert not leftovers(mine=True)
 
 
 def test_teardown_happens_even_when_the_run_fails() -> None:
@@ -57,4 +57,4 @@ def test_teardown_happens_even_when_the_run_fails() -> None:
         assert hosts.namespace("x") in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                       text=True).stdout
         raise RuntimeError("boom")
-    assert not [n for n in leftovers() if n.startswith(f"el{hosts.subnet}")]
+    assert not leftovers(mine=True)

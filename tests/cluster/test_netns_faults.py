@@ -66,7 +66,7 @@ N = 200
 def lan() -> Iterator[Hosts]:
     with Hosts(["a", "b"]) as hosts:
         yield hosts
-    assert not [n for n in leftovers() if n.startswith(f"el{hosts.subnet}")]
+    assert not leftovers(mine=True)
 
 
 def _python(hosts: Hosts, host: str, script: str, *args: object) -> list[str]:
