@@ -62,6 +62,11 @@ class Characteristics:
     token: str
     notes: str = ""
 
+    @property
+    def has_token(self) -> bool:
+        """Whether leaderships carry a fencing token that grows (`token` "none": they do not)."""
+        return self.token != "none"
+
 
 @dataclass(frozen=True)
 class Requirements:

@@ -27,9 +27,10 @@ class Violation:
         return f"{self.kind} on {self.role} at {self.at:.3f}: {self.detail}"
 
 
-def check(history: History, *, exclusive: bool, leaderless_bound: float | None = None,
+def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_bound: float | None = None,
           healed_at: float | None = None, overlap_tolerance: float = 0.0) -> list[Violation]:
-    """Every violation in `history`; `leaderless_bound` applies from `healed_at` (default: the last fault)."""
+    """Every violation in `history`; tokens are checked only where the method has them (`tokens`: an anchor
+    without a fencing token prints 0); `leaderless_bound` applies from `healed_at` (default: the last fault)."""
     found: list[Violation] = []
     by_role = history.intervals()
     for role, ivs in sorted(by_role.items()):
@@ -38,7 +39,7 @@ def check(history: History, *, exclusive: bool, leaderless_bound: float | None =
                 if end - start > overlap_tolerance:
                     found.append(Violation("overlap", role, start,
                                            f"{', '.join(sorted(members))} both led for {end - start:.3f} s"))
-        acquired = [line for line in history.lines if line["role"] == role and line["event"] == "acquired"]
+        acquired = [line for line in history.lines if tokens and line["role"] == role and line["event"] == "acquired"]
         for prev, nxt in itertools.pairwise(acquired):
             resumed = nxt["member"] == prev["member"] and nxt["token"] == prev["token"]
             if nxt["token"] <= prev["token"] and not resumed:

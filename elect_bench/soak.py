@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elect.contract import Characteristics
 from elect_bench import faults as fault_kinds
 from elect_bench.checker import Violation, check
 from elect_bench.faults import Fault, InfraFault, MemberFault
@@ -202,7 +203,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
     error = ""
     with Workload.start(spec.workload, env.workdir / unique, store_host(env.placement)) as workload:
         group = _Group(spec, env, unique, workload)
-        exclusive = spec.method.promises(group.urls["m0"]).exclusive
+        promised = spec.method.promises(group.urls["m0"])
         bound = spec.trial_spec(spec.faults[0]).bound
         try:
             for p in group.procs:
@@ -217,7 +218,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
                 failed = _strike(planned, spec, env, group, records, progress)
                 strikes.append(Strike(planned.index, planned.fault.name, records[before].target, records[before].mono,
                                       failed_starts=failed))
-                progress(_status(strikes, group, records, exclusive, began, spec))
+                progress(_status(strikes, group, records, promised, began, spec))
         except Exception as exc:  # what stopped the soak is part of its report
             error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -231,7 +232,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
         for log in sorted((env.workdir / unique).glob("*.log")):
             shutil.copyfile(log, keep_logs / log.name)
     _measure(strikes, history, records)
-    violations = check(history, exclusive=exclusive)
+    violations = check(history, exclusive=promised.exclusive, tokens=promised.has_token)
     evidence = {i: _around(history, v) for i, v in enumerate(violations)}
     return SoakResult(spec, command, started_wall, time.monotonic() - began, machine or this_machine(), strikes,
                       violations, evidence, history, writes, error)
@@ -279,11 +280,12 @@ def _around(history: History, violation: Violation, window: float = 1.0) -> list
             if line["role"] == violation.role and abs(line["mono"] - violation.at) <= window]
 
 
-def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord], exclusive: bool,
+def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord], promised: Characteristics,
             began: float, spec: SoakSpec) -> str:
     """The live line: faults so far by kind, violations so far, and what is left (time, or rounds)."""
     counts = Counter(s.fault for s in strikes)
-    so_far = check(History(group.lines(), list(records), start=began, end=time.monotonic()), exclusive=exclusive)
+    so_far = check(History(group.lines(), list(records), start=began, end=time.monotonic()),
+                   exclusive=promised.exclusive, tokens=promised.has_token)
     kinds = " ".join(f"{k} {n}" for k, n in sorted(counts.items()))
     left = []
     if spec.rounds:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elect.contract import Characteristics
 from elect_bench.checker import check
 from elect_bench.faults import Fault, InfraFault, MemberFault
 from elect_bench.fenced.workload import Workload, store_host
@@ -129,7 +130,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
                                 extra_args=workload.member_args(i),
                                 command=spec.method.launch(urls[i], i, range(spec.roles), env.placement.python))
                   for i in ids]
-        exclusive = spec.method.promises(urls[ids[0]]).exclusive
+        promised = spec.method.promises(urls[ids[0]])
         _reach_steady_state(spec, procs, result, began, progress)
         if spec.load_window > 0:
             progress(f"counting load for {spec.load_window:g} s")
@@ -139,7 +140,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         elif isinstance(spec.fault, InfraFault):
             strike_infrastructure(spec.fault, spec, env, procs, records, progress)
         history = _observed(procs, records, began, result)
-        _measure(spec, exclusive, history, procs, result)
+        _measure(spec, promised, history, procs, result)
         result.ok = True
     except Exception as exc:  # a trial that could not run is a finding, not a crash of the suite
         result.error = _failure(exc, procs)
@@ -277,7 +278,7 @@ def _observed(procs: Sequence[MemberProcess], records: list[Record], began: floa
                    start=began, end=end)
 
 
-def _measure(spec: TrialSpec, exclusive: bool, history: History, procs: Sequence[MemberProcess],
+def _measure(spec: TrialSpec, promised: Characteristics, history: History, procs: Sequence[MemberProcess],
              result: TrialResult) -> None:
     ivs = history.intervals()
     if history.faults:
@@ -297,7 +298,7 @@ def _measure(spec: TrialSpec, exclusive: bool, history: History, procs: Sequence
     spans = [o for r in ivs.values() for o in overlaps(r)]
     result.overlap = sum(e - s for s, e, _ in spans)
     result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)
-    result.violations = [str(v) for v in check(history, exclusive=exclusive)]
+    result.violations = [str(v) for v in check(history, exclusive=promised.exclusive, tokens=promised.has_token)]
 
 
 def _failure(exc: Exception, procs: Sequence[MemberProcess]) -> str:

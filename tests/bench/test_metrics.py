@@ -142,3 +142,10 @@ def test_a_disruption_owns_only_what_ended_before_the_next_fault() -> None:
                 [FaultRecord(10.0, "infra", "store[0]"), FaultRecord(20.0, "infra", "store[1]")], end=30.0)
     assert disruptions(h, h.faults[0], until=20.0) == []
     assert [f.latency for f in disruptions(h, h.faults[1])] == [2.0]
+
+
+def test_tokens_are_checked_only_where_the_method_has_them() -> None:
+    # an anchor without a fencing token prints 0 for every leadership: not a violation of a promise it never made
+    h = History([acq("a", "r", 0, 1.0), rev("a", "r", 0, 2.0), acq("b", "r", 0, 3.0)], [], end=5.0)
+    assert [v.kind for v in check(h, exclusive=True)] == ["token"]
+    assert check(h, exclusive=True, tokens=False) == []
