@@ -35,7 +35,7 @@ def _double_acquires(lines: list[Line]) -> list[Line]:
     return bad
 
 
-@pytest.mark.parametrize("method", ["kazoo", "etcd-election", "goneli"])
+@pytest.mark.parametrize("method", ["kazoo", "etcd-election", "goneli", "jraft"])
 def test_an_anchor_prints_well_formed_lines_and_hands_roles_over(method: str, infra: Endpoints,
                                                                  tmp_path: Path) -> None:
     chosen = METHODS[method]
