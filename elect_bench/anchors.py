@@ -29,17 +29,20 @@ PROMISES: dict[str, Characteristics] = {
     "kazoo": Characteristics(
         exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False,
         token="the lock node's sequence number",
-        notes="kazoo Election; a leader stops on SUSPENDED/LOST only: no deadline of its own while frozen"),
+        notes="kazoo 2.11.0 Election; a leader stops on SUSPENDED/LOST only: no deadline of its own while frozen"),
     "etcd-election": Characteristics(
         exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False,
         token="the leader key's create revision",
-        notes="etcd concurrency.Election; a leader learns of its loss when its session's Done() closes"),
+        notes="etcd Go client v3.5.35 concurrency.Election; a leader learns of its loss when its session's "
+              "Done() closes"),
     "goneli": Characteristics(
         exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="none",
-        notes="goNELI, one instance (group) per role; no fencing token"),
+        notes="goNELI v0.4.3 (confluent-kafka-go v1.9.2), one instance (group) per role; no fencing token; "
+              "it fences only inside Pulse, so a frozen leader has no deadline"),
     "jraft": Characteristics(
         exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="raft term",
-        notes="sofa-jraft, one group per partition with election priorities"),
+        notes="sofa-jraft 1.4.1, one group per partition with election priorities; no transfer back to a "
+              "returning higher-priority member; its leader lease is not exposed to the application"),
 }
 
 
