@@ -7,6 +7,7 @@ trials do not leak into each other; the infrastructure is shared by the whole ru
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import platform
 import re
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from elect import registry
-from elect.errors import MissingExtra, UnknownScheme
+from elect.errors import ConfigError, MissingExtra, UnknownScheme
 from elect_bench import anchors
 from elect_bench.faults import Fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
@@ -192,10 +193,17 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
 
 
 def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = "",
-        placement: str = "local", checkpoint: Callable[[RunResult], None] | None = None) -> RunResult:
+        placement: str = "local", checkpoint: Callable[[RunResult], None] | None = None,
+        resume: dict[str, Any] | None = None) -> RunResult:
     """Every cell's trials; `checkpoint` gets the result so far after each trial (an hour's run is not lost to
-    a crash, a cut session or a failing report)."""
+    a crash, a cut session or a failing report). `resume`: a checkpoint of this same scenario (`to_json`), whose
+    trials are kept and not run again; the run's command, start and seconds carry on from it."""
     started_wall, began = time.time(), time.monotonic()
+    earlier = 0.0
+    if resume is not None:
+        _same_scenario(scenario, resume)
+        command = f"{resume['command']} (resumed: {command})" if command else str(resume["command"])
+        started_wall, earlier = float(resume["started"]), float(resume["seconds"])
     skipped = {m: why for m in scenario.methods if (why := available(m))}
     methods = [METHODS[m] for m in scenario.methods if m not in skipped]
     for f in scenario.faults:
@@ -208,24 +216,41 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
         broker = env.endpoints.kafka_broker if env.endpoints is not None else ""
 
         def so_far() -> RunResult:
-            return RunResult(scenario, cells, skipped, command, started_wall, time.monotonic() - began, machine(),
-                             broker)
+            return RunResult(scenario, cells, skipped, command, started_wall, earlier + time.monotonic() - began,
+                             machine(), broker)
+
+        if resume is not None:
+            kept = [TrialResult.from_json(t) for t in resume.get("trials", [])]
+            for cell in cells:
+                cell.trials = sorted((t for t in kept if t.method == cell.method.name and t.fault == cell.fault.name
+                                      and t.members == cell.members), key=lambda t: t.trial)[:scenario.trials]
 
         run_cells(scenario, cells, env, progress, after_trial=(lambda: checkpoint(so_far())) if checkpoint else None)
     return so_far()
+
+
+def _same_scenario(scenario: Scenario, resume: dict[str, Any]) -> None:
+    """A checkpoint resumes only the run it came from: the same methods, faults, trials and settings."""
+    theirs = dict(resume.get("scenario", {}))
+    ours = json.loads(json.dumps(RunResult(scenario, [], {}, "", 0.0, 0.0, {}).to_json()["scenario"], default=str))
+    differ = sorted(k for k in ours if ours[k] != theirs.get(k))
+    if differ:
+        raise ConfigError(f"the checkpoint is of another run: {', '.join(differ)} differ "
+                          f"({'; '.join(f'{k}: {theirs.get(k)!r} there, {ours[k]!r} here' for k in differ[:3])})",
+                          parameter="resume")
 
 
 def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress: Progress,
               after_trial: Callable[[], None] | None = None) -> None:
     """Every cell's trials, each a fresh group, at the scenario's budget, roles and hold."""
     total = len(cells) * scenario.trials
-    done = 0
+    done = sum(len(c.trials) for c in cells)
     for cell in cells:
         spec = TrialSpec(cell.method, cell.fault, scenario.budget, cell.members, scenario.roles, scenario.hold,
                          scenario.load_window, dict(scenario.overrides.get(cell.method.name, {})),
                          workload=scenario.workload)
         name = f"{cell.method.name} / {cell.fault} / {cell.members} members"
-        for i in range(scenario.trials):
+        for i in range(len(cell.trials), scenario.trials):  # a resumed cell goes on from its last trial
             unique = f"{_safe(cell.method.name)}-{cell.fault}-{cell.members}-{i}-{int(time.time() * 1000) % 10**8}"
 
             def show(status: str, name: str = name, done: int = done) -> None:

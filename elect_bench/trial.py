@@ -97,6 +97,11 @@ class TrialResult:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrialResult:
+        """A trial as `to_json` wrote it (a resumed run keeps the trials it already has)."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
 
 class Environment:
     """Where a trial runs: the infrastructure's endpoints and the members' placement."""

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from elect.errors import ConfigError
 from elect_bench.faults import FAULTS
 from elect_bench.fenced import WORKLOADS
 
@@ -61,6 +62,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="local processes (on network namespaces for network faults), or containers of "
                         "cluster/docker-compose.yml")
     p.add_argument("--out", type=Path, default=Path("results"), help="where results.json, report.md and plots go")
+    p.add_argument("--resume", action="store_true",
+                   help="go on from OUT/results.partial.json (a run cut short; the same scenario and flags): "
+                        "its trials are kept, the rest are run")
 
 
 def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
@@ -83,6 +87,11 @@ def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
         trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
         store_members=args.store_members, broker=args.broker, brokers=args.brokers, workload=args.workload)
     partial = args.out / "results.partial.json"
+    resume = None
+    if getattr(args, "resume", False):
+        if not partial.is_file():
+            raise ConfigError(f"nothing to resume: {partial} does not exist", parameter="resume")
+        resume = json.loads(partial.read_text())
 
     def checkpoint(so_far: suite.RunResult) -> None:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -90,7 +99,7 @@ def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
 
     with tempfile.TemporaryDirectory(prefix="elect-bench-") as tmp:
         result = suite.run(chosen, Path(tmp), _progress(), command=_command(), placement=args.placement,
-                           checkpoint=checkpoint)
+                           checkpoint=checkpoint, resume=resume)
     print(file=sys.stderr)
     for method, why in result.skipped.items():
         print(f"skipped {method}: {why}", file=sys.stderr)
