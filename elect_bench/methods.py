@@ -141,7 +141,8 @@ def _kazoo(group: Group, params: Mapping[str, str]) -> dict[str, str]:
 
 
 def _etcd_election(group: Group, params: Mapping[str, str]) -> dict[str, str]:
-    return {i: f"etcd-election://{_hosts(group, i, 'etcd', 'http')}/{group.unique}?{_q(params)}" for i in group.ids}
+    # etcd's Go client speaks gRPC to etcd (elect's etcd:// uses the JSON gateway): counted as gRPC calls
+    return {i: f"etcd-election://{_hosts(group, i, 'etcd', 'grpc')}/{group.unique}?{_q(params)}" for i in group.ids}
 
 
 def _goneli(group: Group, params: Mapping[str, str]) -> dict[str, str]:

@@ -1,10 +1,11 @@
 """`elect bench [SCENARIO] [flags]`: run a comparison; print the table; write JSON, Markdown and plots.
 
 SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, idle, neli,
-writes, anchors); flags override its fields. A scenario's kind says what runs: faults on real members (the
+writes, anchors, anchors-load); flags override its fields. A scenario's kind says what runs: faults on real members (the
 default), a simulation (it names `shapes`: the Raft core in virtual time, elect_bench/simulation/), `kind: idle`
 (the idle cost of a group at scale) or `kind: neli` (NELI in depth, with the broker's own rebalance time).
-`anchors` runs elect's methods beside the well-known implementations' own code (bench/anchors/).
+`anchors` runs elect's methods beside the well-known implementations' own code (bench/anchors/);
+`anchors-load` counts their load on the store.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 #: the signals that stop a run cleanly (its `finally` blocks stop members, infrastructure and namespaces)
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
-BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli, writes, anchors"
+BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli, writes, anchors, anchors-load"
 
 
 def register(sub: Any) -> None:
