@@ -29,7 +29,7 @@ COLUMNS: Columns = [
     ("disrupted", "roles lost", "{}"), ("unrecovered", "not re-led", "{}"), ("gap_max", "gap max", "{:.2f} s"),
     ("overlap_total", "overlap", "{:.3f} s"),
     ("steady_balanced", "balanced", "{:.0%}"), ("after_balanced", "balanced after", "{:.0%}"),
-    ("violations", "violations", "{}"), ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
+    ("violations", "violations", "{}"), ("stale_tokens", "stale tokens", "{}"), ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
     ("sent_rps_mean", "msgs/s/member", "{:.0f}"), ("sent_pps_mean", "pkts/s/member", "{:.0f}"),
 ]
 
@@ -51,7 +51,8 @@ DEFINITIONS = (
     "whose leader lost it; *roles lost* counts those); *gap* is leaderless time per trial summed over "
     "roles after the fault; *not re-led*: roles nobody led again before the trial's bound; *overlap* is "
     "time two members believed they led one role (a `fenced` line ends belief at its `until`); "
-    "*balanced* is the share of trials whose busiest member led ceil(roles / live members).")
+    "*balanced* is the share of trials whose busiest member led ceil(roles / live members); *stale tokens*: "
+    "the violations that are a leader's token not above its predecessor's.")
 
 SIMULATION = (
     "Per trial (seed): a cold start of every node within 0.1 s — *balanced cold start* is the share of "
@@ -149,8 +150,23 @@ def _notes(result: Result) -> list[str]:
     if isinstance(result, NeliResult):
         return [neli.NOTES, "", *_failures(failed), *_violations(result.run)]
     skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
-    return [DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []),
+    return [DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []), *_anchors(result),
             *(["Not run:", "", *skipped, ""] if skipped else []), *_failures(failed), *_violations(result)]
+
+
+def _anchors(result: RunResult) -> list[str]:
+    """With anchors in the run: each method, what it was set to, and what it promises (bench/anchors)."""
+    methods = [c.method for c in result.cells]
+    if not any(m.anchor for m in methods):
+        return []
+    lines = ["Methods (the anchors are the other projects' own code, bench/anchors/; each is checked against "
+             "the promise its documentation makes: one leader per role; *violations* counts overlaps, and "
+             "tokens that did not grow where the anchor has a token):", ""]
+    for method in dict.fromkeys(methods):
+        said = method.promises("") if method.anchor else None
+        extra = f" Token: {said.token}. {said.notes}." if said else ""
+        lines.append(f"- `{method.name}`: {method.summary}.{extra}")
+    return [*lines, ""]
 
 
 def _failures(found: list[tuple[str, str, str]]) -> list[str]:

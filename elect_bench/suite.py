@@ -63,6 +63,7 @@ class Cell:
             "steady_max_led": max((t.steady_max_led for t in ok), default=0),
             "after_balanced": _share([t.after_balanced for t in ok]) if self.fault.injects else math.nan,
             "violations": sum(len(t.violations) for t in ok),
+            "stale_tokens": sum(1 for t in ok for v in t.violations if v.startswith("token ")),
             "startup_p50": Summary.of([t.startup for t in ok]).p50,
             "cpu_mean": mean([c for t in ok for c in t.cpu.values()]),
             "rss_mb_mean": mean([m for t in ok for m in t.rss_mb.values()]),
