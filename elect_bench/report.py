@@ -29,7 +29,8 @@ COLUMNS: Columns = [
     ("disrupted", "roles lost", "{}"), ("unrecovered", "not re-led", "{}"), ("gap_max", "gap max", "{:.2f} s"),
     ("overlap_total", "overlap", "{:.3f} s"),
     ("steady_balanced", "balanced", "{:.0%}"), ("after_balanced", "balanced after", "{:.0%}"),
-    ("violations", "violations", "{}"), ("stale_tokens", "stale tokens", "{}"), ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
+    ("violations", "violations", "{}"), ("stale_tokens", "stale tokens", "{}"),
+    ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
     ("sent_rps_mean", "msgs/s/member", "{:.0f}"), ("sent_pps_mean", "pkts/s/member", "{:.0f}"),
 ]
 
