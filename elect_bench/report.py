@@ -112,9 +112,10 @@ def provenance(result: Result) -> str:
     s = result.scenario
     sizes = "/".join(map(str, s.group_sizes))
     broker = f" Kafka broker: {result.kafka_broker}." if result.kafka_broker else ""
+    busy = f" {result.busy()}" if result.load else ""
     return (f"{made(result.command, result.started, result.seconds, result.machine)} "
             f"{sizes} members, {s.roles} roles, {s.trials} trials per cell, detection budget {s.budget:g} s "
-            f"(Raft election timeout = lease TTL = Kafka session timeout).{broker}")
+            f"(Raft election timeout = lease TTL = Kafka session timeout).{broker}{busy}")
 
 
 def write(result: Result, out: Path, plots: list[Path]) -> tuple[Path, Path]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import random
 import shutil
 import time
@@ -35,8 +36,8 @@ from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Summary, disruptions, failovers, overlaps
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import Group, Method, direct
+from elect_bench.suite import load_note, made
 from elect_bench.suite import machine as this_machine
-from elect_bench.suite import made
 from elect_bench.trial import Environment, TrialSpec, strike_infrastructure, strike_member, wait_until_time
 from elect_cluster.waiting import WaitTimeout, wait_until
 
@@ -115,6 +116,7 @@ class SoakResult:
     history: History
     writes: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    load: list[float] = field(default_factory=list)  # the machine's 1-minute load average after each strike
 
     @property
     def ok(self) -> bool:
@@ -142,7 +144,7 @@ class SoakResult:
                 "method": s.method.name, "seed": s.seed, "rounds": s.rounds, "budget": s.budget,
                 "duration": s.duration if math.isfinite(s.duration) else None,
                 "members": s.members, "roles": s.roles, "hold": s.hold or 3 * s.budget, "workload": s.workload,
-                "faults": [f.name for f in s.faults], "error": self.error,
+                "faults": [f.name for f in s.faults], "error": self.error, "load": self.load,
                 "by_kind": self.by_kind(), "writes": self.writes,
                 "violations": [{"violation": str(v), "lines": self.evidence.get(i, [])}
                                for i, v in enumerate(self.violations)],
@@ -199,6 +201,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
     unique = f"soak-{spec.seed}-{int(time.time() * 1000) % 10**8}"
     records: list[FaultRecord] = []
     strikes: list[Strike] = []
+    loads: list[float] = []
     started_wall, began = time.time(), time.monotonic()
     error = ""
     with Workload.start(spec.workload, env.workdir / unique, store_host(env.placement)) as workload:
@@ -218,6 +221,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
                 failed = _strike(planned, spec, env, group, records, progress)
                 strikes.append(Strike(planned.index, planned.fault.name, records[before].target, records[before].mono,
                                       failed_starts=failed))
+                loads.append(round(os.getloadavg()[0], 2))
                 progress(_status(strikes, group, records, promised, began, spec))
         except Exception as exc:  # what stopped the soak is part of its report
             error = f"{type(exc).__name__}: {exc}"
@@ -235,7 +239,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
     violations = check(history, exclusive=promised.exclusive, tokens=promised.has_token)
     evidence = {i: _around(history, v) for i, v in enumerate(violations)}
     return SoakResult(spec, command, started_wall, time.monotonic() - began, machine or this_machine(), strikes,
-                      violations, evidence, history, writes, error)
+                      violations, evidence, history, writes, error, loads)
 
 
 def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, records: list[FaultRecord],
@@ -307,7 +311,7 @@ def markdown(result: SoakResult) -> str:
              f"{made(result.command, result.started, result.seconds, result.machine)} Seed {s.seed} (the same "
              f"seed replays the schedule), {s.members} members, {s.roles} roles, detection budget {s.budget:g} s, "
              f"hold {s.hold or 3 * s.budget:g} s, faults drawn from {', '.join(f.name for f in s.faults)}; "
-             f"workload: {s.workload}.", "", *rows, ""]
+             f"workload: {s.workload}. {load_note(result.load, result.machine.get('cpus', 0))}", "", *rows, ""]
     if result.writes:
         parts += ["Writes to the " + ("fenced" if s.workload == "fenced" else "unfenced") + " store: " +
                   ", ".join(f"{k} {v}" for k, v in result.writes.items() if not isinstance(v, list | dict)), ""]

@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import platform
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,11 @@ class RunResult:
     seconds: float
     machine: dict[str, Any]
     kafka_broker: str = ""  # which broker served the kafka methods ("" when none ran)
+    load: list[float] = field(default_factory=list)  # the machine's 1-minute load average after each trial
+
+    def busy(self) -> str:
+        """How busy the machine was while the run ran: a figure is only as quiet as its machine."""
+        return load_note(self.load, self.machine.get("cpus", 0))
 
     @property
     def ok(self) -> bool:
@@ -103,7 +109,7 @@ class RunResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-            "kafka_broker": self.kafka_broker,
+            "kafka_broker": self.kafka_broker, "load": self.load,
             "scenario": self.scenario.__dict__ | {"faults": [f.name for f in self.scenario.faults],
                                                   "methods": list(self.scenario.methods)},
             "skipped": self.skipped,
@@ -123,6 +129,15 @@ def available(method: str) -> str | None:
     return None
 
 
+def load_note(loads: Sequence[float], cpus: int) -> str:
+    """"Machine load (1-minute average, N cores): median M, max X over K samples." or "" without samples."""
+    if not loads:
+        return ""
+    ordered = sorted(loads)
+    return (f"Machine load while it ran (1-minute average, {cpus} cores): median {ordered[len(ordered) // 2]:.1f}, "
+            f"max {ordered[-1]:.1f} over {len(ordered)} samples.")
+
+
 def made(command: str, started: float, seconds: float, machine: dict[str, Any]) -> str:
     """How, when and where a run was made: the opening of every kind of run's provenance."""
     return (f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
@@ -139,7 +154,6 @@ def machine() -> dict[str, Any]:
             versions[dist] = md.version(dist)
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    import os
 
     return {"host": platform.node(), "cpus": os.cpu_count(), "cpu": cpu, "python": sys.version.split()[0],
             "platform": platform.platform(), "versions": versions}
@@ -216,9 +230,16 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
     with environment(scenario, workdir, placement) as env:
         broker = env.endpoints.kafka_broker if env.endpoints is not None else ""
 
+        loads: list[float] = list(resume.get("load", [])) if resume is not None else []
+
         def so_far() -> RunResult:
             return RunResult(scenario, cells, skipped, command, started_wall, earlier + time.monotonic() - began,
-                             machine(), broker)
+                             machine(), broker, loads)
+
+        def after_trial() -> None:
+            loads.append(round(os.getloadavg()[0], 2))
+            if checkpoint is not None:
+                checkpoint(so_far())
 
         if resume is not None:
             kept = [TrialResult.from_json(t) for t in resume.get("trials", [])]
@@ -226,7 +247,7 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
                 cell.trials = sorted((t for t in kept if t.method == cell.method.name and t.fault == cell.fault.name
                                       and t.members == cell.members), key=lambda t: t.trial)[:scenario.trials]
 
-        run_cells(scenario, cells, env, progress, after_trial=(lambda: checkpoint(so_far())) if checkpoint else None)
+        run_cells(scenario, cells, env, progress, after_trial=after_trial)
     return so_far()
 
 
