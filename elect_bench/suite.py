@@ -264,21 +264,26 @@ def _same_scenario(scenario: Scenario, resume: dict[str, Any]) -> None:
 
 def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress: Progress,
               after_trial: Callable[[], None] | None = None) -> None:
-    """Every cell's trials, each a fresh group, at the scenario's budget, roles and hold."""
+    """Every cell's trials, each a fresh group, at the scenario's budget, roles and hold, in rounds: trial i of
+    every cell before trial i + 1 of any, so whatever changes on the machine over a long run (another job, a
+    warmer cache, a session resumed the next day) falls on every method alike rather than on the last ones."""
     total = len(cells) * scenario.trials
     done = sum(len(c.trials) for c in cells)
-    for cell in cells:
-        spec = TrialSpec(cell.method, cell.fault, scenario.budget, cell.members, scenario.roles, scenario.hold,
-                         scenario.load_window, dict(scenario.overrides.get(cell.method.name, {})),
-                         workload=scenario.workload)
-        name = f"{cell.method.name} / {cell.fault} / {cell.members} members"
-        for i in range(len(cell.trials), scenario.trials):  # a resumed cell goes on from its last trial
+    specs = {id(cell): TrialSpec(cell.method, cell.fault, scenario.budget, cell.members, scenario.roles,
+                                 scenario.hold, scenario.load_window,
+                                 dict(scenario.overrides.get(cell.method.name, {})), workload=scenario.workload)
+             for cell in cells}
+    for i in range(scenario.trials):
+        for cell in cells:
+            if len(cell.trials) > i:  # a resumed run has it already
+                continue
+            name = f"{cell.method.name} / {cell.fault} / {cell.members} members"
             unique = f"{_safe(cell.method.name)}-{cell.fault}-{cell.members}-{i}-{int(time.time() * 1000) % 10**8}"
 
             def show(status: str, name: str = name, done: int = done) -> None:
                 progress(name, done, total, status)
 
-            result = run_trial(spec, env, i, unique, progress=show)
+            result = run_trial(specs[id(cell)], env, i, unique, progress=show)
             cell.trials.append(result)
             done += 1
             progress(name, done, total, "ok" if result.ok else f"failed: {result.error.splitlines()[0]}")
