@@ -252,9 +252,15 @@ def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, r
     with contextlib.suppress(WaitTimeout):  # a role still leaderless shows as unrecovered in the strike before
         wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role before the next fault")
     if isinstance(fault, MemberFault):
+        before = len(records)
         strike_member(fault, trial, env, group.procs, records, progress, role=str(planned.role))
+        if fault.removes_victim:  # a stopped member may still be handing over: it is away once it has exited
+            victim = next(p for p in group.procs if p.member_id == records[before].target)
+            with contextlib.suppress(WaitTimeout):
+                wait_until(lambda: not victim.alive, trial.bound, interval=0.05, what="the victim to exit")
+            victim.kill()  # (a no-op once it exited; one that would not stop is taken down all the same)
         if not all(p.alive for p in group.procs):
-            wait_until_time(records[-1].mono + trial.hold_for)  # the member stays away for the hold
+            wait_until_time(records[before].mono + trial.hold_for)  # the member stays away for the hold
             failed_starts = group.revive(trial.bound)
     elif isinstance(fault, InfraFault):
         strike_infrastructure(fault, trial, env, group.procs, records, progress)
@@ -293,7 +299,7 @@ def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord]
     kinds = " ".join(f"{k} {n}" for k, n in sorted(counts.items()))
     left = []
     if spec.rounds:
-        left.append(f"round {len(strikes) // len(spec.faults) + 1} of {spec.rounds}")
+        left.append(f"round {min(spec.rounds, len(strikes) // len(spec.faults) + 1)} of {spec.rounds}")
     if math.isfinite(spec.duration):
         left.append(f"{max(0.0, spec.duration - (time.monotonic() - began)):.0f} s left")
     return f"{len(strikes)} faults ({kinds}), {len(so_far)} violations, " + ", ".join(left)

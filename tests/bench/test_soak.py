@@ -31,13 +31,17 @@ def test_the_schedule_deals_rounds_so_each_kind_gets_as_many_strikes() -> None:
 
 
 def test_a_short_raft_soak_strikes_recovers_and_finds_nothing_wrong(tmp_path: Path) -> None:
-    kinds = (fault("kill"), fault("pause"), fault("restart"))
-    spec = soak.SoakSpec(METHODS["raft"], kinds, duration=120.0, seed=2, hold=1.5, rounds=1)
+    kinds = (fault("kill"), fault("stop"), fault("pause"), fault("restart"))
+    spec = soak.SoakSpec(METHODS["raft"], kinds, duration=180.0, seed=2, hold=1.5, rounds=1)
     scenario = Scenario(name="soak", faults=kinds, methods=("raft",))
     with environment(scenario, tmp_path) as env:
         result = soak.run(spec, env, lambda _status: None, command="test", keep_logs=tmp_path / "logs")
     assert result.error == ""
-    assert sorted(s.fault for s in result.strikes) == ["kill", "pause", "restart"]  # one round: each kind once
+    assert sorted(s.fault for s in result.strikes) == ["kill", "pause", "restart", "stop"]  # one round: each once
+    lives = {m: sum(1 for r in result.history.faults if r.target == m and r.kind in ("kill", "stop", "restart"))
+             for m in ("m0", "m1", "m2")}
+    started = {m: (tmp_path / "logs" / f"member-{m}.log").read_text().count(" started on ") for m in lives}
+    assert all(started[m] == 1 + lives[m] for m in lives), (started, lives)  # every removed member came back
     assert all(s.failed_starts == 0 for s in result.strikes)
     assert result.violations == []
     assert all(s.unrecovered == 0 for s in result.strikes)
