@@ -334,5 +334,5 @@ def settle(procs: Sequence[MemberProcess], quiet: float, limit: float) -> bool:
         idle = time.monotonic() - last_event()
         if idle >= quiet:
             return True
-        time.sleep(min(quiet - idle, deadline - time.monotonic(), 0.2) + 0.001)
+        time.sleep(max(0.0, min(quiet - idle, deadline - time.monotonic(), 0.2)) + 0.001)  # never negative
     return False

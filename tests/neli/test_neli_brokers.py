@@ -27,7 +27,7 @@ def test_killing_the_coordinator_of_three_brokers_keeps_every_token(protocol: st
     victim = None
     try:
         members = [group.start(name, ROLES) for name in ("a", "b")]
-        settled(members, ROLES)
+        settled(members, ROLES, timeout=3 * BOUND)  # a cold start on three brokers: topic, group, assignment
         topic = group.url.split("/")[3].split("?")[0]
         admin = admin_client(KafkaOptions(servers=kafka3.endpoints.kafka, topic=topic))
         partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions

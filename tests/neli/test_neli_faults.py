@@ -62,7 +62,7 @@ def members(infra: Endpoints, tmp_path: Path) -> Iterator[Members]:
         group.close()
 
 
-def settled(group: list[MemberProcess], roles: list[str]) -> dict[str, MemberProcess]:
+def settled(group: list[MemberProcess], roles: list[str], timeout: float = BOUND) -> dict[str, MemberProcess]:
     """Wait until every role has exactly one leader; return who leads what."""
     def leaders() -> dict[str, MemberProcess] | None:
         found: dict[str, list[MemberProcess]] = {r: [m for m in group if m.alive and r in m.log.leading()]
@@ -70,7 +70,7 @@ def settled(group: list[MemberProcess], roles: list[str]) -> dict[str, MemberPro
         if all(len(v) == 1 for v in found.values()):
             return {r: v[0] for r, v in found.items()}
         return None
-    return wait_until(leaders, BOUND, what=f"one leader for each of {roles}")
+    return wait_until(leaders, timeout, what=f"one leader for each of {roles}")
 
 
 def acquired(m: MemberProcess, role: str, start: int = 0) -> Line:
