@@ -127,17 +127,9 @@ class ZooKeeperStore:
 
     # ------------------------------------------------------------------------------------------ session
     def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
-        from kazoo.client import KazooClient
-        from kazoo.retry import KazooRetry
-
         self._sink = sink
-        retry = KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5)
-        self._client = KazooClient(hosts=",".join(self.options.hosts), timeout=self.options.session_timeout,
-                                   connection_retry=retry, logger=logging.getLogger("elect.lease.kazoo"))
-        self._capture_negotiated_timeout()
-        self._client.add_listener(self._on_state)
         try:
-            self._client.start(timeout=timeout)
+            self._connect(timeout)
         except Exception as exc:
             self._shutdown()
             where = ",".join(self.options.hosts)
@@ -154,9 +146,39 @@ class ZooKeeperStore:
             raise
 
     def reopen(self, record: MemberRecord, timeout: float) -> Opened:
+        if self._connection_died():  # nothing will reconnect this client: a new one, with a new session
+            log.warning("elect: %s: the ZooKeeper client's connection loop stopped; starting a new client",
+                        self.member)
+            self._shutdown()
+            try:
+                self._connect(timeout)
+            except Exception as exc:
+                self._shutdown()
+                raise StoreError(f"a new ZooKeeper client did not connect: {exc}") from None
         if not self._client.connected:
             raise StoreError("not connected to ZooKeeper")
         return self._register(record, timeout)
+
+    def _connect(self, timeout: float) -> None:
+        """A new client, connected within `timeout` (kazoo's own retries reconnect it after a drop)."""
+        from kazoo.client import KazooClient
+        from kazoo.retry import KazooRetry
+
+        retry = KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5)
+        self._client = KazooClient(hosts=",".join(self.options.hosts), timeout=self.options.session_timeout,
+                                   connection_retry=retry, logger=logging.getLogger("elect.lease.kazoo"))
+        self._capture_negotiated_timeout()
+        self._client.add_listener(self._on_state)
+        self._client.start(timeout=timeout)
+
+    def _connection_died(self) -> bool:
+        """kazoo's connection thread ended although the client was not stopped: an exception inside kazoo
+        (seen: "xids do not match" after read time-outs under load) ends it, and then nothing reconnects."""
+        client = self._client
+        connection = getattr(client, "_connection", None)
+        stopped = getattr(connection, "connection_stopped", None)
+        return client is not None and stopped is not None and stopped.is_set() and \
+            not client._stopped.is_set()
 
     def _register(self, record: MemberRecord, timeout: float) -> Opened:
         """Enter the membership directory under the current session and (re)arm every watch."""
@@ -292,6 +314,8 @@ class ZooKeeperStore:
 
     # ------------------------------------------------------------------------------------------ actions
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
+        if self._connection_died():
+            raise SessionLost("the ZooKeeper client's connection loop stopped")
         try:
             return self._execute(action, timeout)
         except (StoreError, ConfigError):

@@ -153,3 +153,31 @@ def test_stop_returns_while_the_store_is_frozen(scheme: str, infra_cluster: Loca
         assert not elector.leading()
     finally:
         elector.stop()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # kazoo's thread dies: the point
+def test_a_zookeeper_member_whose_kazoo_connection_loop_dies_comes_back(infra: Endpoints) -> None:
+    """kazoo's connection thread can end on an exception of its own ("xids do not match", seen under load in a
+    soak) while the client is not stopped; nothing then reconnects it. The member must notice, fence what it
+    led, and come back on a new client and session rather than stay leaderless for good."""
+    elector = elect.connect(f"zookeeper://{infra.zookeeper[0]}/{unique('loop')}?session_timeout={TTL}", ["x"],
+                            member="m")
+    events: list[elect.Event] = []
+    elector.subscribe(events.append)
+    elector.start()
+    try:
+        wait_until(lambda: elector.leading() == {"x"}, 20.0, what="leading x")
+        connection = elector._store._client._connection  # type: ignore[attr-defined]
+        first = elector._store.session  # type: ignore[attr-defined]
+
+        def broken(*_args: object) -> None:
+            raise RuntimeError("xids do not match, expected 42 received 43")  # what kazoo raised in the soak
+
+        connection._read_socket = broken  # the next read inside kazoo's own loop fails as it did there
+        wait_until(lambda: connection.connection_stopped.is_set(), 20.0, what="kazoo's connection loop to end")
+        wait_until(lambda: elector._store.session not in ("", first) and elector.leading() == {"x"},  # type: ignore[attr-defined]
+                   30.0, what="a new session leading x again")
+        kinds = [type(e).__name__ for e in events]
+        assert kinds[0] == "Acquired" and kinds[-1] == "Acquired" and ("Fenced" in kinds or "Revoked" in kinds)
+    finally:
+        elector.stop()
