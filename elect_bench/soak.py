@@ -225,6 +225,8 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
                 progress(_status(strikes, group, records, promised, began, spec))
         except Exception as exc:  # what stopped the soak is part of its report
             error = f"{type(exc).__name__}: {exc}"
+        except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C or SIGTERM: stop striking, report what was seen
+            error = f"interrupted ({type(exc).__name__} {exc})".replace(" )", ")")
         finally:
             for p in group.procs:
                 with contextlib.suppress(Exception):

@@ -9,8 +9,9 @@ same id and data). Leaders write to a store that checks their fencing tokens (`-
 accepts every write, to show what overlap costs an application that does not fence; `none`). A live line shows
 faults so far by kind and violations so far; the report (soak.md, soak.json) has counts per fault kind, the
 failover distribution per kind, total overlap, stale and lost writes, every violation with the event lines
-that show it, and the seed that replays the schedule; the members' own logs go to OUT/logs. Exit status 1 if
-anything was violated or left unrecovered.
+that show it, and the seed that replays the schedule; the members' own logs go to OUT/logs. Ctrl-C or SIGTERM
+stops the striking and still writes the report of what was seen. Exit status 1 if anything was violated or left
+unrecovered, or the soak stopped early.
 """
 
 from __future__ import annotations
