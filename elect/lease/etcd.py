@@ -1,12 +1,19 @@
 """`etcd://`: the lease core on etcd, through the v3 JSON gateway.
 
-Layout under /PREFIX/: `roles/<role>` (value: holder; bound to the holder's lease; created only if
-absent, so its creation revision is the fencing token) and `members/<lease id>` (value: member and the
-roles it contends for). Each renewal is one transaction that touches the member's own entry (new
-mod revision: the holder is alive) and reads every key, so it both proves liveness and refreshes the
-member's view even when the watch lags. The watch makes handovers immediate. etcd's lease (whole
-seconds, expiry swept coarsely) is only the backstop that clears a dead member's keys: contenders time
-a silent holder themselves (see `elect.lease.core`).
+Layout under /PREFIX/: `roles/<role>` (value: holder member and session; created only if absent, so
+its creation revision is the fencing token) and `members/<lease id>` (value: member and the roles it
+contends for; bound to the member's lease). Each renewal is one transaction that touches the member's
+own entry (new mod revision: the holder is alive) and reads every key, so it both proves liveness and
+refreshes the member's view even when the watch lags. The watch makes handovers immediate. etcd's lease
+(whole seconds, expiry swept coarsely) is only the backstop that clears a dead member's directory
+entry: contenders time a silent holder themselves (see `elect.lease.core`).
+
+Role keys are deliberately *not* bound to the lease: etcd may revoke a lease at a moment no member can
+bound (etcd < 3.4.31 / 3.5.13: a leader resumed after a pause revokes every lease its frozen lessor
+thinks expired, etcd-io/etcd#15247, fixed by #16822), which would free a role while its holder's own
+deadline still runs. So a role key goes only by its holder's Delete or a contender's Expire, and
+Expire waits until the holder's directory entry has not changed (a revoke deleting it is a change) for
+`ttl` on the contender's clock, the rule the core's safety argument rests on.
 """
 
 from __future__ import annotations
@@ -126,7 +133,7 @@ class EtcdStore:
         self._closed.set()
         try:
             if self._lease:
-                self._call("lease/revoke", {"ID": self._lease}, timeout)  # drops every key of the session
+                self._call("lease/revoke", {"ID": self._lease}, timeout)  # drops the directory entry
         except StoreError:
             pass
         finally:
@@ -150,8 +157,8 @@ class EtcdStore:
             return [LeaseSeen(sent + ttl)]
         if isinstance(action, Create):
             key = self._role_key(action.role)
-            put = {"request_put": {"key": b64(key), "value": b64(encode_holder(self.member, self.session)),
-                                   "lease": self._lease}}
+            # no lease: only Delete and Expire (both timed by the core) may remove a role key
+            put = {"request_put": {"key": b64(key), "value": b64(encode_holder(self.member, self.session))}}
             data = self._txn([_compare(key, "CREATE", 0)], [put], [self._range(key, prefix=False)], timeout)
             if data.get("succeeded"):
                 rev = revision(data)

@@ -181,3 +181,47 @@ def test_a_zookeeper_member_whose_kazoo_connection_loop_dies_comes_back(infra: E
         assert kinds[0] == "Acquired" and kinds[-1] == "Acquired" and ("Fenced" in kinds or "Revoked" in kinds)
     finally:
         elector.stop()
+
+
+def test_etcd_lease_revoked_under_a_live_holder_frees_no_role_before_the_ttl(infra: Endpoints) -> None:
+    """etcd before 3.4.31 / 3.5.13 lets a leader resumed after a pause revoke leases that are still kept alive
+    (etcd-io/etcd#15247). Such a revoke, which the holder cannot foresee, must not free its role: the key
+    stays until a contender has seen the holder's directory entry gone for the TTL."""
+    import json
+    import urllib.request
+
+    from elect.lease.etcd_gateway import b64, range_end, unb64
+
+    address = infra.etcd[0]
+    prefix = unique("revoked")
+
+    def call(path: str, body: dict[str, object]) -> dict[str, object]:
+        request = urllib.request.Request(f"http://{address}/v3/{path}", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5.0) as response:
+            return json.loads(response.read())
+
+    def keys(under: str) -> dict[str, str]:
+        key = f"/{prefix}/{under}/"
+        kvs = call("kv/range", {"key": b64(key), "range_end": b64(range_end(key))}).get("kvs", [])
+        return {unb64(kv["key"]).decode(): unb64(kv.get("value")).decode() for kv in kvs}  # type: ignore[index]
+
+    url = f"etcd://{address}/{prefix}?ttl={TTL}&fair=false"
+    first = elect.connect(url, ["x"], member="m0")
+    first.start()
+    second = elect.connect(url, ["x"], member="m1")
+    try:
+        wait_until(lambda: first.leading() == {"x"}, 20.0, what="m0 leading x")
+        second.start()
+        time.sleep(0.5)
+        lease = next(k.rsplit("/", 1)[1] for k, v in keys("members").items() if '"m0"' in v)
+        call("lease/revoke", {"ID": int(lease, 16)})  # what the deposed etcd leader's lessor does
+        revoked = time.monotonic()
+        while time.monotonic() < revoked + 0.9 * TTL:
+            assert keys("roles"), "the role key went with the holder's lease"
+            assert not second.leading(), "m1 took x over before the TTL had passed"
+            time.sleep(0.02)
+        wait_until(lambda: first.leading() == {"x"} or second.leading() == {"x"}, 10.0, what="x led again")
+    finally:
+        second.stop()
+        first.stop()
