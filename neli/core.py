@@ -11,8 +11,9 @@ tests feed it on virtual time.
 Both variants of the paper share the machine and differ in three rules:
 
 - evidence: fast mode counts only the member's *own current* heartbeats (its member id, this run's
-  instance, the epoch of the current assignment); full mode counts any record of the group on the
-  partition, dated by the sender's wall clock (own records by the exact monotonic send time).
+  instance, the epoch of the current assignment); full mode keeps a leadership alive on any record of
+  the group on the partition, dated by the sender's wall clock (own records by the exact monotonic send
+  time).
 - publishing: fast mode publishes to the partitions it owns; full mode to every partition.
 - orderly revocation: exclusive configurations end leadership in the rebalance callback (`Revoke`, so a
   blocking callback holds the successor back); full mode with T above the exclusivity bound keeps
@@ -21,11 +22,19 @@ Both variants of the paper share the machine and differ in three rules:
 A partition is led from the first evidence after its assignment until `evidence + timeout` passes
 without newer evidence. Evidence is dated by when it was *sent*, so records that sat in a frozen
 process's socket buffer cannot extend a leadership that already lapsed, and a lapsed leadership resumes
-only on evidence sent after it lapsed. The token of a leadership is the offset of its first evidence
-record: offsets in a partition only grow, and a successor's first record is written after its
-assignment, so tokens strictly increase across the owners of a partition whatever the group's
-generation does (cooperative rebalances advance it without moving partitions; an emptied group may
-even restart it).
+only on evidence sent after it lapsed.
+
+The token of a leadership is the offset of the member's own heartbeat record, sent after its
+assignment (or after its lapse), that started it: offsets in a partition only grow, so tokens strictly
+increase across the owners of a partition whatever the group's generation does (cooperative rebalances
+advance it without moving partitions; an emptied group may even restart it). In both modes a
+leadership therefore starts only on the member's own current record, never on another's: two members
+reading the same record would otherwise lead under one token, and a member reading the topic late would
+lead under a token older than one already taken (both found by the full-mode soak). Full mode adds one
+rule the paper lacks: its leaders' records carry their token, and a member leading on an older token
+stands down (`Fence`) on reading a fresh newer one, and does not take the partition back while that
+claim stays fresh. The paper's overlap then lasts until the old leader reads its successor's first
+record, not a whole T.
 """
 
 from __future__ import annotations
@@ -85,13 +94,15 @@ class _Ownership:
     """One partition this member owns (or, in overlap mode, still leads after an orderly revoke)."""
 
     epoch: int
-    token: int | None = None  # offset of the first evidence; None while not leading
+    token: int | None = None  # offset of the own record that started the leadership; None while not leading
     deadline: float = -math.inf
     fenced_at: float = -math.inf  # a lapsed leadership resumes only on evidence sent after this
     roles: list[Role] = field(default_factory=list)  # the roles acquired under this leadership
     orderly: bool = True  # released by a revoke (Revoke just before the deadline) or lost (Fence at it)
     since: float = -math.inf  # when the current leadership began (this member's clock)
-    contested_until: float = -math.inf  # fast mode: another member's heartbeats here are fresh until then
+    # fast mode: another member's heartbeats here are fresh until then; full mode: a newer leader's claim
+    contested_until: float = -math.inf
+    last_token: int | None = None  # this ownership's latest token: full mode yields to newer claims only once it led
 
     @property
     def leading(self) -> bool:
@@ -170,8 +181,7 @@ class NeliCore:
             if self.mode == "fast":
                 self._ready.messages += [Publish(k, self._beat(o.epoch, now)) for k, o in self._owned.items()]
             else:
-                beat = self._beat(0, now)
-                self._ready.messages += [Publish(k, beat) for k in range(self.partitions)]
+                self._ready.messages += [Publish(k, self._full_beat(k, now)) for k in range(self.partitions)]
             self._next_beat = now + self.interval
 
     # ----------------------------------------------------------------- commands
@@ -209,7 +219,8 @@ class NeliCore:
 
     # ----------------------------------------------------------------- rules
     def _assign(self, partitions: Iterable[int], now: float) -> None:
-        """The group gave this member `partitions`; fast mode heartbeats to each at once."""
+        """The group gave this member `partitions`; it heartbeats to each at once, to lead without waiting for
+        the next round."""
         for k in partitions:
             if k in self._owned:
                 continue
@@ -218,7 +229,7 @@ class NeliCore:
                 self._end(released, fence=not released.orderly, until=now)
             self._epoch += 1
             self._owned[k] = _Ownership(epoch=self._epoch)
-            if self.mode == "fast" and self._publishing:
+            if self._publishing:
                 self._ready.messages.append(Publish(k, self._beat(self._epoch, now)))
 
     def _unassign(self, partitions: Iterable[int], now: float, *, lost: bool) -> None:
@@ -233,10 +244,15 @@ class NeliCore:
                 self._end(own, fence=lost, until=min(now, own.deadline))
 
     def _received(self, msg: Received, now: float) -> None:
-        own = self._owned.get(msg.partition)
         hb = msg.heartbeat
-        if own is None or hb.group != self.group:
+        if hb.group != self.group:
             return
+        if self.mode == "full" and hb.token is not None and not self._mine(hb):
+            self._claimed(msg, now)
+        own = self._owned.get(msg.partition)
+        if own is None:
+            return
+        mine_now = self._mine(hb) and hb.epoch == own.epoch
         if self.mode == "fast" and not self._mine(hb):
             self._contest(own, hb, now, msg.wall)
             return
@@ -247,14 +263,36 @@ class NeliCore:
         if deadline <= now:
             return  # stale: it says nothing about now
         if not own.leading:
-            if now < own.contested_until:
-                return  # someone else heartbeats here too: wait until its claim has gone quiet
-            own.token, own.deadline, own.since = msg.offset, deadline, now
+            if not mine_now or now < own.contested_until:
+                return  # leaderships start on own records only; nor while another's claim is fresh
+            own.token, own.deadline, own.since, own.last_token = msg.offset, deadline, now, msg.offset
             own.roles = self._roles_of(msg.partition)
             self._ready.changes += [Acquire(role, msg.offset, deadline) for role in own.roles]
         elif deadline > own.deadline:
             own.deadline = deadline
             self._ready.changes += [Extend(role, deadline) for role in own.roles]
+
+    def _claimed(self, msg: Received, now: float) -> None:
+        """Full mode: another member leads `msg.partition` with the record's token. If that is newer than
+        this member's leadership there, this one stands down at once and stays down while the claim is
+        fresh: it is the stale side of an overlap (a member the group dropped that has not noticed yet, or
+        a released leadership whose successor has started)."""
+        hb = msg.heartbeat
+        claim = hb.token
+        sent = now - max(0.0, msg.wall - hb.wall)
+        if claim is None or sent + self.timeout <= now:
+            return
+        released = self._released.get(msg.partition)
+        if released is not None and released.token is not None and released.token < claim:
+            del self._released[msg.partition]
+            self._end(released, fence=True, until=now)
+        own = self._owned.get(msg.partition)
+        if own is None or own.last_token is None or own.last_token >= claim:
+            return  # (a fresh assignment is not held back: its first own record is newer than any claim read)
+        own.contested_until = max(own.contested_until, sent + self.timeout)
+        if own.leading:
+            own.fenced_at = now
+            self._end(own, fence=True, until=now)
 
     def _mine(self, hb: Heartbeat) -> bool:
         return hb.member == self.member and hb.instance == self.instance
@@ -301,6 +339,15 @@ class NeliCore:
 
     def _all(self) -> list[tuple[int, _Ownership]]:
         return [*self._owned.items(), *self._released.items()]
+
+    def _full_beat(self, partition: int, now: float) -> Heartbeat:
+        """Full mode's record for `partition`: the epoch of this member's ownership (0 if none) and, while it
+        leads there, its token (released leaderships claim nothing: their successor is meant to take over)."""
+        own = self._owned.get(partition)
+        if own is None:
+            return self._beat(0, now)
+        return Heartbeat(group=self.group, member=self.member, instance=self.instance, epoch=own.epoch, sent=now,
+                         token=own.token)
 
     def _beat(self, epoch: int, now: float) -> Heartbeat:
         return Heartbeat(group=self.group, member=self.member, instance=self.instance, epoch=epoch, sent=now)

@@ -104,7 +104,7 @@ class KafkaElector(BaseElector):
     @property
     def characteristics(self) -> Characteristics:
         o = self.options
-        token = "offset of the leadership's first heartbeat record in the partition"
+        token = "offset of the own heartbeat record that started the leadership"
         notes = ("KIP-848 consumer protocol: the session timeout and heartbeat interval are the group's configs, "
                  "set on the broker by the elector" if o.protocol == "consumer" else
                  "classic group protocol: the client sets the session timeout, heartbeat interval and assignor")
@@ -309,16 +309,16 @@ class KafkaElector(BaseElector):
         elif self._parking == "joining":
             self._parking = "parked"  # the first rebalance with the parking subscription completed
         self._guarded(Assigned(tuple(ours)))
-        if self.options.mode == "fast":
-            self._read_from_tail(consumer, parts)
+        self._read_from_tail(consumer, parts)
 
     def _read_from_tail(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         """Start reading a few records before the end, not at it.
 
         The heartbeat published on assignment usually lands before the fetcher has looked up the end
         offset, so starting at the end would miss it and delay leadership by a heartbeat interval. Older
-        records are harmless in fast mode: only this assignment's own heartbeats count, and those are
-        all written after it, so the token rule holds.
+        records are harmless: a leadership starts only on this assignment's own heartbeats, all written
+        after it, so the token rule holds (older records of others at most extend a full-mode leadership,
+        and only while their sender's wall clock says they are fresh).
         """
         start = [TopicPartition(p.topic, p.partition, _TAIL) if p.topic == self.options.topic else p for p in parts]
         try:

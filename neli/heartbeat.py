@@ -7,13 +7,15 @@ earlier ownership do not count for a later one) and the `group` (several groups 
 `sent` is the sender's monotonic clock, which dates its own evidence exactly; the sender's wall clock
 dates a record for other readers (full mode, contested claims), whose monotonic clocks differ. The core
 reads no clock, so what it publishes (`Heartbeat`) has no wall time: the driver stamps it as it sends
-(`encode(wall)`), and a record read back (`HeartbeatRecord`) carries it.
+(`encode(wall)`), and a record read back (`HeartbeatRecord`) carries it. In full mode a leader's
+records also carry its `token`, so that a member still leading on an older token learns of the newer
+leadership and stands down.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -25,12 +27,15 @@ class Heartbeat:
     instance: str
     epoch: int
     sent: float
+    token: int | None = field(default=None, kw_only=True)  # full mode: the sender leads here with this token
 
     def encode(self, wall: float) -> bytes:
         """The wire form, stamped with the sender's wall clock `wall` at sending."""
-        return json.dumps({"g": self.group, "m": self.member, "i": self.instance, "e": self.epoch,
-                           "s": round(self.sent, 6), "w": round(wall, 6)},
-                          separators=(",", ":")).encode()
+        raw = {"g": self.group, "m": self.member, "i": self.instance, "e": self.epoch,
+               "s": round(self.sent, 6), "w": round(wall, 6)}
+        if self.token is not None:
+            raw["t"] = self.token
+        return json.dumps(raw, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(data: bytes | None) -> HeartbeatRecord | None:
@@ -40,7 +45,8 @@ class Heartbeat:
         try:
             raw = json.loads(data)
             return HeartbeatRecord(group=str(raw["g"]), member=str(raw["m"]), instance=str(raw["i"]),
-                                   epoch=int(raw["e"]), sent=float(raw["s"]), wall=float(raw["w"]))
+                                   epoch=int(raw["e"]), sent=float(raw["s"]), wall=float(raw["w"]),
+                                   token=None if raw.get("t") is None else int(raw["t"]))
         except (ValueError, KeyError, TypeError):
             return None
 

@@ -158,38 +158,99 @@ def test_roles_added_and_removed_while_leading() -> None:
     assert c.leading_roles() == frozenset()
 
 
-def test_full_mode_publishes_everywhere_and_counts_any_group_record() -> None:
+def test_full_mode_publishes_everywhere_and_leads_on_its_own_record() -> None:
     c = core("full", timeout=2.0)
-    assert assign(c, [2], 0.0) == []  # full mode publishes on its own schedule
+    assert assign(c, [2], 0.0) == [Publish(2, own(c, 0.0))]  # at once on assignment, to lead without a round's wait
     assert {o.partition for o in of(tick(c, 0.0), Publish)} == set(range(M))  # type: ignore[attr-defined]
     # no role of (0, 4, 1) rides on partition 2: leading it acquires nothing
-    assert received(c, 2, 30, beat(c, 999.0, member="b", instance="b-1", wall=100.0), 0.1, 100.1) == []
+    assert received(c, 2, 30, beat(c, 0.0), 0.1, 0.1) == []
     c2 = core("full", roles=(2, 6), timeout=2.0)
     assign(c2, [2], 0.0)
-    # another member's record, sent 0.1 s ago by the wall clock: evidence dated 0.0 on our clock
-    out = received(c2, 2, 30, beat(c2, 999.0, member="b", instance="b-1", wall=100.0), 0.1, 100.1)
-    assert out == [Acquire(2, 30, pytest.approx(2.0)), Acquire(6, 30, pytest.approx(2.0))]
+    # another member's record starts nothing: two members reading it would share its offset as a token
+    assert received(c2, 2, 30, beat(c2, 999.0, member="b", instance="b-1", wall=100.0), 0.1, 100.1) == []
+    out = received(c2, 2, 31, beat(c2, 0.0), 0.1, 0.1)
+    assert out == [Acquire(2, 31, pytest.approx(2.0)), Acquire(6, 31, pytest.approx(2.0))]
+    # then any group record keeps it alive: another's, sent 0.5 s ago by the wall clock, dates 1.0 on our clock
+    assert received(c2, 2, 32, beat(c2, 999.0, member="b", instance="b-1", wall=100.0), 1.5, 100.5) == [
+        Extend(2, pytest.approx(3.0)), Extend(6, pytest.approx(3.0))]
     # an old record (sent 5 s ago by the wall clock) is not evidence of anything now
+    assert received(c2, 2, 33, beat(c2, 0.0, member="b", instance="b-1", wall=95.0), 1.6, 100.0) == []
+    # a record of this member's from before the assignment (epoch 0) starts nothing either
     c3 = core("full", roles=(2,), timeout=2.0)
     assign(c3, [2], 0.0)
-    assert received(c3, 2, 31, beat(c3, 0.0, member="b", instance="b-1", wall=95.0), 0.1, 100.0) == []
+    assert received(c3, 2, 29, beat(c3, 0.0, epoch=0), 0.1, 0.1) == []
+
+
+def test_full_mode_leaders_claim_their_token() -> None:
+    c = core("full", roles=(2,), timeout=2.0)
+    assign(c, [2], 0.0)
+    received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    beats = {p.partition: p.heartbeat for p in of(tick(c, 0.1), Publish)}  # type: ignore[attr-defined]
+    assert beats[2].token == 30 and beats[2].epoch == 1
+    assert all(beats[k].token is None and beats[k].epoch == 0 for k in (0, 1, 3))
+
+
+def claim(c: NeliCore, sent: float, token: int, member: str = "b") -> HeartbeatRecord:
+    return HeartbeatRecord(group="g", member=member, instance=f"{member}-1", epoch=3, sent=999.0, wall=sent,
+                           token=token)
+
+
+def test_full_mode_a_leader_reading_a_newer_claim_stands_down_and_stays_down_while_it_is_fresh() -> None:
+    # the soak's shape: a member lapsed, another took the partition, then the first read its own old
+    # records late and led again under a token older than the other's
+    c = core("full", roles=(2,), timeout=2.0)
+    assign(c, [2], 0.0)
+    received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    assert received(c, 2, 40, claim(c, 0.5, token=35), 0.6, 0.6) == [Fence(2, 0.6)]
+    # its own next record would start a leadership under a newer token; not while the claim is fresh
+    assert received(c, 2, 41, beat(c, 0.7), 0.8, 0.8) == []
+    received(c, 2, 45, claim(c, 1.5, token=35), 1.6, 1.6)  # the claimant still leads: fresh until 3.5
+    assert received(c, 2, 50, beat(c, 3.4), 3.45, 3.45) == []
+    assert received(c, 2, 51, beat(c, 3.6), 3.65, 3.65) == [Acquire(2, 51, pytest.approx(5.6))]
+
+
+def test_full_mode_older_or_stale_claims_change_nothing() -> None:
+    c = core("full", roles=(2,), timeout=2.0)
+    assign(c, [2], 0.0)
+    received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    assert of(received(c, 2, 31, claim(c, 0.1, token=20), 0.2, 0.2), Fence) == []  # older: the other stands down
+    assert received(c, 2, 32, claim(c, -5.0, token=31), 0.3, 0.3) == []  # sent 5 s ago: says nothing about now
+    assert c.leading_roles() == frozenset({2})
+
+
+def test_full_mode_a_fresh_assignment_is_not_held_back_by_a_claim() -> None:
+    # a member the group dropped may still claim; the new owner's first record is newer than that claim
+    c = core("full", roles=(2,), timeout=2.0)
+    assign(c, [2], 0.0)
+    assert received(c, 2, 30, claim(c, 0.0, token=20), 0.01, 0.01) == []
+    assert received(c, 2, 31, beat(c, 0.0), 0.02, 0.02) == [Acquire(2, 31, pytest.approx(2.0))]
 
 
 def test_full_mode_overlap_leads_out_T_after_an_orderly_revoke() -> None:
     c = core("full", roles=(2,), overlap=True, timeout=2.0)
     assign(c, [2], 0.0)
     received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    taken(c)
     assert revoke(c, [2], 0.5) == []  # still leading: the successor may take a moment
     assert c.leading_roles() == frozenset({2})
-    assert tick(c, 1.8) == [Publish(k, own(c, 1.8, epoch=0)) for k in range(M)]
+    assert tick(c, 1.8) == [Publish(k, own(c, 1.8, epoch=0)) for k in range(M)]  # released: no claim
     assert of(tick(c, 1.95), Revoke) == [Revoke(2)]  # just before T runs out
+
+
+def test_full_mode_overlap_ends_when_the_successor_claims() -> None:
+    c = core("full", roles=(2,), overlap=True, timeout=2.0)
+    assign(c, [2], 0.0)
+    received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    revoke(c, [2], 0.5)
+    assert received(c, 2, 40, claim(c, 0.6, token=38), 0.7, 0.7) == [Fence(2, 0.7)]
+    assert c.leading_roles() == frozenset()
 
 
 def test_full_mode_overlap_lost_partition_fences_at_T() -> None:
     c = core("full", roles=(2,), overlap=True, timeout=2.0)
     assign(c, [2], 0.0)
     received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
-    assert revoke(c, [2], 0.5, lost=True) == []
+    assert of(revoke(c, [2], 0.5, lost=True), Fence) == []
     assert of(tick(c, 1.95), Revoke) == []
     assert of(tick(c, 2.0), Fence) == [Fence(2, 2.0)]
 
@@ -199,8 +260,8 @@ def test_full_mode_reassigned_before_release_restarts_with_a_new_token() -> None
     assign(c, [2], 0.0)
     received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
     revoke(c, [2], 0.5)
-    assert assign(c, [2], 1.0) == [Revoke(2)]
-    assert received(c, 2, 50, beat(c, 1.0), 1.01, 1.01) == [Acquire(2, 50, 3.0)]
+    assert of(assign(c, [2], 1.0), Revoke) == [Revoke(2)]
+    assert received(c, 2, 50, beat(c, 1.0, epoch=2), 1.01, 1.01) == [Acquire(2, 50, 3.0)]
 
 
 def test_next_wakeup_covers_heartbeats_and_deadlines() -> None:
