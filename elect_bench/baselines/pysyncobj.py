@@ -13,9 +13,11 @@ There is no leadership transfer: ``stop()``/``resign()`` publish Revoked, wait f
 old leader keeps heartbeating meanwhile, which holds any successor back), then shut that partition's
 SyncObj down, so the others elect after an election timeout; a resigned partition rejoins after
 ``rejoin_delay``. A node that wins a partition on which it contends for no role steps aside the same way
-(for ET/2, so it is soon back to vote for a node that does). So does a node that wins back a partition it
-resigned, until it has seen another node lead it (or, when nobody else contends, for 10 ET at most):
-otherwise a resigner that rejoins while the others are still electing could simply win its role back.
+(for ET/2, so it is soon back to vote for a node that does). A node that resigned a partition rejoins it
+after ET/2 as a voter that never campaigns (its election timeout set out of reach) until it has seen
+another node lead it (or, when nobody else contends, for 10 ET at most): the others may need its vote (a
+two-node group has no majority without it), and a resigner that campaigned while they were still
+electing could simply win its role back.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ class PySyncObjElector(BaseElector):
         self.revoke_timeout = options.revoke_timeout
         self._objs: dict[int, SyncObj] = {}
         self._rejoin_at: dict[int, float] = {}
-        self._resigned: dict[int, float] = {}  # partition -> until when a win is stepped away from
+        self._resigned: dict[int, float] = {}  # partition -> until when this node votes without campaigning
+        self._confs: dict[int, SyncObjConf] = {}  # each SyncObj's conf (PySyncObj reads its timeouts live)
         self._leading: dict[int, int] = {}  # partition -> term this node leads it in
         self._objs_lock = threading.RLock()
         self._stop = threading.Event()
@@ -85,7 +88,19 @@ class PySyncObjElector(BaseElector):
 
     def _make(self, p: int) -> SyncObj:
         peers = [_shift(addr, p) for addr in self.options.peer_map().values()]
-        return SyncObj(_shift(self.options.listen, p), peers, conf=self._conf())
+        conf = self._conf()
+        obj = SyncObj(_shift(self.options.listen, p), peers, conf=conf)
+        self._confs[p] = conf
+        if p in self._resigned:
+            self._campaign(p, False)
+        return obj
+
+    def _campaign(self, p: int, on: bool) -> None:
+        """Let partition p's SyncObj start elections again (`on`), or only vote: PySyncObj draws every
+        election deadline from its conf's timeouts, so pushing them out of reach keeps it from campaigning
+        (it validates them only at construction)."""
+        conf, et = self._confs[p], self.options.election_timeout
+        conf.raftMinTimeout, conf.raftMaxTimeout = (et, 2 * et) if on else (1e9, 2e9)
 
     def _on_start(self) -> None:
         with self._objs_lock:
@@ -121,7 +136,7 @@ class PySyncObjElector(BaseElector):
         p = partition_of(role, self.options.partitions)
         with self._objs_lock:
             self._resigned[p] = time.monotonic() + 10 * self.options.election_timeout
-            self._step_down(p, rejoin=True)
+            self._step_down(p, rejoin=True, delay=self.options.election_timeout / 2)
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         P = self.options.partitions
@@ -176,8 +191,13 @@ class PySyncObjElector(BaseElector):
                 term = int(obj.raftCurrentTerm)
                 held = self._leading.get(p)
                 roles = self._roles_on(p)
-                if p in self._resigned and (now >= self._resigned[p] or (not leads and obj._getLeader() is not None)):
-                    del self._resigned[p]  # another node led it since (or nobody else wants it): contend again
+                if p in self._resigned and (not leads and obj._getLeader() is not None):
+                    del self._resigned[p]  # another node leads it: campaign again if it goes (from its next beat)
+                    self._campaign(p, True)
+                elif p in self._resigned and now >= self._resigned[p]:
+                    del self._resigned[p]  # nobody else wants it: start afresh, campaigning
+                    self._step_down(p, rejoin=True, delay=0.0)
+                    continue
                 if leads and held != term:
                     if self._stopping:
                         continue
