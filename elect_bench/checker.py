@@ -22,6 +22,7 @@ class Violation:
     role: str
     at: float
     detail: str
+    since: float | None = None  # the earlier event it relates to (a token's previous acquisition)
 
     def __str__(self) -> str:
         return f"{self.kind} on {self.role} at {self.at:.3f}: {self.detail}"
@@ -45,7 +46,7 @@ def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_
             if nxt["token"] <= prev["token"] and not resumed:
                 found.append(Violation("token", role, nxt["mono"],
                                        f"{nxt['member']} got token {nxt['token']} after {prev['member']}'s "
-                                       f"{prev['token']}"))
+                                       f"{prev['token']}", since=prev["mono"]))
     if leaderless_bound is not None:
         since = healed_at if healed_at is not None else max((f.mono for f in history.faults), default=history.start)
         for role in history.roles:

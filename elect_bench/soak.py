@@ -287,9 +287,11 @@ def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRec
 
 
 def _around(history: History, violation: Violation, window: float = 1.0) -> list[dict[str, Any]]:
-    """The event lines of the violation's role within `window` seconds of it: the evidence a reader checks."""
+    """The event lines of the violation's role from `window` seconds before it (or before the earlier event
+    it relates to) to `window` seconds after: the evidence a reader checks."""
+    first = min(violation.at, violation.since if violation.since is not None else violation.at) - window
     return [line for line in history.lines
-            if line["role"] == violation.role and abs(line["mono"] - violation.at) <= window]
+            if line["role"] == violation.role and first <= line["mono"] <= violation.at + window]
 
 
 def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord], promised: Characteristics,

@@ -65,7 +65,7 @@ def test_overlap_in_an_exclusive_mode_is_a_violation() -> None:
 
 def test_token_that_did_not_increase_is_a_violation() -> None:
     h = History([acq("a", "r", 5, 1.0), rev("a", "r", 5, 2.0), acq("b", "r", 5, 2.1)], end=3.0)
-    assert [v.kind for v in check(h, exclusive=True)] == ["token"]
+    assert [(v.kind, v.since) for v in check(h, exclusive=True)] == [("token", 1.0)]  # since: a's acquisition
 
 
 def test_resuming_ones_own_leadership_under_the_same_token_is_allowed_but_not_after_another() -> None:
