@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from elect.config import connect
 from elect.contract import Characteristics
+from elect.errors import ConfigError
 from elect_bench import anchors
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port_blocks, free_ports
@@ -75,6 +76,23 @@ class Method:
         own = dict(params)
         name = " ".join([self.name, *(f"{k}={v}" for k, v in own.items())])
         return replace(self, name=name, params=lambda budget: {**self.params(budget), **own})
+
+
+def method_spec(text: str, among: Sequence[str] | None = None) -> Method:
+    """`NAME [KEY=VALUE ...]`: a method of `among` (default: every method), with URL parameters of its own
+    if any (e.g. `raft-stock election_jitter=0.5 pre_vote=off`)."""
+    name, params = split_spec(text.split(), among)
+    return METHODS[name].variant(params) if params else METHODS[name]
+
+
+def split_spec(words: Sequence[str], among: Sequence[str] | None = None) -> tuple[str, dict[str, str]]:
+    """A method's name and its `KEY=VALUE` parameters, checked (see `method_spec`)."""
+    names = list(METHODS) if among is None else list(among)
+    pairs = [w.partition("=") for w in words[1:]]
+    if not words or words[0] not in names or any(not sep or not key for key, sep, _ in pairs):
+        raise ConfigError(f"a method is 'NAME [KEY=VALUE ...]' with a name of {', '.join(names)}; "
+                          f"got {' '.join(words)!r}", parameter="methods")
+    return words[0], {k: v for k, _, v in pairs}
 
 
 def promises(url: str) -> Characteristics:

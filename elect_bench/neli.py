@@ -22,7 +22,7 @@ from elect_bench import suite
 from elect_bench.faults import Fault, MemberFault, fault
 from elect_bench.history import History
 from elect_bench.measures import Summary, handover_overlaps, survivor_fences
-from elect_bench.methods import METHODS, Method
+from elect_bench.methods import METHODS, Method, split_spec
 from elect_bench.rebalance import rebalance_time
 from elect_bench.scenario import Scenario, listed
 
@@ -39,11 +39,10 @@ class Handover:
     def parse(cls, text: str) -> Handover:
         """`METHOD FAULT [KEY=VALUE ...]`, e.g. `kafka-full pause heartbeat_timeout=3.5`."""
         words = text.split()
-        pairs = [w.partition("=") for w in words[2:]]
-        if len(words) < 2 or words[0] not in METHODS or any(not sep for _, sep, _ in pairs):
-            raise ConfigError(f"a cell is 'METHOD FAULT [KEY=VALUE ...]' with a method of {', '.join(METHODS)}; "
-                              f"got {text!r}", parameter="cells")
-        return cls(words[0], fault(words[1]), tuple((k, v) for k, _, v in pairs))
+        if len(words) < 2:
+            raise ConfigError(f"a cell is 'METHOD FAULT [KEY=VALUE ...]'; got {text!r}", parameter="cells")
+        name, params = split_spec([words[0], *words[2:]])
+        return cls(name, fault(words[1]), tuple(params.items()))
 
     @property
     def as_method(self) -> Method:

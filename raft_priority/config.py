@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 PriorityMode = Literal["off", "zeebe"]
-"""``off``: stock Raft, randomized election timeouts in [ET, 2 ET). ``zeebe``: ZEP006 priority decay."""
+"""``off``: stock Raft, randomized election timeouts in [ET, ET + election_jitter). ``zeebe``: ZEP006 priority
+decay."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +21,10 @@ class RaftConfig:
     election_timeout: float = 1.0
     """ET: a follower that has not heard a leader for this long times out (fixed in priority mode)."""
     heartbeat_interval: float = 0.1
+    election_jitter: float | None = None
+    """Stock Raft draws each election timeout uniformly from [ET, ET + jitter); None = ET, the Raft paper's
+    [ET, 2 ET). Other systems use narrower ranges (e.g. etcd's [ET, 2 ET) against a heartbeat of ET/10,
+    Consul's [ET, 2 ET) too, some [150, 300) ms), so the range is a knob of its own."""
     priority_mode: PriorityMode = "zeebe"
     priority_decay: int = 1
     """ZEP006 ``priorityDecay``: how much ``targetPriority`` drops per extra timeout round."""
@@ -67,6 +72,8 @@ class RaftConfig:
             raise ValueError("priority_decay must be >= 1")
         if self.decay_interval is not None and self.decay_interval <= 0:
             raise ValueError("decay_interval must be positive")
+        if self.election_jitter is not None and not self.election_jitter > 0:
+            raise ValueError("election_jitter must be > 0 (without it every node times out together)")
         if self.priority_mode not in ("off", "zeebe"):
             raise ValueError(f"unknown priority_mode {self.priority_mode!r}")
 
@@ -74,6 +81,11 @@ class RaftConfig:
     def lease_window(self) -> float:
         """W: how long a leader's quorum ack, or a voter's last contact, keeps the lease alive."""
         return self.election_timeout * (1.0 - self.lease_margin)
+
+    @property
+    def jitter(self) -> float:
+        """The width of stock Raft's election timeout range."""
+        return self.election_timeout if self.election_jitter is None else self.election_jitter
 
     @property
     def decay_round(self) -> float:
@@ -90,7 +102,7 @@ class RaftConfig:
     # -- presets for benchmarks --
     @classmethod
     def stock(cls, **kw: Any) -> RaftConfig:
-        """Randomized-timeout Raft with PreVote and CheckQuorum, no priorities (the baseline)."""
+        """Randomized-timeout Raft, no priorities (the baseline); PreVote and CheckQuorum on unless switched off."""
         return replace(cls(priority_mode="off"), **kw)
 
     @classmethod

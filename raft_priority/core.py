@@ -229,8 +229,9 @@ class RaftGroup:
             return
         if not self.transfer_leadership(None, now):
             self._step_down(now, "resign")
-            # let the others elect first; take it back only if nobody did
-            self.retry_at = now + 2 * self.cfg.election_timeout
+            # let the others elect first (their timeouts run out within ET + jitter); take it back only if
+            # nobody did
+            self.retry_at = now + self.cfg.election_timeout + self.cfg.jitter
         self._refresh_deadline()
 
     def campaign(self, now: float) -> None:
@@ -266,12 +267,12 @@ class RaftGroup:
 
     def _draw_first_timeout(self) -> float:
         et = self.cfg.election_timeout
-        return et if self.prioritized else et + self.rng.random() * et
+        return et if self.prioritized else et + self.rng.random() * self.cfg.jitter
 
     def _campaign_timeout(self) -> float:
         et = self.cfg.election_timeout
         if not self.prioritized:
-            return et + self.rng.random() * et
+            return et + self.rng.random() * self.cfg.jitter
         jitter = self.cfg.retry_jitter
         return et + self.rng.random() * jitter * et if jitter > 0 else et
 

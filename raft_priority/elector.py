@@ -73,11 +73,14 @@ class _Handover:
 def raft_config(options: RaftOptions) -> RaftConfig:
     """The election core's configuration for these options."""
     et, hb = options.election_timeout, options.heartbeat
+    switches = {"pre_vote": options.pre_vote, "check_quorum": options.check_quorum}
     if options.priority == "off":
-        return RaftConfig.stock(election_timeout=et, heartbeat_interval=hb)
+        return RaftConfig.stock(election_timeout=et, heartbeat_interval=hb, election_jitter=options.election_jitter,
+                                **switches)
     return RaftConfig(
         election_timeout=et,
         heartbeat_interval=hb,
+        **switches,
         priority_mode="zeebe",
         fast_failover=options.uses_fast_failover,
         decay_interval=options.decay_round,
@@ -128,14 +131,19 @@ class RaftElector(BaseElector):
         o, et = self.options, self.options.election_timeout
         slack = 0.25 * et
         if o.priority == "off":
-            # first timeout in [ET, 2 ET), one more round for a split vote (not a hard bound: duels repeat)
-            failover = 2 * et + et + slack
+            # first timeout in [ET, ET + jitter), one more round for a split vote (not a hard bound: duels
+            # repeat)
+            failover = 2 * et + self.config.jitter + slack
         else:
             # one ET to notice, then decay rounds down to the lowest-priority live member: all RF - 1 of
             # them in ZEP006; with fast failover the succession skips members known dead, so only a
             # member that died with the leader costs a (short) round
             rounds = max(self.replication - 2, 0) if o.uses_fast_failover else max(self.replication - 1, 0)
             failover = et + rounds * self.config.decay_round + slack
+        if not o.check_quorum:  # a cut-off leader leads on until it hears a newer term: no bound on overlap
+            return Characteristics(exclusive=False, max_overlap=None, max_failover=round(failover, 3),
+                                   graceful_handover=True, token="raft term of the role's partition",
+                                   notes="check_quorum=off: no leader lease")
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=round(failover, 3),
                                graceful_handover=True, token="raft term of the role's partition")
 

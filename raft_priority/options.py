@@ -5,6 +5,7 @@ URL before the extra is installed. Durations are seconds.
 
     raft://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
         &heartbeat_interval=0.1&priority=balanced|zeebe|off&improvements=on|off&data_dir=...
+        &election_jitter=0.5&pre_vote=on|off&check_quorum=on|off
 """
 
 from __future__ import annotations
@@ -93,7 +94,11 @@ class RaftOptions(PeerOptions):
     membership; every node must be given the same set). partitions: election groups; roles map onto them
     (`elect.roles.partition_of`). replication: nodes per group (None: all of them). election_timeout: ET.
     heartbeat_interval: leader heartbeat period (default ET/10). priority: `balanced` (spread primaries and
-    successors evenly), `zeebe` (ZEP006's table) or `off` (stock Raft, randomized timeouts in [ET, 2 ET)).
+    successors evenly), `zeebe` (ZEP006's table) or `off` (stock Raft, randomized timeouts in [ET, ET +
+    election_jitter), by default [ET, 2 ET)). pre_vote, check_quorum: Raft's PreVote (a node campaigns only
+    once a majority would vote for it) and CheckQuorum (a leader without a majority of fresh acks steps down,
+    which is what bounds a cut-off leader's deadline; off, leadership is no longer exclusive), both on by
+    default; stock Raft as many systems run it switches them off.
     improvements: the three improvements over ZEP006 together (fast failover, short decay rounds,
     rebalancing to the primary); each can be overridden by `fast_failover`, `decay_interval` (seconds;
     0 = ET, i.e. ZEP006) and `rebalance`. rebalance_hysteresis: how long a higher-priority node must be
@@ -122,6 +127,9 @@ class RaftOptions(PeerOptions):
     tick: float | None = None
     ack_delay: float | None = None
     cluster: str = ""
+    election_jitter: float | None = None
+    pre_vote: bool = True
+    check_quorum: bool = True
 
     def cluster_id(self, member: str) -> str:
         """A name for this cluster, the same on every member: batches carrying another are dropped, so a
@@ -156,6 +164,10 @@ class RaftOptions(PeerOptions):
         rule(self.ack_delay is None or 0 <= self.ack_delay <= limit + 1e-12, "ack_delay",
              f"must be in [0, {limit:g} s]: heartbeat_interval + ack_delay may take at most half the leader "
              f"lease (0.45 x election_timeout), or leaders would learn of their acks too late")
+        rule(self.election_jitter is None or self.election_jitter > 0, "election_jitter",
+             "must be > 0 (without it every node times out together)")
+        rule(self.election_jitter is None or self.priority == "off", "election_jitter",
+             "is stock Raft's timeout range (priority=off); priority elections time out after a fixed ET")
         if self.priority == "off":
             for name in ("fast_failover", "rebalance"):
                 rule(not getattr(self, name), name, "needs priorities (priority=balanced or zeebe, not off)")

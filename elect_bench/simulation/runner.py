@@ -20,7 +20,7 @@ from typing import Any
 from elect import config
 from elect.errors import ConfigError
 from elect_bench.measures import Summary
-from elect_bench.methods import METHODS, Group
+from elect_bench.methods import Group, method_spec, split_spec
 
 SIM_METHODS = ("raft", "raft-zeebe", "raft-stock")
 
@@ -49,9 +49,8 @@ class SimScenario:
     shapes: tuple[Shape, ...] = (Shape(3, 6, 200),)
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.methods if m not in SIM_METHODS]
-        if unknown:
-            raise ConfigError(f"simulation runs model {', '.join(SIM_METHODS)}; not {unknown}", parameter="methods")
+        for m in self.methods:  # each a method of SIM_METHODS, with URL parameters of its own if any
+            split_spec(m.split(), SIM_METHODS)
         for s in self.shapes:
             if s.nodes < 2 or s.partitions < 1 or s.trials < 1 or not 2 <= s.rf <= s.nodes:
                 raise ConfigError(f"a shape needs nodes >= 2, partitions >= 1, trials >= 1, 2 <= replication <= "
@@ -76,7 +75,7 @@ class SimScenario:
                                   f"replication]; got {raw!r}", parameter="shapes") from None
             shapes.append(Shape(*numbers))
         methods = data.get("methods", SIM_METHODS)
-        if isinstance(methods, str):
+        if isinstance(methods, str):  # a comma-separated list; a method may carry KEY=VALUE parameters
             methods = [m.strip() for m in methods.split(",") if m.strip()]
         return cls(str(data.get("name", "sim")), float(data.get("budget", 1.0)), tuple(methods),
                    tuple(shapes) or cls.shapes)
@@ -134,7 +133,7 @@ def core_config(method: str, shape: Shape, budget: float) -> tuple[Any, str]:
     from raft_priority.elector import raft_config
 
     ids = [f"n{i}" for i in range(shape.nodes)]
-    url = METHODS[method].member_urls(Group(ids, shape.partitions, f"sim-{method}"), budget)[ids[0]]
+    url = method_spec(method, SIM_METHODS).member_urls(Group(ids, shape.partitions, "sim"), budget)[ids[0]]
     options = config.spec_from_url(url).options
     return raft_config(options), options.strategy
 

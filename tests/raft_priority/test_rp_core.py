@@ -211,6 +211,14 @@ def test_stock_mode_randomizes_timeouts_in_et_to_2et() -> None:
     assert max(firsts) - min(firsts) > 0.8
 
 
+def test_stock_mode_draws_timeouts_from_the_jitter_it_is_given() -> None:
+    cfg = RaftConfig.stock(election_jitter=0.25)
+    firsts = [RaftGroup(GroupSpec(0, P3), "a", cfg, random.Random(s), 0.0).deadline for s in range(200)]
+    assert all(1.0 <= d < 1.25 for d in firsts) and max(firsts) - min(firsts) > 0.2
+    with pytest.raises(ValueError, match="election_jitter"):
+        RaftConfig.stock(election_jitter=0.0)
+
+
 def test_vote_response_counting_ignores_other_terms() -> None:
     g = lone(cfg=ZEP.__class__.zep006(pre_vote=False))
     g.campaign(1.0)

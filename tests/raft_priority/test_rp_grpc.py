@@ -214,6 +214,9 @@ def test_codec_round_trip_keeps_every_field() -> None:
     ("priority=off&rebalance=on", "rebalance"),
     ("priority=fast", "priority"),
     ("peers=b@127.0.0.1:2&ack_delay=0.4", "ack_delay"),
+    ("priority=off&election_jitter=0", "election_jitter"),
+    ("election_jitter=0.5", "election_jitter"),  # priority elections time out after a fixed ET
+    ("priority=off&pre_vote=maybe", "pre_vote"),
 ])
 def test_bad_urls_name_the_parameter(query: str, parameter: str) -> None:
     with pytest.raises(elect.ConfigError) as err:
@@ -235,3 +238,15 @@ def test_url_needs_a_node_id_and_promises_match_the_mode() -> None:
     with pytest.raises(elect.UnsatisfiedRequirement):
         elect.connect(base + "&priority=off", require={"max_failover": 2.0})
     assert not elect.connect("pysyncobj://a@127.0.0.1:1000?peers=b@127.0.0.1:2000").characteristics.exclusive
+
+
+def test_stock_raft_as_others_run_it() -> None:
+    base = "raft://a@127.0.0.1:1?peers=b@127.0.0.1:2,c@127.0.0.1:3&election_timeout=1&priority=off"
+    narrow = elect.connect(base + "&election_jitter=0.5")
+    assert narrow.config.jitter == 0.5 and narrow.characteristics.max_failover == 2.75  # type: ignore[attr-defined]
+    bare = elect.connect(base + "&pre_vote=off&check_quorum=off")
+    assert not bare.config.pre_vote and not bare.config.check_quorum  # type: ignore[attr-defined]
+    # no CheckQuorum, no leader lease: a cut-off leader leads on, so leadership is not exclusive
+    assert not bare.characteristics.exclusive and bare.characteristics.max_overlap is None
+    with pytest.raises(elect.UnsatisfiedRequirement):
+        elect.connect(base + "&check_quorum=off", require={"exclusive": True})

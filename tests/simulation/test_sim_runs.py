@@ -39,8 +39,22 @@ def test_bad_simulation_scenarios_are_refused() -> None:
         SimScenario.from_mapping({"shapes": [[3, 6]]})
     with pytest.raises(ConfigError, match="replication"):
         SimScenario.from_mapping({"shapes": [[3, 6, 1, 5]]})
-    with pytest.raises(ConfigError, match="model"):
+    with pytest.raises(ConfigError, match="NAME"):
         SimScenario.from_mapping({"methods": ["etcd"], "shapes": [[3, 6, 1]]})
+    with pytest.raises(ConfigError, match="NAME"):
+        SimScenario.from_mapping({"methods": ["raft-stock jitter"], "shapes": [[3, 6, 1]]})
+
+
+def test_stock_raft_runs_as_others_configure_it() -> None:
+    narrow = "raft-stock election_jitter=0.25 pre_vote=off check_quorum=off"
+    cfg, _ = simulation.core_config(narrow, Shape(3, 6, 1), 1.0)
+    assert cfg.jitter == 0.25 and not cfg.pre_vote and not cfg.check_quorum
+    result = simulation.run(SimScenario.from_mapping({"methods": f"raft-stock, {narrow}", "shapes": [[3, 6, 20]]}),
+                            lambda *_: None, command="pytest")
+    by = {c.method: c.summary(1.0) for c in result.cells}
+    assert set(by) == {"raft-stock", narrow} and all(s["unrecovered"] == 0 for s in by.values())
+    # timeouts drawn from [ET, 1.25 ET) rather than [ET, 2 ET) (seeded, so the same figures every run)
+    assert by[narrow]["failover_p50"] < 1.25 < by["raft-stock"]["failover_p50"]
 
 
 def test_elect_bench_runs_a_simulation_scenario_and_writes_its_report(tmp_path: Path) -> None:
