@@ -84,6 +84,10 @@ class _NodeWatch:
             return
         self._deliver(data, stat)
 
+    def gone(self) -> None:
+        """The node is known to be gone (seen by another request): report it now."""
+        self._deliver(None, None)
+
     def _deliver(self, data: bytes | None, stat: Any) -> None:
         if self.stopped:
             return
@@ -290,10 +294,42 @@ class ZooKeeperStore:
         self._children_first.set()
 
     def _role_report(self, role: Role) -> Report:
+        last: list[Holder] = []  # the holder seen last, if any
+
         def report(data: bytes | None, stat: Any, rev: int) -> None:
-            holder = None if stat is None else self._holder(data or b"", stat)
-            self._emit(RoleSeen(role, holder, rev))
+            if stat is not None:
+                holder = self._holder(data or b"", stat)
+                last[:] = [holder]
+                self._emit(RoleSeen(role, holder, rev))
+            elif last:
+                self._gone_after_holder(role, last.pop().session, rev)
+            else:
+                self._emit(RoleSeen(role, None, rev))
         return report
+
+    def _gone_after_holder(self, role: Role, session: str, rev: int) -> None:
+        """Report a freed role, but first whether its holder's session still lives. A session's expiry
+        deletes its role and member nodes at once, and their watches report in either order; seen role
+        first, the dead holder would still count as a live member below its fair share, for which the
+        survivors leave the role free for `fair_delay`: a quarter of the TTL added to every failover. The
+        server answers this session's requests in order, so an `exists` sent now sees the expiry too."""
+        with self._lock:
+            watch = self._member_watches.get(session)
+        if watch is None or self._client is None:
+            self._emit(RoleSeen(role, None, rev))
+            return
+
+        def checked(result: Any) -> None:
+            try:
+                gone = result.get() is None
+            except Exception:
+                gone = False  # connection trouble: the member watch reports it once re-armed
+            if gone:
+                watch.gone()
+            self._emit(RoleSeen(role, None, rev))
+
+        self.count()
+        self._client.exists_async(self._member_path(session)).rawlink(checked)
 
     def _member_report(self, session: str) -> Report:
         def report(data: bytes | None, stat: Any, rev: int) -> None:

@@ -225,3 +225,43 @@ def test_etcd_lease_revoked_under_a_live_holder_frees_no_role_before_the_ttl(inf
     finally:
         second.stop()
         first.stop()
+
+
+def test_zookeeper_reports_a_dead_holders_membership_gone_before_its_freed_role(infra: Endpoints) -> None:
+    """A session's expiry deletes its role and member nodes at once, and their watches may report in either
+    order. Seen role first, the dead holder would still count as a live member below its fair share, and
+    the survivors would leave the role free for `fair_delay` (a quarter of the TTL on every failover): the
+    store reports the holder's membership gone first."""
+    from kazoo.client import KazooClient
+
+    from elect.lease.model import MemberRecord, MemberSeen, RoleSeen
+    from elect.lease.names import encode_holder, encode_record
+    from elect.lease.options import ZooKeeperOptions
+    from elect.lease.zookeeper import ZooKeeperStore
+
+    address = infra.zookeeper[0]
+    options = ZooKeeperOptions(hosts=(address,), path="/" + unique("order"), session_timeout=TTL)
+    seen: list[object] = []
+    store = ZooKeeperStore(options, "observer")
+    store.open(MemberRecord("observer", frozenset({"r"})), seen.append, 10.0)
+    try:
+        for attempt in range(10):
+            holder = KazooClient(hosts=address, timeout=TTL)
+            holder.start(10)
+            session = f"{holder.client_id[0]:x}"
+            holder.create(f"{options.root}/members/{session}", encode_record(MemberRecord("h", None)),
+                          ephemeral=True)
+            holder.create(f"{options.root}/roles/r", encode_holder("h", session), ephemeral=True)
+            wait_until(lambda: any(isinstance(o, RoleSeen) and o.holder is not None and o.holder.session == session
+                                   for o in seen), 10.0, what="the observer seeing the role held")
+            mark = len(seen)
+            holder.stop()  # closes the session: the server deletes both nodes in one transaction
+            holder.close()
+            wait_until(lambda: any(isinstance(o, RoleSeen) and o.holder is None for o in seen[mark:]), 10.0,
+                       what="the observer seeing the role freed")
+            after = seen[mark:]
+            freed = next(i for i, o in enumerate(after) if isinstance(o, RoleSeen) and o.holder is None)
+            assert any(isinstance(o, MemberSeen) and o.session == session and o.record is None
+                       for o in after[:freed]), (attempt, after)
+    finally:
+        store.close(5.0)
