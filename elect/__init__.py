@@ -6,26 +6,30 @@ ZooKeeper), behind one contract, with a harness that measures how each hands ove
     with e:
         e.subscribe(print)
         e.is_leader("prices.EURUSD")
+        e.run("prices.EURUSD", work)   # work(lead, stop) while leading; a handover waits for it
+        e.drain()                      # hand over, see the successors take over, stop
 """
 
 from elect.config import ElectorSpec, connect, from_config, parse_url, spec_from_config, spec_from_url
-from elect.contract import Characteristics, Elector, Leadership, Requirements
+from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements
 from elect.errors import (
     ConfigError,
     ElectError,
     InfrastructureUnavailable,
     MissingExtra,
     NotStarted,
+    NotSupported,
     UnknownScheme,
     UnsatisfiedRequirement,
 )
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.roles import Role, partition_of
+from elect.work import Running
 
 __all__ = [
-    "Acquired", "Characteristics", "ConfigError", "ElectError", "Elector", "ElectorSpec", "Event", "Fenced",
-    "InfrastructureUnavailable", "Leadership", "MissingExtra", "NotStarted", "Requirements", "Revoked", "Role",
-    "UnknownScheme", "UnsatisfiedRequirement", "connect", "from_config", "parse_url", "partition_of",
-    "spec_from_config", "spec_from_url",
+    "Acquired", "Characteristics", "ConfigError", "Drained", "ElectError", "Elector", "ElectorSpec", "Event",
+    "Fenced", "InfrastructureUnavailable", "Leadership", "MissingExtra", "NotStarted", "NotSupported",
+    "Requirements", "Revoked", "Role", "Running", "UnknownScheme", "UnsatisfiedRequirement", "connect",
+    "from_config", "parse_url", "partition_of", "spec_from_config", "spec_from_url",
 ]
 __version__ = "0.1.0"

@@ -5,7 +5,8 @@ delivery. A driver implements the `_on_*` hooks and reports what its algorithm d
 pure cores (Raft, NELI, lease; see `elect.core`) hand each change of a core's `Ready.changes` to
 `_apply_change`, which maps it onto `_acquire`, `_extend`, `_revoke` and `_fence`; memory, which has
 no core, calls those directly. The base turns them into state that `is_leader()` reads and into
-events, in order, with `Fenced` always ahead of whatever follows an expired leadership.
+events, in order, with `Fenced` always ahead of whatever follows an expired leadership. It also runs the
+application's work while leading (`run`, with `elect.work`) and drains a member (`drain`), once for all.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ import logging
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
-from elect.contract import Callback, Elector, Leadership, Unsubscribe
+from elect.contract import Callback, Drained, Elector, Leadership, Unsubscribe
 from elect.core import Acquire, Extend, LeadershipChange, Revoke
 from elect.deadlines import DeadlineTimer
 from elect.dispatch import EventDispatcher
-from elect.errors import NotStarted
+from elect.errors import ConfigError, NotStarted, NotSupported
 from elect.events import Acquired, Fenced, Revoked
 from elect.roles import Role, normalize_roles
+from elect.work import Running, Work
 
 log = logging.getLogger("elect")
 
@@ -35,6 +37,11 @@ class BaseElector(Elector):
     #: How long `_revoke(wait=True)` waits for blocking Revoked callbacks before handing over anyway.
     revoke_timeout: float | None = None
 
+    #: How long `drain()` waits for successors by default (None: twice `characteristics.max_failover`, at
+    #: least 1 s, or 10 s where failover has no bound). A graceful handover is faster than a failover, so
+    #: this is long enough to see a successor that is coming, and short when every member drains at once.
+    drain_timeout: float | None = None
+
     def __init__(self, member: str, roles: Iterable[Role] = ()) -> None:
         self.member = member
         self._lock = threading.RLock()
@@ -42,7 +49,9 @@ class BaseElector(Elector):
         self._leaderships: dict[Role, Leadership] = {}
         self._dispatcher = EventDispatcher(member)
         self._deadlines = DeadlineTimer(self._deadline_passed, member)
-        self._state = "new"
+        self._work = Work(member, self._lock, self.leadership, self.resign,
+                          lambda callback: self._dispatcher.subscribe(callback))
+        self._state = "new"  # new -> running [-> draining] -> stopping -> stopped
 
     # ----------------------------------------------------------------- driver hooks
     @abstractmethod
@@ -60,6 +69,17 @@ class BaseElector(Elector):
     @abstractmethod
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         """Contend for `added`; hand over removed roles that this member leads."""
+
+    def _on_drain(self) -> bool:
+        """Hook for `drain`: hand every led role over (via `_revoke`) and contend for nothing, but stay in the
+        group so that `_successors` can see who takes each role over. Return False (the default) where the
+        method cannot see that: `drain` then leaves the handover to `stop`."""
+        return False
+
+    def _successors(self, roles: frozenset[Role]) -> dict[Role, str]:
+        """Hook for `drain`, after `_on_drain` returned True: the member other than this one that this member
+        sees leading each of `roles` now (a role missing: none yet)."""
+        return {}
 
     # ----------------------------------------------------------------- public API
     def start(self) -> None:
@@ -80,7 +100,7 @@ class BaseElector(Elector):
         with self._lock:
             if self._state in ("stopping", "stopped"):
                 return
-            was_running = self._state == "running"
+            was_running = self._state in ("running", "draining")
             self._state = "stopping"
         try:
             if was_running:
@@ -100,7 +120,84 @@ class BaseElector(Elector):
 
     @property
     def running(self) -> bool:
+        """Started and contending: not yet draining or stopping."""
         return self._state == "running"
+
+    def run(self, roles: Iterable[Role] | Role, fn: Callable[[Leadership, threading.Event], object], *,
+            grace: float | None = None) -> Running:
+        """Work while leading: call `fn(lead, stop)` for each leadership of each of `roles` (one role or several:
+        one worker thread per role), until the returned `Running` is cancelled (`cancel()`, or leave its `with`).
+
+        `lead` is the `Leadership` (its `token` guards your writes; its `deadline` is the one at acquisition,
+        `leadership(role)` has the renewed one). `stop` is a `threading.Event` set on `Revoked`, on `Fenced` and
+        at the leadership's deadline at the latest, straight from the elector's transition (not through the
+        event thread, which may be busy holding another role's handover). On `Revoked` the handover waits until
+        `fn` returned, up to `grace` (default and upper bound: the method's `revoke_timeout`), on methods with
+        `characteristics.graceful_handover`; without it the successor may start while `fn` finishes. Past the
+        grace the handover goes ahead and `fn` runs fenced (its token is stale where you guard writes). A `grace`
+        on a method without graceful handover raises `NotSupported`: nothing there would honour it.
+
+        `fn` is called again for each new leadership, never while its previous call still runs. `fn` returning
+        ends the work, not the leadership. `fn` raising while still leading is logged and the role is resigned,
+        because a leader that does not do the work blocks every member that could; if the role comes back, the
+        next call waits a back-off (0.1 s, doubling to 10 s with each failure in a row) so that a `fn` that
+        always fails does not spin. Raising after `stop` was set is just a way of stopping.
+        """
+        wanted = normalize_roles(roles)
+        if not wanted:
+            raise ConfigError("give at least one role", parameter="roles")
+        if grace is not None and not grace > 0:
+            raise ConfigError(f"must be > 0, got {grace!r}", parameter="grace")
+        if grace is not None and not self.characteristics.graceful_handover:
+            raise NotSupported(f"{self.scheme}:// as configured has no graceful handover: a successor does not wait "
+                               "for fn, so no grace can hold it back (run without grace, or choose a method "
+                               "that has it: require={'graceful_handover': True})")
+        with self._lock:
+            missing = [r for r in wanted if r not in self._roles]
+        if missing:
+            raise ConfigError(f"member {self.member} does not contend for {missing!r}; add_roles() first",
+                              parameter="roles")
+        limit = self.revoke_timeout
+        bound = grace if limit is None else limit if grace is None else min(grace, limit)
+        return self._work.run(wanted, fn, bound)
+
+    def drain(self, timeout: float | None = None) -> Drained:
+        """Leave the group without a gap: hand every led role over (Revoked callbacks and `run` workers finish
+        first, as in `stop`), wait up to `timeout` (default `drain_timeout`) until this member sees a successor
+        lead each of them, then stop. Returns how long it took, what was handed over and who took it.
+
+        What each method can see: memory the group's owner of the role, raft the node that leads the role's
+        partition group after the transfer (heard in its heartbeats; its `Acquired` follows within a heartbeat
+        round), etcd and ZooKeeper the new holder of the role's key. NELI (kafka://) and PySyncObj cannot: a
+        member that hands its partitions over has left the consumer group, or shut that partition's SyncObj
+        down, so `drain` returns after the handover (`successors` None). While draining, `resign` raises
+        `NotStarted` and role changes only update `roles`.
+        """
+        began = time.monotonic()
+        with self._lock:
+            self._require_running()
+            self._state = "draining"
+            led = frozenset(r for r, l in self._leaderships.items() if l.valid(began))
+        successors: dict[Role, str] | None = None
+        try:
+            if self._on_drain():
+                limit = time.monotonic() + (timeout if timeout is not None else self._default_drain_timeout())
+                while True:
+                    successors = self._successors(led)
+                    if led <= set(successors) or time.monotonic() >= limit:
+                        break
+                    time.sleep(0.02)  # what the member sees changes on its driver's threads; the limit bounds this
+        except Exception as exc:  # draining must end in a stop whatever happened
+            log.warning("elect: %s: drain incomplete: %s", self.member, exc)
+        finally:
+            self.stop()
+        return Drained(seconds=time.monotonic() - began, roles=led, successors=successors)
+
+    def _default_drain_timeout(self) -> float:
+        if self.drain_timeout is not None:
+            return self.drain_timeout
+        failover = self.characteristics.max_failover
+        return 10.0 if failover is None else max(1.0, 2 * failover)
 
     def subscribe(self, callback: Callback) -> Unsubscribe:
         """Subscribe; the roles already led are replayed to the new subscriber as `Acquired` first."""
@@ -150,7 +247,8 @@ class BaseElector(Elector):
 
     def _require_running(self) -> None:
         if self._state != "running":
-            raise NotStarted(f"elector {self.member} is {self._state}; call start() first")
+            hint = "call start() first" if self._state == "new" else "it no longer contends"
+            raise NotStarted(f"elector {self.member} is {self._state}; {hint}")
 
     # ----------------------------------------------------------------- driver-facing transitions
     def _acquire(self, role: Role, token: int, deadline: float | None = None) -> Leadership:
@@ -173,6 +271,7 @@ class BaseElector(Elector):
             else:
                 self._deadlines.cancel(role)
             self._dispatcher.publish(Acquired(role=role, member=self.member, token=token, mono=now, ts=wall))
+            self._work.acquired(leadership)
             return leadership
 
     def _extend(self, role: Role, deadline: float) -> bool:
@@ -220,6 +319,7 @@ class BaseElector(Elector):
                 return None
             del self._leaderships[role]
             self._deadlines.cancel(role)
+            self._work.ended(role, current.token)  # workers start finishing at once, in parallel
             return self._dispatcher.publish(Revoked(role=role, member=self.member, token=current.token))
 
     def _fence(self, role: Role, until: float | None = None) -> bool:
@@ -229,6 +329,7 @@ class BaseElector(Elector):
             if current is None:
                 return False
             self._deadlines.cancel(role)
+            self._work.ended(role, current.token)
             now = time.monotonic()
             if until is None:
                 until = now

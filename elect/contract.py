@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from elect import options
 from elect.errors import ConfigError, UnsatisfiedRequirement
 from elect.events import Event
 from elect.roles import Role
+
+if TYPE_CHECKING:
+    from elect.work import Running
 
 Callback = Callable[[Event], object]
 Unsubscribe = Callable[[], None]
@@ -41,6 +45,26 @@ class Leadership:
     def valid(self, now: float | None = None) -> bool:
         """True while the deadline, if any, has not passed."""
         return self.deadline is None or (time.monotonic() if now is None else now) < self.deadline
+
+
+@dataclass(frozen=True)
+class Drained:
+    """What `Elector.drain` did.
+
+    seconds: from the call until the elector had stopped. roles: those it led when the drain began.
+    successors: who took each of them over, as this member saw it before stopping (a role missing: no
+    successor seen within the timeout); None where the method cannot see it (the drain then ended with the
+    handover itself).
+    """
+
+    seconds: float
+    roles: frozenset[Role]
+    successors: Mapping[Role, str] | None
+
+    @property
+    def confirmed(self) -> bool:
+        """Every role handed over was seen taken by a successor."""
+        return self.successors is not None and self.roles <= set(self.successors)
 
 
 @dataclass(frozen=True)
@@ -155,6 +179,18 @@ class Elector(ABC):
     @abstractmethod
     def resign(self, role: Role) -> None:
         """Give `role` up; another member takes it over if there is one."""
+
+    @abstractmethod
+    def run(self, roles: Iterable[Role] | Role, fn: Callable[[Leadership, threading.Event], object], *,
+            grace: float | None = None) -> Running:
+        """Call `fn(lead, stop)` on a thread of its own for each leadership of each of `roles`, until the
+        returned `Running` is cancelled. `stop` is set on `Revoked`, on `Fenced` and at the deadline at the
+        latest; a handover waits for `fn` to return (up to `grace`) where the method has graceful handover."""
+
+    @abstractmethod
+    def drain(self, timeout: float | None = None) -> Drained:
+        """Hand every led role over, wait until successors took them (where the method can see it), then
+        stop; `timeout` bounds the wait for successors."""
 
     @property
     @abstractmethod

@@ -33,3 +33,8 @@ class InfrastructureUnavailable(ElectError, ConnectionError):
 
 class NotStarted(ElectError, RuntimeError):
     """An operation needs a started elector."""
+
+
+class NotSupported(ElectError):
+    """The chosen implementation cannot do what was asked; the message says why (choose another method, or
+    demand the property at connect time with `require=`)."""

@@ -135,7 +135,7 @@ class MemoryElector(BaseElector):
                                token="per-role counter in the group")
 
     def wanted(self) -> frozenset[Role]:
-        return self.roles if self.running else frozenset()
+        return self.roles if self.running else frozenset()  # a draining member contends for nothing
 
     def _on_start(self) -> None:
         self._group = group(self.options.group)
@@ -154,6 +154,18 @@ class MemoryElector(BaseElector):
         for role in removed:
             self._group.hand_over(role, self)
         self._group.assign_free()
+
+    def _on_drain(self) -> bool:
+        assert self._group is not None
+        for role, owner in self._group.leaders().items():
+            if owner == self.member:
+                self._group.hand_over(role, self)  # the successor, if any, has acquired when this returns
+        return True
+
+    def _successors(self, roles: frozenset[Role]) -> dict[Role, str]:
+        assert self._group is not None
+        owners = self._group.leaders()
+        return {r: owners[r] for r in roles if owners.get(r, self.member) != self.member}
 
 
 def create(options: MemoryOptions, member: str, roles: tuple[Role, ...]) -> MemoryElector:
