@@ -121,6 +121,7 @@ class MemoryElector(BaseElector):
     """An in-process member of a memory group."""
 
     scheme = "memory"
+    drain_timeout = 0.0  # a handover gives the role to a successor, if any member contends, before it returns
 
     def __init__(self, options: MemoryOptions, member: str, roles: tuple[Role, ...]) -> None:
         super().__init__(member, roles)

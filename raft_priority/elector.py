@@ -227,6 +227,29 @@ class RaftElector(BaseElector):
         dones = driver.call(lambda now: self._apply_roles(added, removed, now), timeout=10)
         self._wait_callbacks(dones)
 
+    def _on_drain(self) -> bool:
+        """Stop's first half: Revoked, callbacks and workers done, TimeoutNow to the next-priority live node;
+        the node stays up to hear the winner's heartbeats (`_successors`)."""
+        driver = self._require_driver()
+        driver.call(self._begin_stop, timeout=5)
+        self._poll_driver(lambda now: not self._handovers, time.monotonic() + self.options.revoke_timeout + 1)
+        return True
+
+    def _successors(self, roles: frozenset[Role]) -> dict[Role, str]:
+        """The leader of each role's partition group as this node hears it: the transfer target once it won."""
+        P = self.options.partitions
+
+        def look(now: float) -> dict[Role, str]:
+            groups = self._host().groups
+            seen: dict[Role, str] = {}
+            for role in roles:
+                g = groups.get(partition_of(role, P))
+                if g is not None and g.leader is not None and g.leader != self.member:
+                    seen[role] = g.leader
+            return seen
+
+        return self._require_driver().call(look, timeout=5)
+
     def _on_lapsed(self, role: Role) -> None:
         driver = self.driver
         if driver is not None and self.running:

@@ -182,6 +182,11 @@ class LeaseCore:
     def leading(self) -> dict[Role, int]:
         return {role: lead.token for role, lead in self._leading.items()}
 
+    def holder(self, role: Role) -> Holder | None:
+        """Who holds `role`'s key as last seen in the store (None: nobody, or never seen)."""
+        view = self._roles.get(role)
+        return view.holder if view is not None else None
+
     def busy(self, role: Role) -> bool:
         """A handover of `role` is still under way (Revoked not finished, or the key not deleted)."""
         return role in self._to_release or role in self._releasing or role in self._deleting or \

@@ -107,6 +107,13 @@ class _Stop:
 
 
 @dataclass(frozen=True)
+class _Drain:
+    """Contend for nothing and hand every key over, watches kept; each waiter is woken once its role is out."""
+
+    waiters: tuple[_Resign, ...]
+
+
+@dataclass(frozen=True)
 class _Released:
     role: Role
 
@@ -187,6 +194,35 @@ class LeaseElector(BaseElector):
     def _on_lapsed(self, role: Role) -> None:
         self._queue.put(_Lapsed(role, time.monotonic()))
 
+    def _on_drain(self) -> bool:
+        waiters = tuple(_Resign(role, threading.Event()) for role in self.leading())
+        self._queue.put(_Drain(waiters))
+        if not self._dispatcher.on_dispatch_thread() and not self._on_loop_thread():
+            limit = time.monotonic() + self.options.revoke_timeout + 4 * self.options.timeout
+            for waiter in waiters:
+                waiter.done.wait(max(0.0, limit - time.monotonic()))
+        return True
+
+    def _successors(self, roles: frozenset[Role]) -> dict[Role, str]:
+        """The holders of the roles' keys as this member's watch sees them (asked on the loop thread, which
+        owns the core)."""
+        seen: dict[Role, str] = {}
+        answered = threading.Event()
+
+        def look() -> None:
+            core = self._core
+            if core is not None:
+                for role in roles:
+                    holder = core.holder(role)
+                    if holder is not None and holder.session != core.session:
+                        seen[role] = holder.member
+            answered.set()
+
+        if self._finished.is_set():
+            return {}
+        self._queue.put(Task(look))
+        return dict(seen) if answered.wait(self.options.timeout + 1) else {}
+
     def _on_loop_thread(self) -> bool:
         return bool(self._threads) and threading.current_thread() is self._threads[0]
 
@@ -243,6 +279,9 @@ class LeaseElector(BaseElector):
             self._waiters.append(item)
         elif isinstance(item, _Stop):
             core.stop(now)
+        elif isinstance(item, _Drain):
+            core.set_roles((), now)  # not store.track(()): the watches stay, to see who takes the roles
+            self._waiters.extend(item.waiters)
         elif isinstance(item, Suspended):
             core.suspended(now)
         elif isinstance(item, Gone):
