@@ -30,6 +30,24 @@ Line = dict[str, Any]
 STARTED = "started on"
 #: What the harness writes into a member's stderr log before it starts a new life of it.
 _AGAIN = "started again"
+#: What `elect member` prints on stderr after the member id, then a JSON object: `WORK` for each worker of
+#: `--work` that started or returned (role, token, state "started" / "returned", mono), `DRAINED` once it
+#: drained on its way out (seconds, mono, roles, successors: None where the method cannot see them).
+WORK = "work"
+DRAINED = "drained"
+
+
+def stderr_reports(text: str, member_id: str, kind: str) -> list[Line]:
+    """The JSON objects of `member_id`'s `kind` lines (`WORK`, `DRAINED`) in a member's stderr text."""
+    prefix = f"elect member: {member_id} {kind} "
+    found: list[Line] = []
+    for line in text.splitlines():
+        if line.startswith(prefix) and "{" in line:
+            try:
+                found.append(json.loads(line[line.index("{"):]))
+            except ValueError:
+                continue  # a torn line of a killed process
+    return found
 
 
 class EventLog:
@@ -304,6 +322,13 @@ class MemberProcess(SignalledProcess):
     @property
     def returncode(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
+
+    def reports(self, kind: str) -> list[Line]:
+        """What this member reported on stderr as `kind` (`WORK`, `DRAINED`), every life's."""
+        try:
+            return stderr_reports(self.stderr_path.read_text(errors="replace"), self.member_id, kind)
+        except OSError:
+            return []
 
     def stderr_tail(self, lines: int = 30) -> str:
         try:

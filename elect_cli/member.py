@@ -1,9 +1,14 @@
 """`elect member URL --id ID --roles ...`: run one member and print one JSON line per event.
 
 Stdout carries event lines only (docs/architecture.md's format), flushed one by one, so a harness can read them
-as they happen; diagnostics go to stderr. SIGTERM or SIGINT hands leadership over gracefully and exits
-0. With `--control`, lines on stdin steer the member (`resign R`, `add R...`, `remove R...`, `stop`;
-roles may be JSON-quoted), and end of input stops it, so a member never outlives its controller.
+as they happen; diagnostics go to stderr. SIGTERM or SIGINT drains the member (Elector.drain: hands every
+role over, waits until it sees the successors take them where the method can see that, stops), prints
+`elect member: ID drained in S s {json}` on stderr and exits 0. With `--control`, lines on stdin steer the
+member (`resign R`, `add R...`, `remove R...`, `stop`; roles may be JSON-quoted), and end of input stops it
+(draining too), so a member never outlives its controller.
+With `--work SECONDS` a worker runs per led role (Elector.run), as an application's work would: told to stop,
+it takes SECONDS to finish, holding the handover back; it reports `elect member: ID work {json}` on stderr
+when it starts and when it returns (role, token, state, mono).
 With `--write-to HOST:PORT` the member also writes to the benchmark's fenced store while it leads a role
 (elect_bench.fenced.writer), as an application guarding a resource with the fencing token would.
 """
@@ -16,17 +21,17 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from elect.config import load_yaml, spec_from_config, spec_from_url
-from elect.contract import Elector
+from elect.contract import Drained, Elector, Leadership
 from elect.errors import ConfigError
 from elect.events import Event, Revoked
 from elect.roles import Role, parse_role
-from elect_bench.members import STARTED
+from elect_bench.members import DRAINED, STARTED, WORK
 
 if TYPE_CHECKING:
     from elect_bench.fenced.writer import FencedWriter
@@ -45,6 +50,9 @@ def register(sub: Any) -> None:
     p.add_argument("--control", action="store_true", help="read commands on stdin; stop at end of input")
     p.add_argument("--revoke-delay", type=float, default=0.0, metavar="SECONDS",
                    help="block this long in the Revoked callback (simulates finishing in-flight work)")
+    p.add_argument("--work", type=float, metavar="SECONDS",
+                   help="run a worker per led role that, told to stop, takes SECONDS to finish (the handover waits "
+                        "for it); it reports on stderr when it starts and returns")
     p.add_argument("--write-to", metavar="HOST:PORT",
                    help="while leading a role, write to the fenced store there under its token (elect_bench.fenced)")
     p.add_argument("--write-every", type=float, default=0.02, metavar="SECONDS",
@@ -102,7 +110,55 @@ class _Printer:
             time.sleep(self.revoke_delay)  # the application's in-flight work, holding the successor back
 
 
-def _control_loop(elector: Elector, stop: threading.Event) -> None:
+Report = Callable[[dict[str, Any]], None]
+
+
+class Worker:
+    """`--work SECONDS`: the application's work under one leadership (the `fn` of `Elector.run`). It works until
+    told to stop, then finishes its in-flight work in `finish` seconds, and reports when it started and returned,
+    so a test can see that a successor acquired only after it returned."""
+
+    def __init__(self, finish: float, report: Report) -> None:
+        self.finish = finish
+        self.report = report
+
+    def __call__(self, lead: Leadership, stop: threading.Event) -> None:
+        self._report(lead, "started")
+        stop.wait()
+        time.sleep(self.finish)  # finishing in-flight work, holding the handover back
+        self._report(lead, "returned")
+
+    def _report(self, lead: Leadership, state: str) -> None:
+        self.report({"role": str(lead.role), "token": lead.token, "state": state, "mono": round(time.monotonic(), 6)})
+
+
+def drained_report(result: Drained) -> dict[str, Any]:
+    """What a member prints on stderr once drained: how long it took, what it handed over, to whom."""
+    return {"seconds": round(result.seconds, 6), "mono": round(time.monotonic(), 6),
+            "roles": sorted(map(str, result.roles)),
+            "successors": None if result.successors is None else {str(r): m for r, m in result.successors.items()}}
+
+
+def _stderr(member: str, kind: str, report: dict[str, Any], text: str = "") -> None:
+    print(f"elect member: {member} {kind} {text}{json.dumps(report)}", file=sys.stderr, flush=True)
+
+
+class _Workers:
+    """The `--work` workers: one `Elector.run` for the roles at start, one more for each role added later."""
+
+    def __init__(self, elector: Elector, finish: float) -> None:
+        self.elector = elector
+        self.worker = Worker(finish, lambda report: _stderr(elector.member, WORK, report))
+        self.covered: set[Role] = set()
+
+    def cover(self, roles: Iterable[Role]) -> None:
+        new = [r for r in roles if r not in self.covered]
+        if new:
+            self.elector.run(new, self.worker)
+            self.covered.update(new)
+
+
+def _control_loop(elector: Elector, stop: threading.Event, workers: _Workers | None) -> None:
     for raw in sys.stdin:
         words = raw.split()
         if not words:
@@ -114,6 +170,8 @@ def _control_loop(elector: Elector, stop: threading.Event) -> None:
                     elector.resign(role)
             elif verb == "add":
                 elector.add_roles(args)
+                if workers is not None:
+                    workers.cover(args)
             elif verb == "remove":
                 elector.remove_roles(args)
             elif verb == "stop":
@@ -146,14 +204,19 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     writer = _writer(args, elector)
     elector.subscribe(_Printer(args.revoke_delay))
+    workers = None
+    if args.work is not None:  # after the printer: a revoked line is printed when the handover begins
+        workers = _Workers(elector, max(0.0, args.work))
+        workers.cover(elector.roles)
     elector.start()
     print(f"elect member: {elector.member} {STARTED} {elector.scheme}:// with roles "
           f"{sorted(map(str, elector.roles))}", file=sys.stderr, flush=True)
     if args.control:
-        threading.Thread(target=_control_loop, args=(elector, stop), daemon=True, name="control").start()
+        threading.Thread(target=_control_loop, args=(elector, stop, workers), daemon=True, name="control").start()
     while not stop.wait(0.5):  # wake periodically so signal handlers run promptly
         pass
-    elector.stop()
+    drained = elector.drain()
+    _stderr(elector.member, DRAINED, drained_report(drained), f"in {drained.seconds:.3f} s ")
     if writer is not None:
         writer.close()  # after the elector: its Revoked callbacks finish their writes first
     print(f"elect member: {elector.member} stopped", file=sys.stderr, flush=True)
