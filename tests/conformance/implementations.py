@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ import pytest
 import elect
 from elect.events import Event, Revoked
 from elect.roles import Role
-from elect_bench.members import EventLog, InProcessMember, Member, MemberProcess
+from elect_bench.members import DRAINED, WORK, EventLog, InProcessMember, Line, Member, MemberProcess
+from elect_cli.member import Worker, drained_report
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port_blocks
 
@@ -27,19 +29,34 @@ _counter = itertools.count()
 
 
 class Group:
-    """A fresh election group for one test; `close()` stops every member it started."""
+    """A fresh election group for one test; `close()` stops every member it started.
+
+    Members stop as `elect member` does on SIGTERM: they drain. With `work=SECONDS` each runs a worker per led
+    role (`elect member --work`); `reports(member, WORK | DRAINED)` gives what the member reported of its workers
+    and of its drain."""
 
     def __init__(self) -> None:
         self.members: list[Member] = []
 
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
+    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
+               work: float | None = None) -> Member:
         raise NotImplementedError
 
-    def start(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
-        m = self.member(member_id, roles, revoke_delay=revoke_delay)
+    def start(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
+              work: float | None = None) -> Member:
+        m = self.member(member_id, roles, revoke_delay=revoke_delay, work=work)
         self.members.append(m)
         m.start()
         return m
+
+    @staticmethod
+    def reports(member: Member, kind: str) -> list[Line]:
+        assert isinstance(member, (DrainingMember, MemberProcess, _Deferred)), member
+        return member.reports(kind)
+
+    def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
+        """An elector (not started) with the URL this group gives `member_id`: to ask what it promises."""
+        raise NotImplementedError
 
     def close(self) -> None:
         for m in self.members:
@@ -49,13 +66,45 @@ class Group:
                 m.kill()
 
 
+class DrainingMember(InProcessMember):
+    """An in-process member that stops as `elect member` does on SIGTERM (it drains), and keeps what that member
+    would print on stderr as reports (its workers', its drain's)."""
+
+    def __init__(self, elector: elect.Elector, work: float | None) -> None:
+        super().__init__(elector)
+        self._reports: list[tuple[str, Line]] = []
+        self._lock = threading.Lock()
+        if work is not None:
+            elector.run(elector.roles, Worker(work, lambda report: self._report(WORK, report)))
+
+    def _report(self, kind: str, report: Line) -> None:
+        with self._lock:
+            self._reports.append((kind, report))
+
+    def reports(self, kind: str) -> list[Line]:
+        with self._lock:
+            return [r for k, r in self._reports if k == kind]
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self._alive:
+            self._alive = False
+            self._report(DRAINED, drained_report(self.elector.drain()))
+            self.log.close()
+
+    kill = stop
+
+
 class MemoryGroup(Group):
     def __init__(self, tmp: Path) -> None:
         super().__init__()
         self.url = f"memory://conformance-{next(_counter)}-{time.monotonic_ns()}"
 
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
-        m = InProcessMember(elect.connect(self.url, roles, member=member_id))
+    def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
+        return elect.connect(self.url, roles, member=member_id)
+
+    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
+               work: float | None = None) -> Member:
+        m = DrainingMember(elect.connect(self.url, roles, member=member_id), work)
         if revoke_delay:
             def hold(event: Event) -> None:
                 if isinstance(event, Revoked):
@@ -64,12 +113,18 @@ class MemoryGroup(Group):
         return m
 
 
+def _extra_args(revoke_delay: float, work: float | None) -> list[str]:
+    return [*(["--revoke-delay", str(revoke_delay)] if revoke_delay else []),
+            *(["--work", str(work)] if work is not None else [])]
+
+
 @dataclass(frozen=True)
 class Implementation:
     """name: test id. exclusive: at most one leader per role. graceful: Revoked callbacks hold the
     successor back. per_member_roles: members may contend for different role sets (partition-based
     NELI cannot: the owner of a partition leads all its roles, so role sets change group-wide).
-    timeout: generous bound for any one election or handover to show up."""
+    timeout: generous bound for any one election or handover to show up. sees_successors: a draining member
+    sees who took its roles over (kafka:// and pysyncobj:// cannot: they leave the group or the partition)."""
 
     name: str
     make_group: Callable[..., Group]  # (tmp_path) or, with `needs_infra`, (tmp_path, endpoints)
@@ -78,6 +133,7 @@ class Implementation:
     per_member_roles: bool = True
     needs_infra: bool = False
     timeout: float = 30.0
+    sees_successors: bool = True
 
 
 # --- kafka:// (NELI), etcd:// and zookeeper://: `elect member` processes against the session's real
@@ -97,9 +153,12 @@ class InfraGroup(Group):
         urls = METHODS[self.method].member_urls(MethodGroup(("any",), 6, unique, endpoints), 1.0)
         self.url = urls["any"]  # these methods give every member the same URL
 
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
-        extra = ["--revoke-delay", str(revoke_delay)] if revoke_delay else []
-        return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=extra)
+    def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
+        return elect.connect(self.url, roles, member=member_id)
+
+    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
+               work: float | None = None) -> Member:
+        return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=_extra_args(revoke_delay, work))
 
 
 class KafkaGroup(InfraGroup):
@@ -173,6 +232,9 @@ class _Deferred:
         self._group.launch()
         self.proc.remove_roles(roles)
 
+    def reports(self, kind: str) -> list[Line]:
+        return self.proc.reports(kind)
+
 
 class RaftGroup(Group):
     """Nodes a, b, c with URLs from elect_bench.methods (what is benchmarked is what is tested)."""
@@ -194,10 +256,13 @@ class RaftGroup(Group):
         group = MethodGroup(RAFT_IDS, RAFT_PARTITIONS, f"conformance-{next(_counter)}")
         return METHODS[self.method].member_urls(group, 1.0, {"data_dir": str(tmp / "raft-state")})
 
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0) -> Member:
-        extra = ["--revoke-delay", str(revoke_delay)] if revoke_delay else []
+    def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
+        return elect.connect(self.urls[member_id], roles, member=member_id)
+
+    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
+               work: float | None = None) -> Member:
         return _Deferred(self, MemberProcess(self.urls[member_id], member_id, roles, log_dir=self.tmp,
-                                             extra_args=extra))
+                                             extra_args=_extra_args(revoke_delay, work)))
 
     def launch(self) -> None:
         if self.launched:
@@ -236,17 +301,19 @@ class PySyncObjGroup(RaftGroup):
 
 IMPLEMENTATIONS: list[Implementation] = [
     Implementation("memory", MemoryGroup, timeout=10.0),
-    Implementation("kafka-fast", KafkaGroup, per_member_roles=False, needs_infra=True, timeout=40.0),
+    Implementation("kafka-fast", KafkaGroup, per_member_roles=False, needs_infra=True, timeout=40.0,
+                   sees_successors=False),
     Implementation("kafka-full", KafkaFullGroup, exclusive=False, graceful=False, per_member_roles=False,
-                   needs_infra=True, timeout=40.0),
-    Implementation("kafka-fast-848", Kafka848Group, per_member_roles=False, needs_infra=True, timeout=40.0),
+                   needs_infra=True, timeout=40.0, sees_successors=False),
+    Implementation("kafka-fast-848", Kafka848Group, per_member_roles=False, needs_infra=True, timeout=40.0,
+                   sees_successors=False),
     Implementation("kafka-full-848", KafkaFull848Group, exclusive=False, graceful=False, per_member_roles=False,
-                   needs_infra=True, timeout=40.0),
+                   needs_infra=True, timeout=40.0, sees_successors=False),
     Implementation("etcd", EtcdGroup, needs_infra=True, timeout=20.0),
     Implementation("zookeeper", ZooKeeperGroup, needs_infra=True, timeout=20.0),
     Implementation("raft", RaftGroup, timeout=30.0),
     # no lease: a cut-off PySyncObj leader overlaps its successor; Revoked callbacks do hold it back
-    Implementation("pysyncobj", PySyncObjGroup, exclusive=False, graceful=True, timeout=40.0),
+    Implementation("pysyncobj", PySyncObjGroup, exclusive=False, graceful=True, timeout=40.0, sees_successors=False),
 ]
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
-from elect_bench.members import Line, Member
+import pytest
+
+from elect.errors import NotSupported
+from elect_bench.members import DRAINED, WORK, Line, Member
 from elect_cluster.waiting import wait_until
 
 from implementations import Group, Implementation
@@ -158,3 +162,59 @@ def test_events_arrive_in_order_and_none_is_lost(group: Group, impl: Implementat
         m.stop()
     for m in members:
         _check_alternation(m.log.lines)
+
+
+def test_a_successor_starts_only_after_the_leaders_work_returned(group: Group, impl: Implementation) -> None:
+    """`run` (`elect member --work`): Revoked tells the worker to stop, and on a graceful handover the successor
+    acquires only after the worker returned. Without graceful handover (kafka's full mode) the weaker promise
+    holds instead: the worker is still told to stop and finishes, a grace is refused as unsupported, and the
+    successor is not held back."""
+    role, finish = "prices.EURUSD", 1.0
+    promises = group.elector("a", [role]).characteristics
+    assert promises.graceful_handover == impl.graceful
+    members = [group.start(name, [role], work=finish) for name in ("a", "b")]
+    old = leader_of(members, role, impl.timeout)
+    other = next(m for m in members if m is not old)
+    token = [line for line in old.log.lines if is_event("acquired", role)(line)][-1]["token"]
+
+    def work(state: str, of: Member, token: int) -> list[Line]:
+        return [w for w in group.reports(of, WORK) if w["role"] == role and w["token"] == token and w["state"] == state]
+
+    wait_until(lambda: work("started", old, token), impl.timeout, what=f"{old.member_id}'s worker under token {token}")
+    old_mark, other_mark = len(old.log.lines), len(other.log.lines)
+    old.resign(role)
+    revoked = old.log.wait_for(is_event("revoked", role), impl.timeout, start=old_mark, what="revoked after resign")
+    acquired = other.log.wait_for(is_event("acquired", role), impl.timeout, start=other_mark,
+                                  what="acquired by the other member after resign")
+    returned = wait_until(lambda: work("returned", old, revoked["token"]), impl.timeout,
+                          what="the old leader's worker returning")[0]
+    assert acquired["token"] > revoked["token"]
+    # told to stop when the handover began, it then took its `finish` seconds
+    assert returned["mono"] >= revoked["mono"] + 0.9 * finish, (revoked, returned)
+    if promises.graceful_handover:
+        assert acquired["mono"] >= returned["mono"], (revoked, returned, acquired)
+        wait_until(lambda: work("started", other, acquired["token"]), impl.timeout,
+                   what="the successor's worker under its token")
+    else:
+        with pytest.raises(NotSupported, match="no graceful handover"):
+            group.elector("probe", [role]).run(role, lambda lead, stop: None, grace=1.0)
+
+
+def test_sigterm_drains_the_member(group: Group, impl: Implementation) -> None:
+    """`elect member` drains on SIGTERM: every role it led is handed over, it says how long that took, and where
+    the method can see it, who took each role (the survivor) before it stopped."""
+    members = [group.start(name, ROLES) for name in ("a", "b")]
+    all_led_once(members, NAMES, impl.timeout)
+    old = leader_of(members, NAMES[0], impl.timeout)
+    survivor = next(m for m in members if m is not old)
+    mark = len(survivor.log.lines)
+    began = time.monotonic()
+    old.stop()
+    drained = wait_until(lambda: group.reports(old, DRAINED), impl.timeout, what="the drained report")[-1]
+    assert NAMES[0] in drained["roles"] and 0 < drained["seconds"] <= time.monotonic() - began
+    for role in drained["roles"]:
+        survivor.log.wait_for(is_event("acquired", role), impl.timeout, start=mark, what=f"{role} taken over")
+    if impl.sees_successors:
+        assert drained["successors"] == {role: survivor.member_id for role in drained["roles"]}, drained
+    else:  # documented: the method cannot see successors; drain returned after the handover
+        assert drained["successors"] is None, drained
