@@ -76,9 +76,10 @@ class BaseElector(Elector):
         method cannot see that: `drain` then leaves the handover to `stop`."""
         return False
 
-    def _successors(self, roles: frozenset[Role]) -> dict[Role, str]:
-        """Hook for `drain`, after `_on_drain` returned True: the member other than this one that this member
-        sees leading each of `roles` now (a role missing: none yet)."""
+    def _successors(self, roles: frozenset[Role]) -> dict[Role, str | None]:
+        """Hook for `drain`, after `_on_drain` returned True: for each of `roles`, the other member this member
+        sees leading it now, or None when no other live member contends for it (no successor will come); a
+        role missing: not yet. Knowing the None case is what spares the last member of a group the wait."""
         return {}
 
     # ----------------------------------------------------------------- public API
@@ -164,7 +165,8 @@ class BaseElector(Elector):
     def drain(self, timeout: float | None = None) -> Drained:
         """Leave the group without a gap: hand every led role over (Revoked callbacks and `run` workers finish
         first, as in `stop`), wait up to `timeout` (default `drain_timeout`) until this member sees a successor
-        lead each of them, then stop. Returns how long it took, what was handed over and who took it.
+        lead each of them (or sees that no other member contends for it), then stop. Returns how long it took,
+        what was handed over and who took it.
 
         What each method can see: memory the group's owner of the role, raft the node that leads the role's
         partition group after the transfer (heard in its heartbeats; its `Acquired` follows within a heartbeat
@@ -178,20 +180,22 @@ class BaseElector(Elector):
             self._require_running()
             self._state = "draining"
             led = frozenset(r for r, l in self._leaderships.items() if l.valid(began))
-        successors: dict[Role, str] | None = None
+        seen: dict[Role, str | None] | None = None
         try:
             if self._on_drain():
                 limit = time.monotonic() + (timeout if timeout is not None else self._default_drain_timeout())
                 while True:
-                    successors = self._successors(led)
-                    if led <= set(successors) or time.monotonic() >= limit:
+                    seen = self._successors(led)
+                    if led <= set(seen) or time.monotonic() >= limit:
                         break
                     time.sleep(0.02)  # what the member sees changes on its driver's threads; the limit bounds this
         except Exception as exc:  # draining must end in a stop whatever happened
             log.warning("elect: %s: drain incomplete: %s", self.member, exc)
         finally:
             self.stop()
-        return Drained(seconds=time.monotonic() - began, roles=led, successors=successors)
+        successors = None if seen is None else {r: m for r, m in seen.items() if m is not None}
+        uncontended = frozenset(() if seen is None else (r for r, m in seen.items() if m is None))
+        return Drained(seconds=time.monotonic() - began, roles=led, successors=successors, uncontended=uncontended)
 
     def _default_drain_timeout(self) -> float:
         if self.drain_timeout is not None:

@@ -52,14 +52,16 @@ class Drained:
     """What `Elector.drain` did.
 
     seconds: from the call until the elector had stopped. roles: those it led when the drain began.
-    successors: who took each of them over, as this member saw it before stopping (a role missing: no
-    successor seen within the timeout); None where the method cannot see it (the drain then ended with the
-    handover itself).
+    successors: who took each of them over, as this member saw it before stopping; None where the method
+    cannot see it (the drain then ended with the handover itself). uncontended: roles no other live member
+    contends for, so nobody took them over (the drain did not wait for them). A role in neither: no successor
+    seen within the timeout.
     """
 
     seconds: float
     roles: frozenset[Role]
     successors: Mapping[Role, str] | None
+    uncontended: frozenset[Role] = frozenset()
 
     @property
     def confirmed(self) -> bool:

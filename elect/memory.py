@@ -163,10 +163,18 @@ class MemoryElector(BaseElector):
                 self._group.hand_over(role, self)  # the successor, if any, has acquired when this returns
         return True
 
-    def _successors(self, roles: frozenset[Role]) -> dict[Role, str]:
-        assert self._group is not None
-        owners = self._group.leaders()
-        return {r: owners[r] for r in roles if owners.get(r, self.member) != self.member}
+    def _successors(self, roles: frozenset[Role]) -> dict[Role, str | None]:
+        group = self._group
+        assert group is not None
+        with group.lock:
+            seen: dict[Role, str | None] = {}
+            for role in roles:
+                owner = group.owner.get(role)
+                if owner is not None and owner != self.member:
+                    seen[role] = owner
+                elif not any(role in m.wanted() for m in group.members.values() if m is not self):
+                    seen[role] = None
+            return seen
 
 
 def create(options: MemoryOptions, member: str, roles: tuple[Role, ...]) -> MemoryElector:

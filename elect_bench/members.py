@@ -32,7 +32,8 @@ STARTED = "started on"
 _AGAIN = "started again"
 #: What `elect member` prints on stderr after the member id, then a JSON object: `WORK` for each worker of
 #: `--work` that started or returned (role, token, state "started" / "returned", mono), `DRAINED` once it
-#: drained on its way out (seconds, mono, roles, successors: None where the method cannot see them).
+#: drained on its way out (seconds, mono, roles, successors: None where the method cannot see them,
+#: uncontended: roles no other member contended for).
 WORK = "work"
 DRAINED = "drained"
 

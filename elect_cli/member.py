@@ -136,7 +136,8 @@ def drained_report(result: Drained) -> dict[str, Any]:
     """What a member prints on stderr once drained: how long it took, what it handed over, to whom."""
     return {"seconds": round(result.seconds, 6), "mono": round(time.monotonic(), 6),
             "roles": sorted(map(str, result.roles)),
-            "successors": None if result.successors is None else {str(r): m for r, m in result.successors.items()}}
+            "successors": None if result.successors is None else {str(r): m for r, m in result.successors.items()},
+            "uncontended": sorted(map(str, result.uncontended))}
 
 
 def _stderr(member: str, kind: str, report: dict[str, Any], text: str = "") -> None:

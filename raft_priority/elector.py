@@ -235,17 +235,24 @@ class RaftElector(BaseElector):
         self._poll_driver(lambda now: not self._handovers, time.monotonic() + self.options.revoke_timeout + 1)
         return True
 
-    def _successors(self, roles: frozenset[Role]) -> dict[Role, str]:
-        """The leader of each role's partition group as this node hears it: the transfer target once it won."""
+    def _successors(self, roles: frozenset[Role]) -> dict[Role, str | None]:
+        """The leader of each role's partition group as this node hears it: the transfer target once it won.
+        None when no peer it heard within an election timeout contends for the partition."""
         P = self.options.partitions
 
-        def look(now: float) -> dict[Role, str]:
+        def look(now: float) -> dict[Role, str | None]:
             groups = self._host().groups
-            seen: dict[Role, str] = {}
+            live = now - self.options.election_timeout
+            seen: dict[Role, str | None] = {}
             for role in roles:
                 g = groups.get(partition_of(role, P))
-                if g is not None and g.leader is not None and g.leader != self.member:
+                if g is None:
+                    continue
+                if g.leader is not None and g.leader != self.member:
                     seen[role] = g.leader
+                elif not any(g.heard.get(peer, -INF) >= live and g.positions.get(peer, (-1, -1)) > (0, 0)
+                             for peer in g.peers):
+                    seen[role] = None
             return seen
 
         return self._require_driver().call(look, timeout=5)

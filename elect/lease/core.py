@@ -187,6 +187,11 @@ class LeaseCore:
         view = self._roles.get(role)
         return view.holder if view is not None else None
 
+    def contended(self, role: Role, now: float) -> bool:
+        """Another live member contends for `role` (a successor may come)."""
+        live = self._live_others(now, roles=frozenset((role,)))
+        return bool(live)
+
     def busy(self, role: Role) -> bool:
         """A handover of `role` is still under way (Revoked not finished, or the key not deleted)."""
         return role in self._to_release or role in self._releasing or role in self._deleting or \
@@ -536,10 +541,11 @@ class LeaseCore:
             view = self._members[session] = _MemberView(None, 0, -1, now)
         return view
 
-    def _live_others(self, now: float, wake: list[float] | None = None) -> dict[str, MemberRecord]:
-        """Live members other than this one that contend for at least one of this member's roles."""
+    def _live_others(self, now: float, wake: list[float] | None = None,
+                     roles: frozenset[Role] | None = None) -> dict[str, MemberRecord]:
+        """Live members other than this one that contend for at least one of `roles` (default: this member's)."""
         live: dict[str, MemberRecord] = {}
-        wanted = self._wanted_set
+        wanted = self._wanted_set if roles is None else roles
         for session, view in self._members.items():
             if session == self.session or view.record is None:
                 continue

@@ -203,19 +203,22 @@ class LeaseElector(BaseElector):
                 waiter.done.wait(max(0.0, limit - time.monotonic()))
         return True
 
-    def _successors(self, roles: frozenset[Role]) -> dict[Role, str]:
-        """The holders of the roles' keys as this member's watch sees them (asked on the loop thread, which
-        owns the core)."""
-        seen: dict[Role, str] = {}
+    def _successors(self, roles: frozenset[Role]) -> dict[Role, str | None]:
+        """The holders of the roles' keys as this member's watch sees them, None for a role no other live member
+        contends for (asked on the loop thread, which owns the core)."""
+        seen: dict[Role, str | None] = {}
         answered = threading.Event()
 
         def look() -> None:
             core = self._core
             if core is not None:
+                now = time.monotonic()
                 for role in roles:
                     holder = core.holder(role)
                     if holder is not None and holder.session != core.session:
                         seen[role] = holder.member
+                    elif not core.contended(role, now):
+                        seen[role] = None
             answered.set()
 
         if self._finished.is_set():

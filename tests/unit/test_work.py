@@ -224,11 +224,26 @@ def test_drain_hands_every_role_over_and_names_the_successors(url: str, stopped:
     assert len(work.returned) == len(led)  # every worker finished before its role was handed over
 
 
-def test_drain_without_a_successor_waits_its_timeout_only(url: str, stopped: list[BaseElector]) -> None:
+def test_the_last_member_drains_without_waiting_for_a_successor(url: str, stopped: list[BaseElector]) -> None:
     a = member(url, "a", ["r"], stopped)
     a.start()
-    drained = a.drain(timeout=0.3)
-    assert drained.roles == {"r"} and drained.successors == {} and not drained.confirmed
+    drained = a.drain(timeout=10)
+    assert drained.roles == {"r"} and drained.successors == {} and drained.uncontended == {"r"}
+    assert not drained.confirmed and drained.seconds < 5
+
+
+def test_drain_waits_at_most_its_timeout_for_a_successor() -> None:
+    class Blind(Driver):  # hands over but never sees anyone take over
+        def _on_drain(self) -> bool:
+            for role in self.leading():
+                self._revoke(role)
+            return True
+
+    e = Blind("a", ["r"])
+    e.start()
+    e._acquire("r", 1)
+    drained = e.drain(timeout=0.3)
+    assert drained.roles == {"r"} and drained.successors == {} and drained.uncontended == frozenset()
     assert 0.25 <= drained.seconds < 3
 
 
