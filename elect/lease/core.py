@@ -352,6 +352,8 @@ class LeaseCore:
         valid = self.valid_until()
         self._check_leaderships(now, valid, wake)
         for role, until in list(self._backoff.items()):
+            if role in self._releasing or role in self._to_release:
+                continue  # still handing over: the back-off runs from the release (`released`), however long
             if now >= until:
                 del self._backoff[role]
                 self._record_dirty = True

@@ -245,6 +245,22 @@ def test_resign_hands_over_to_another_member_at_once() -> None:
 
 
 @pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_a_resign_whose_callbacks_outlast_the_backoff_still_leaves_the_role_to_others(timing: Timing) -> None:
+    """The back-off runs from the release: a worker finishing for longer than resign_backoff must not let the
+    resigner take its role straight back as it deletes the key (it won that race on ZooKeeper)."""
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    a = sim.add("a", ["r"], revoke_delay=1.5 * timing.resign_backoff)
+    sim.run(0.1)
+    sim.add("b", ["r"])
+    sim.run(1.5)
+    assert leaders(sim, "r") == ["a"]
+    a.core.resign("r", sim.now)
+    sim.run_until(lambda: leaders(sim, "r") == ["b"], 3.0)
+    sim.run(2 * timing.resign_backoff)
+    assert leaders(sim, "r") == ["b"]
+
+
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
 def test_fair_share_20_roles_over_4_members_joining_one_by_one(timing: Timing) -> None:
     roles = list(range(20))
     sim = Sim(timing, sessions=not timing.silence_takeover)
