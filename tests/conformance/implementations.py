@@ -58,6 +58,16 @@ class Group:
         """An elector (not started) with the URL this group gives `member_id`: to ask what it promises."""
         raise NotImplementedError
 
+    @staticmethod
+    def started(member: Member) -> bool:
+        """The member's elector has started (reached its store, broker or peers), so the others can know it."""
+        if isinstance(member, _Deferred):
+            member._group.launch()
+            return member.proc.started()
+        if isinstance(member, MemberProcess):
+            return member.started()
+        return member.alive
+
     def close(self) -> None:
         for m in self.members:
             try:

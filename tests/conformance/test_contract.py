@@ -21,6 +21,10 @@ def holders(members: Sequence[Member], role: str) -> list[str]:
     return [m.member_id for m in members if m.alive and role in m.log.leading()]
 
 
+def all_started(group: Group, members: Sequence[Member], timeout: float) -> None:
+    wait_until(lambda: all(group.started(m) for m in members), timeout, what="every member started")
+
+
 def all_led_once(members: Sequence[Member], roles: Sequence[str], timeout: float) -> None:
     wait_until(lambda: all(holders(members, r) for r in roles), timeout, what=f"a leader for each of {roles}")
 
@@ -173,6 +177,7 @@ def test_a_successor_starts_only_after_the_leaders_work_returned(group: Group, i
     promises = group.elector("a", [role]).characteristics
     assert promises.graceful_handover == impl.graceful
     members = [group.start(name, [role], work=finish) for name in ("a", "b")]
+    all_started(group, members, impl.timeout)  # so that there is a successor to hand over to
     old = leader_of(members, role, impl.timeout)
     other = next(m for m in members if m is not old)
     token = [line for line in old.log.lines if is_event("acquired", role)(line)][-1]["token"]
@@ -204,6 +209,7 @@ def test_sigterm_drains_the_member(group: Group, impl: Implementation) -> None:
     """`elect member` drains on SIGTERM: every role it led is handed over, it says how long that took, and where
     the method can see it, who took each role (the survivor) before it stopped."""
     members = [group.start(name, ROLES) for name in ("a", "b")]
+    all_started(group, members, impl.timeout)  # a member that has not started yet is no successor yet
     all_led_once(members, NAMES, impl.timeout)
     old = leader_of(members, NAMES[0], impl.timeout)
     survivor = next(m for m in members if m is not old)
@@ -216,5 +222,6 @@ def test_sigterm_drains_the_member(group: Group, impl: Implementation) -> None:
         survivor.log.wait_for(is_event("acquired", role), impl.timeout, start=mark, what=f"{role} taken over")
     if impl.sees_successors:
         assert drained["successors"] == {role: survivor.member_id for role in drained["roles"]}, drained
+        assert drained["uncontended"] == [], drained
     else:  # documented: the method cannot see successors; drain returned after the handover
         assert drained["successors"] is None, drained
