@@ -8,8 +8,9 @@ from pathlib import Path
 
 from elect.events import parse_line
 from elect.observe import Claim
-from elect_bench.members import MemberProcess
+from elect_bench.members import DRAINED, WORK, MemberProcess
 from elect_cli.watch import LeaderTable
+from elect_cluster.waiting import wait_until
 
 
 def run_elect(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -32,6 +33,25 @@ def test_member_prints_event_lines_and_hands_over_on_sigterm(tmp_path: Path) -> 
     events = [(line["role"], line["event"], line["token"]) for line in m.log.lines]
     assert events.count(("3", "revoked", 1)) == 1 and ("x", "revoked", 2) in events
     assert all(line["member"] == "a" for line in m.log.lines)
+
+
+def test_member_drains_on_sigterm_and_reports_its_workers(tmp_path: Path) -> None:
+    m = MemberProcess("memory://cli-work", "a", ["x", 3], log_dir=tmp_path, extra_args=["--work", "0.3"])
+    m.start()
+    try:
+        wait_until(lambda: len(m.reports(WORK)) == 2, 60, what="a worker started per role")
+        m.stop()
+        assert m.returncode == 0, m.stderr_tail()
+    finally:
+        m.kill()
+    work = m.reports(WORK)
+    revoked = {line["role"]: line["mono"] for line in m.log.lines if line["event"] == "revoked"}
+    returned = {w["role"]: w["mono"] for w in work if w["state"] == "returned"}
+    assert set(returned) == set(revoked) == {"x", "3"}
+    assert all(returned[r] >= revoked[r] + 0.25 for r in returned)  # told to stop at the handover, then finished
+    (drained,) = m.reports(DRAINED)
+    assert drained["roles"] == ["3", "x"] and drained["successors"] == {} and drained["uncontended"] == ["3", "x"]
+    assert 0.5 <= drained["seconds"] < 30 and f"a drained in {drained['seconds']:.3f} s" in m.stderr_tail()
 
 
 def test_member_stops_when_its_controller_goes_away(tmp_path: Path) -> None:

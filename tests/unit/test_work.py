@@ -301,8 +301,10 @@ def test_hold_waits_for_the_role_and_lets_other_cancellations_through(url: str) 
                 await waiting
 
             async def hold_b() -> int:
+                token = 0
                 async with b.hold("r") as lead:
-                    return lead.token
+                    token = lead.token
+                return token
 
             task = asyncio.create_task(hold_b())
             await a.resign("r")
@@ -315,11 +317,11 @@ def test_hold_waits_for_the_role_and_lets_other_cancellations_through(url: str) 
                     inside.set()
                     await asyncio.Event().wait()
 
-            task = asyncio.create_task(hold_forever())
+            forever = asyncio.create_task(hold_forever())
             await asyncio.wait_for(inside.wait(), 5)
-            task.cancel()  # not ours: it propagates
+            forever.cancel()  # not ours: it propagates
             with pytest.raises(asyncio.CancelledError):
-                await task
+                await forever
             assert b.is_leader("r")  # the hold ended, the leadership did not
 
     asyncio.run(main())
