@@ -27,7 +27,7 @@ from elect.roles import Role
 
 log = logging.getLogger("elect")
 
-Task = Callable[[Leadership, threading.Event], object]
+WorkFn = Callable[[Leadership, threading.Event], object]
 """`fn(lead, stop)`: work under `lead` (its `token` guards your writes) until `stop` is set."""
 
 #: After a call of `fn` raised, the next call for that role waits this long, doubling up to `BACKOFF_MAX`
@@ -79,7 +79,7 @@ class Running:
     made and those that raised, for monitoring.
     """
 
-    def __init__(self, work: Work, roles: tuple[Role, ...], fn: Task, grace: float | None) -> None:
+    def __init__(self, work: Work, roles: tuple[Role, ...], fn: WorkFn, grace: float | None) -> None:
         self.roles = frozenset(roles)
         self.fn = fn
         self.grace = grace
@@ -179,7 +179,7 @@ class Work:
         self._subscribe = subscribe
         self._barrier: Unsubscribe | None = None
 
-    def run(self, roles: tuple[Role, ...], fn: Task, grace: float | None) -> Running:
+    def run(self, roles: tuple[Role, ...], fn: WorkFn, grace: float | None) -> Running:
         job = Running(self, roles, fn, grace)
         with self.lock:
             if self._barrier is None:
