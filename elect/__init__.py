@@ -7,6 +7,8 @@ ZooKeeper), behind one contract, with a harness that measures how each hands ove
         e.subscribe(print)
         e.is_leader("prices.EURUSD")
         e.run("prices.EURUSD", work)   # work(lead, stop) while leading; a handover waits for it
+        e.observe(print)               # LeaderChanged(role, leader, token): whom it sees lead (memory, raft, etcd, zk)
+        e.metrics().serve(9100)        # Prometheus metrics of this member (the `metrics` extra)
         e.drain()                      # hand over, see the successors take over, stop
 """
 
@@ -23,12 +25,13 @@ from elect.errors import (
     UnsatisfiedRequirement,
 )
 from elect.events import Acquired, Event, Fenced, Revoked
+from elect.observe import LeaderChanged
 from elect.roles import Role, partition_of
 from elect.work import Running
 
 __all__ = [
     "Acquired", "Characteristics", "ConfigError", "Drained", "ElectError", "Elector", "ElectorSpec", "Event",
-    "Fenced", "InfrastructureUnavailable", "Leadership", "MissingExtra", "NotStarted", "NotSupported",
+    "Fenced", "InfrastructureUnavailable", "LeaderChanged", "Leadership", "MissingExtra", "NotStarted", "NotSupported",
     "Requirements", "Revoked", "Role", "Running", "UnknownScheme", "UnsatisfiedRequirement", "connect",
     "from_config", "parse_url", "partition_of", "spec_from_config", "spec_from_url",
 ]

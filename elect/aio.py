@@ -17,16 +17,22 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from elect.config import connect as _connect
 from elect.config import from_config as _from_config
 from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements, Unsubscribe
 from elect.events import Event
+from elect.observe import LeaderChanged
 from elect.roles import Role
 from elect.work import Running
 
+if TYPE_CHECKING:
+    from elect.metrics import Metrics
+
 AsyncCallback = Callable[[Event], Awaitable[object] | object]
+AsyncObserveCallback = Callable[[LeaderChanged], Awaitable[object] | object]
+T = TypeVar("T")
 
 
 class AsyncElector:
@@ -83,20 +89,15 @@ class AsyncElector:
 
     def subscribe(self, callback: AsyncCallback) -> Unsubscribe:
         """Run `callback(event)` on the running loop for each event; coroutines are awaited in order."""
-        loop = asyncio.get_running_loop()
+        return self.sync.subscribe(_on_loop(callback))
 
-        async def call(event: Event) -> None:
-            result = callback(event)
-            if inspect.isawaitable(result):
-                await result
+    def observe(self, callback: AsyncObserveCallback) -> Unsubscribe:
+        """`Elector.observe` with `callback` (plain or `async def`) run on the running loop, in order."""
+        return self.sync.observe(_on_loop(callback))
 
-        def on_event(event: Event) -> None:
-            if loop.is_closed():
-                return
-            future = asyncio.run_coroutine_threadsafe(call(event), loop)
-            future.result()  # the barrier: the elector's event thread waits for the callback
-
-        return self.sync.subscribe(on_event)
+    def metrics(self) -> Metrics:
+        """`Elector.metrics`: this elector's Prometheus metrics."""
+        return self.sync.metrics()
 
     async def events(self) -> AsyncIterator[Event]:
         """Every event from now on (current leaderships first), for `async for`."""
@@ -116,6 +117,25 @@ class AsyncElector:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.stop()
+
+
+def _on_loop(callback: Callable[[T], Awaitable[object] | object]) -> Callable[[T], None]:
+    """A callback for the elector's delivery thread that runs `callback` on the running loop and waits for it, so
+    a `Revoked` coroutine still holds the successor back and deliveries stay in order."""
+    loop = asyncio.get_running_loop()
+
+    async def call(item: T) -> None:
+        result = callback(item)
+        if inspect.isawaitable(result):
+            await result
+
+    def deliver(item: T) -> None:
+        if loop.is_closed():
+            return
+        future = asyncio.run_coroutine_threadsafe(call(item), loop)
+        future.result()  # the barrier: the delivery thread waits for the callback
+
+    return deliver
 
 
 class _Entry:

@@ -7,6 +7,10 @@ pure cores (Raft, NELI, lease; see `elect.core`) hand each change of a core's `R
 no core, calls those directly. The base turns them into state that `is_leader()` reads and into
 events, in order, with `Fenced` always ahead of whatever follows an expired leadership. It also runs the
 application's work while leading (`run`, with `elect.work`) and drains a member (`drain`), once for all.
+
+Observation and metrics are here for the same reason: a driver reports whom it sees lead a role (`_saw`) and,
+where its method renews, how long a renewal took (`_renewed`); the base turns that into `LeaderChanged` for
+`observe` callbacks and, with every transition, into the elector's Prometheus metrics (`elect.metrics`).
 """
 
 from __future__ import annotations
@@ -16,15 +20,20 @@ import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Hashable, Iterable
+from typing import TYPE_CHECKING
 
-from elect.contract import Callback, Drained, Elector, Leadership, Unsubscribe
+from elect.contract import Callback, Drained, Elector, Leadership, ObserveCallback, Unsubscribe
 from elect.core import Acquire, Extend, LeadershipChange, Revoke
 from elect.deadlines import DeadlineTimer
 from elect.dispatch import EventDispatcher
 from elect.errors import ConfigError, NotStarted, NotSupported
-from elect.events import Acquired, Fenced, Revoked
+from elect.events import Acquired, Event, Fenced, Revoked
+from elect.observe import LeaderChanged
 from elect.roles import Role, normalize_roles
 from elect.work import Running, Work
+
+if TYPE_CHECKING:
+    from elect.metrics import Metrics
 
 log = logging.getLogger("elect")
 
@@ -42,12 +51,23 @@ class BaseElector(Elector):
     #: this is long enough to see a successor that is coming, and short when every member drains at once.
     drain_timeout: float | None = None
 
+    #: Why `observe` is not supported, for methods whose characteristics say `observes_leaders=False`.
+    unobservable = "this implementation does not say whom it sees lead a role"
+
+    #: What `elect_renewal_seconds` times for this method (its help text); None: the method does not renew.
+    renewal: str | None = None
+
     def __init__(self, member: str, roles: Iterable[Role] = ()) -> None:
         self.member = member
         self._lock = threading.RLock()
         self._roles: dict[Role, None] = dict.fromkeys(normalize_roles(list(roles)))
         self._leaderships: dict[Role, Leadership] = {}
-        self._dispatcher = EventDispatcher(member)
+        self._dispatcher: EventDispatcher[Event] = EventDispatcher(member)
+        self._observers: EventDispatcher[LeaderChanged] = EventDispatcher(f"{member}-observe")
+        self._observed = False   # an observer subscribed: LeaderChanged is published from then on
+        self._seen: dict[Role, LeaderChanged] = {}  # whom this member last saw lead each role it contends for
+        self._leaderless: dict[Role, float] = {}   # since when a role it had seen led has had no leader
+        self._metrics: Metrics | None = None
         self._deadlines = DeadlineTimer(self._deadline_passed, member)
         self._work = Work(member, self._lock, self.leadership, self.resign,
                           lambda callback: self._dispatcher.subscribe(callback))
@@ -118,6 +138,10 @@ class BaseElector(Elector):
     def _close_plumbing(self, timeout: float | None = None) -> None:
         self._deadlines.close()
         self._dispatcher.close(timeout)
+        with self._lock:
+            observed = self._observed
+        if observed:
+            self._observers.close(timeout)
 
     @property
     def running(self) -> bool:
@@ -210,6 +234,43 @@ class BaseElector(Elector):
                       for l in self._leaderships.values() if l.valid()]
             return self._dispatcher.subscribe(callback, replay)
 
+    def observe(self, callback: ObserveCallback) -> Unsubscribe:
+        """Call `callback(LeaderChanged)` each time the member this one sees leading a role it contends for changes
+        (`leader` None: it sees no leader; `leader` may be this member), in order, on a thread of its own (not the
+        event thread, so a slow observer holds no handover back); the leaders seen so far are replayed first.
+
+        What each method sees: memory the group's owner of the role; etcd and ZooKeeper the holder of the role's
+        key, as its watch reports it (None once the key is gone); raft the leader of the role's partition group,
+        heard in its heartbeats (None from when this node's election timer ran out, or while it campaigns).
+        Raises `NotSupported` where the method cannot see it (`characteristics.observes_leaders` False; the message
+        says why)."""
+        if not self.characteristics.observes_leaders:
+            raise NotSupported(f"{self.scheme}:// cannot observe who leads: {self.unobservable} (choose a method "
+                               "that can: require={'observes_leaders': True})")
+        with self._lock:
+            if self._state in ("stopping", "stopped"):
+                raise NotStarted(f"elector {self.member} is {self._state}; observe before or while it runs")
+            self._observed = True
+            self._observers.start()
+            return self._observers.subscribe(callback, list(self._seen.values()))
+
+    def metrics(self) -> Metrics:
+        """This elector's Prometheus metrics (`elect.metrics.Metrics`: `.registry` to expose in your own server,
+        `.serve(port)` to serve it on its own), made on the first call and recorded from then on (the roles led then
+        count as led). A registry per elector, so several electors in one process do not clash. Needs the
+        `metrics` extra (prometheus_client)."""
+        from elect.metrics import Metrics
+
+        with self._lock:
+            if self._metrics is None:
+                made = Metrics(self.member, failover=self.characteristics.observes_leaders, renewal=self.renewal)
+                made.contend(self._roles)
+                for role, lead in self._leaderships.items():
+                    if lead.valid():
+                        made.acquired(role, None)
+                self._metrics = made
+            return self._metrics
+
     def is_leader(self, role: Role) -> bool:
         return self.leadership(role) is not None
 
@@ -237,6 +298,8 @@ class BaseElector(Elector):
             added = tuple(r for r in normalize_roles(list(roles)) if r not in self._roles)
             self._roles.update(dict.fromkeys(added))
             running = self._state == "running"
+            if self._metrics is not None:
+                self._metrics.contend(added)
         if added and running:
             self._on_roles_changed(added, ())
 
@@ -245,7 +308,11 @@ class BaseElector(Elector):
             removed = tuple(r for r in normalize_roles(list(roles)) if r in self._roles)
             for role in removed:
                 del self._roles[role]
+                self._seen.pop(role, None)  # seen again, from the driver, if it is contended for again
+                self._leaderless.pop(role, None)
             running = self._state == "running"
+            if self._metrics is not None:
+                self._metrics.drop(role for role in removed if role not in self._leaderships)
         if removed and running:
             self._on_roles_changed((), removed)
 
@@ -270,6 +337,9 @@ class BaseElector(Elector):
             leadership = Leadership(role=role, member=self.member, token=token, since=now, since_ts=wall,
                                     deadline=deadline)
             self._leaderships[role] = leadership
+            leaderless = self._leaderless.pop(role, None)
+            if self._metrics is not None:
+                self._metrics.acquired(role, None if leaderless is None else now - leaderless)
             if deadline is not None:
                 self._deadlines.set(role, deadline)
             else:
@@ -324,6 +394,9 @@ class BaseElector(Elector):
             del self._leaderships[role]
             self._deadlines.cancel(role)
             self._work.ended(role, current.token)  # workers start finishing at once, in parallel
+            if self._metrics is not None:
+                self._metrics.revoked(role)
+                self._drop_if_removed(role)
             return self._dispatcher.publish(Revoked(role=role, member=self.member, token=current.token))
 
     def _fence(self, role: Role, until: float | None = None) -> bool:
@@ -339,6 +412,9 @@ class BaseElector(Elector):
                 until = now
             if current.deadline is not None:  # leadership never outlives its own deadline
                 until = min(until, current.deadline)
+            if self._metrics is not None:
+                self._metrics.fenced(role, now - until)
+                self._drop_if_removed(role)
             self._dispatcher.publish(Fenced(role=role, member=self.member, token=current.token, mono=now,
                                             until=until))
             return True
@@ -356,6 +432,39 @@ class BaseElector(Elector):
         else:
             self._fence(change.role, change.until)
         return True
+
+    def _drop_if_removed(self, role: Role) -> None:
+        """A removed role's gauge goes once its leadership has ended (it stayed at 1 while it lasted)."""
+        if role not in self._roles and self._metrics is not None:
+            self._metrics.drop((role,))
+
+    def _saw(self, role: Role, leader: str | None, token: int | None = None) -> None:
+        """Driver: this member sees `leader` lead `role` now (None: nobody), under `token` where known. Call it on
+        every change the method sees, and for roles added at run time with what is known of them already; roles
+        not contended for are ignored, repeats are dropped."""
+        now = time.monotonic()
+        with self._lock:
+            if role not in self._roles:
+                return
+            token = token if leader is not None else None
+            before = self._seen.get(role)
+            if before is not None and before.leader == leader and before.token == token:
+                return
+            if leader is None:
+                if before is not None and before.leader is not None:
+                    self._leaderless[role] = now  # failover is timed from here to our own acquisition
+            elif leader != self.member:
+                self._leaderless.pop(role, None)  # another took it: no failover of ours to time
+            seen = LeaderChanged(role, leader, token, self.member, mono=now)
+            self._seen[role] = seen
+            if self._observed:
+                self._observers.publish(seen)
+
+    def _renewed(self, seconds: float) -> None:
+        """Driver: one renewal of a leadership took `seconds` (what that means per method: `renewal`)."""
+        metrics = self._metrics
+        if metrics is not None:
+            metrics.renewed(seconds)
 
     def _deadline_passed(self, key: Hashable, deadline: float) -> None:
         with self._lock:

@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any, Self
 from elect import options
 from elect.errors import ConfigError, UnsatisfiedRequirement
 from elect.events import Event
+from elect.observe import LeaderChanged
 from elect.roles import Role
 
 if TYPE_CHECKING:
+    from elect.metrics import Metrics
     from elect.work import Running
 
 Callback = Callable[[Event], object]
+ObserveCallback = Callable[[LeaderChanged], object]
 Unsubscribe = Callable[[], None]
 
 
@@ -79,6 +82,9 @@ class Characteristics:
     graceful_handover: a blocking `Revoked` callback holds the successor back.
     token: where the fencing token comes from (e.g. "raft term", "etcd revision").
     notes: what else a user should know: where failure detection is configured, what is not promised.
+    observes_leaders: a member sees who leads the roles it contends for, others included, so `observe` reports
+    it (and the failover histogram of `metrics` is measured); False (the default: nothing is promised unless an
+    implementation says so): `observe` raises `NotSupported`.
     """
 
     exclusive: bool
@@ -87,6 +93,7 @@ class Characteristics:
     graceful_handover: bool
     token: str
     notes: str = ""
+    observes_leaders: bool = False
 
     @property
     def has_token(self) -> bool:
@@ -102,6 +109,7 @@ class Requirements:
     max_overlap: float | None = None
     max_failover: float | None = None
     graceful_handover: bool | None = None
+    observes_leaders: bool | None = None
 
     @classmethod
     def coerce(cls, value: Requirements | Mapping[str, Any] | None) -> Requirements:
@@ -125,6 +133,8 @@ class Requirements:
             missing.append("exclusive leadership (this configuration is non-exclusive)")
         if self.graceful_handover and not have.graceful_handover:
             missing.append("graceful handover (Revoked callbacks do not hold the successor back)")
+        if self.observes_leaders and not have.observes_leaders:
+            missing.append("observation of who leads (a member cannot see other members' leadership)")
         if self.max_overlap is not None:
             bound = math.inf if have.max_overlap is None else have.max_overlap
             if bound > self.max_overlap:
@@ -165,6 +175,17 @@ class Elector(ABC):
     @abstractmethod
     def subscribe(self, callback: Callback) -> Unsubscribe:
         """Call `callback(event)` for every later event; returns a function that unsubscribes."""
+
+    @abstractmethod
+    def observe(self, callback: ObserveCallback) -> Unsubscribe:
+        """Call `callback(LeaderChanged)` whenever the member this elector sees leading a role it contends for
+        changes (None: no leader); the leaders seen so far first. Raises `NotSupported` where the method cannot
+        see it (`characteristics.observes_leaders` False)."""
+
+    @abstractmethod
+    def metrics(self) -> Metrics:
+        """This elector's Prometheus metrics (`elect.metrics`; needs the `metrics` extra), recorded from the first
+        call on, in a registry of their own."""
 
     @abstractmethod
     def is_leader(self, role: Role) -> bool:

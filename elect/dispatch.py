@@ -1,7 +1,8 @@
 """In-order delivery of events to subscribers on one thread per elector.
 
 One thread keeps events in order and lets a `Revoked` callback block (the barrier that holds a
-successor back) without stalling the elector's own I/O threads.
+successor back) without stalling the elector's own I/O threads. The same machinery, on a thread of its own,
+delivers `LeaderChanged` to observers, so a slow observer never holds back a handover.
 """
 
 from __future__ import annotations
@@ -9,34 +10,36 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable
-
-from elect.contract import Callback, Unsubscribe
-from elect.events import Event
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
 log = logging.getLogger("elect")
 
+E = TypeVar("E")
+"""What is delivered: an `elect.events.Event`, or an `elect.observe.LeaderChanged`."""
 
-class _Item:
+
+class _Item(Generic[E]):
     """Events and the subscribers they go to, fixed when queued: a subscriber that joins later gets a
     replay of current state instead, so it sees nothing twice."""
 
     __slots__ = ("done", "events", "targets")
 
-    def __init__(self, events: tuple[Event, ...], targets: tuple[Callback, ...], done: threading.Event | None):
+    def __init__(self, events: tuple[E, ...], targets: tuple[Callable[[E], object], ...],
+                 done: threading.Event | None):
         self.events = events
         self.targets = targets
         self.done = done
 
 
-class EventDispatcher:
+class EventDispatcher(Generic[E]):
     """Queues events and calls every subscriber with each one, in order, on a dedicated thread."""
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._cond = threading.Condition()
-        self._queue: deque[_Item | None] = deque()
-        self._subscribers: list[Callback] = []
+        self._queue: deque[_Item[E] | None] = deque()
+        self._subscribers: list[Callable[[E], object]] = []
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -46,7 +49,7 @@ class EventDispatcher:
                                                 daemon=True)
                 self._thread.start()
 
-    def subscribe(self, callback: Callback, replay: Iterable[Event] = ()) -> Unsubscribe:
+    def subscribe(self, callback: Callable[[E], object], replay: Iterable[E] = ()) -> Callable[[], None]:
         """Add a subscriber; `replay` events go to it alone, ahead of anything published later."""
         with self._cond:
             self._subscribers.append(callback)
@@ -62,7 +65,7 @@ class EventDispatcher:
 
         return unsubscribe
 
-    def publish(self, event: Event) -> threading.Event:
+    def publish(self, event: E) -> threading.Event:
         """Queue `event` for every subscriber; the returned flag is set once they all returned."""
         done = threading.Event()
         with self._cond:

@@ -1,14 +1,40 @@
-"""Observers: who holds each role, read from the infrastructure itself (`elect watch URL`).
+"""Who leads what, seen from outside a leadership: by an outside reader of the infrastructure, or by a member.
 
-Where an implementation keeps its state in a store (etcd keys, ZooKeeper nodes, a Kafka consumer
-group's assignment) an observer can read it without joining the group. The store's view can trail a
-member's own belief by a renewal or a rebalance; members' event lines remain the exact record.
+Two views, one question. An `Observer` reads who holds each role from the infrastructure itself without joining
+the group (`elect watch URL`): where an implementation keeps its state in a store (etcd keys, ZooKeeper nodes,
+a Kafka consumer group's assignment). A member reports what it sees of the roles it contends for as
+`LeaderChanged` (`Elector.observe`), where its method lets it see other members' leadership. Either view can
+trail a member's own belief by a renewal, a heartbeat or a rebalance; members' event lines remain the exact
+record.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from elect.roles import Role
+
+
+@dataclass(frozen=True)
+class LeaderChanged:
+    """`member` now sees `leader` lead `role` (None: nobody it knows of), under `token` where it knows it.
+
+    Not an `Event` on purpose: events are this member's own leadership, the contract's event lines; this is a
+    view of the group, delivered only to `Elector.observe` callbacks. `leader` may be `member` itself.
+    """
+
+    role: Role
+    leader: str | None
+    token: int | None
+    member: str
+    mono: float = field(default_factory=time.monotonic)
+    ts: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ts": round(self.ts, 6), "mono": round(self.mono, 6), "member": self.member, "role": str(self.role),
+                "leader": self.leader, "token": self.token}
 
 
 @dataclass(frozen=True)
