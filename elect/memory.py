@@ -3,7 +3,8 @@
 Members that name the same group in one process share a `_Group`, which hands each role to exactly
 one contending member (the one leading fewest roles, so roles spread), keeps a token counter per role,
 and on an orderly handover waits for the old leader's `Revoked` callbacks before the successor gets
-`Acquired` — the whole contract, with no infrastructure.
+`Acquired` — the whole contract, with no infrastructure. The group tells every member each change of a
+role's owner, so `observe` sees the role without a leader during a handover and the successor after it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class _Group:
                 raise ConfigError(f"member {elector.member!r} is already in memory group {self.name!r}",
                                   parameter="member")
             self.members[elector.member] = elector
+            self.show(elector)
             self.assign_free()
 
     def leave(self, elector: MemoryElector) -> None:
@@ -68,6 +70,7 @@ class _Group:
                 return
             del self.owner[role]
             leader.handing_over.add(role)
+            self.tell(role, None)
         try:
             leader._revoke(role, wait=True)
         finally:
@@ -99,6 +102,19 @@ class _Group:
             self.tokens[role] = token
             self.owner[role] = chosen.member
             chosen._acquire(role, token)
+            self.tell(role, chosen.member)
+
+    def tell(self, role: Role, owner: str | None) -> None:
+        """Every member learns who owns `role` now (each keeps it only if it contends for the role)."""
+        with self.lock:
+            for member in self.members.values():
+                member._saw(role, owner, self.tokens.get(role))
+
+    def show(self, elector: MemoryElector) -> None:
+        """What a member joining, or contending for more roles, should know: the current owners."""
+        with self.lock:
+            for role, owner in self.owner.items():
+                elector._saw(role, owner, self.tokens[role])
 
     def leaders(self) -> dict[Role, str]:
         with self.lock:
@@ -133,7 +149,7 @@ class MemoryElector(BaseElector):
     @property
     def characteristics(self) -> Characteristics:
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=0.0, graceful_handover=True,
-                               token="per-role counter in the group")
+                               token="per-role counter in the group", observes_leaders=True)
 
     def wanted(self) -> frozenset[Role]:
         return self.roles if self.running else frozenset()  # a draining member contends for nothing
@@ -154,6 +170,7 @@ class MemoryElector(BaseElector):
         assert self._group is not None
         for role in removed:
             self._group.hand_over(role, self)
+        self._group.show(self)
         self._group.assign_free()
 
     def _on_drain(self) -> bool:

@@ -44,7 +44,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
-from elect.core import Revoke
+from elect.core import Extend, Revoke
 from elect.errors import ElectError
 from elect.roles import Role
 from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Unassigned
@@ -73,10 +73,15 @@ class KafkaElector(BaseElector):
     """One member of a NELI group (see neli/__init__.py for the modes and what each promises)."""
 
     scheme = "kafka"
+    unobservable = ("a NELI member knows only the partitions the group assigned to it; who owns the others is "
+                    "known to the group's coordinator and leader, not to the member (elect watch kafka://... "
+                    "reads the assignment from the broker)")
 
     def __init__(self, options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> None:
         super().__init__(member, roles)
         self.options = options
+        if options.mode == "fast":  # full mode's deadlines move on any member's record: no round trip of ours
+            self.renewal = "seconds from publishing an own heartbeat to reading it back (fast mode's renewal)"
         self.revoke_timeout = options.revoke_timeout
         self.instance = uuid.uuid4().hex[:12]
         self.partitions = 0
@@ -387,7 +392,12 @@ class KafkaElector(BaseElector):
         run in order on one dispatcher, so that wait covers the earlier ones too (the barrier). In overlap
         mode nothing waits: the successor does not wait for the callbacks anyway, and a blocked poll thread
         would let other partitions' releases pass their deadlines, turning their orderly ends into fences."""
-        ready = self._require_core().ready()
+        core = self._require_core()
+        ready = core.ready()
+        if self.renewal is not None:
+            now = time.monotonic()
+            for deadline in {c.deadline for c in ready.changes if isinstance(c, Extend)}:
+                self._renewed(now - (deadline - core.timeout))  # the deadline is the record's send time + timeout
         barrier = self.options.exclusive
         last_revoke = max((i for i, c in enumerate(ready.changes) if barrier and isinstance(c, Revoke)), default=-1)
         for i, change in enumerate(ready.changes):

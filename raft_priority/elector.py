@@ -23,6 +23,12 @@ How it keeps the contract:
 
 Roles that share a partition move together; a member that removes one role of a partition it leads
 while it still contends for another role there revokes the removed role and keeps the partition.
+
+Observation (`observe`): the leader of a role's partition group as this node hears it in heartbeats (the core's
+``Ready.seen``), None once its election timer ran out or while it campaigns. A node leads a partition's group
+but not a role it does not contend for, and hands such a group to a node that does within a quarter election
+timeout; until then it is reported as the role's leader (heartbeats do not say what the leader contends for).
+Renewal (`metrics`): when a role's deadline moves, the age of the heartbeat round a majority acknowledged.
 """
 
 from __future__ import annotations
@@ -94,6 +100,8 @@ class RaftElector(BaseElector):
     """One node of a raft:// cluster (see the module docstring)."""
 
     scheme = "raft"
+    renewal = ("age in seconds of the heartbeat round a majority acknowledged (the lease's evidence) when a led "
+               "partition's deadline moves on")
 
     def __init__(self, options: RaftOptions, member: str, roles: tuple[Role, ...]) -> None:
         options.check_member(member)
@@ -143,9 +151,10 @@ class RaftElector(BaseElector):
         if not o.check_quorum:  # a cut-off leader leads on until it hears a newer term: no bound on overlap
             return Characteristics(exclusive=False, max_overlap=None, max_failover=round(failover, 3),
                                    graceful_handover=True, token="raft term of the role's partition",
-                                   notes="check_quorum=off: no leader lease")
+                                   notes="check_quorum=off: no leader lease", observes_leaders=True)
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=round(failover, 3),
-                               graceful_handover=True, token="raft term of the role's partition")
+                               graceful_handover=True, token="raft term of the role's partition",
+                               observes_leaders=True)
 
     def _on_start(self) -> None:
         o = self.options
@@ -301,6 +310,9 @@ class RaftElector(BaseElector):
                 for role in roles:
                     self._leased.pop(role, None)
                     self._fence(role, until=c.until)
+        for seen in ready.seen:
+            for role in self._roles_on(cast(int, seen.role)):
+                self._saw(role, seen.leader, seen.token)
 
     def on_idle(self, driver: Driver, now: float) -> float:
         if self._handovers:
@@ -410,11 +422,15 @@ class RaftElector(BaseElector):
         host = self._host()
         groups = host.groups
         quantum = self._quantum
+        renewed: set[int] = set()
         for role, (p, given) in list(self._leased.items()):
             lease = groups[p].lease_until
             if lease >= given + quantum and lease != INF:
                 if self._extend(role, lease):
                     self._leased[role] = (p, lease)
+                    if p not in renewed:  # once per partition, however many roles it carries
+                        renewed.add(p)
+                        self._renewed(now - groups[p].quorum_ack)
                 else:
                     self._leased.pop(role, None)
         if now < self._next_interest or not self._uninterested:
@@ -439,6 +455,8 @@ class RaftElector(BaseElector):
         for role in added:
             p = partition_of(role, P)
             g = host.groups.get(p)
+            if g is not None:
+                self._saw(role, g.leader, g.term)  # observers of a new role start from what the node knows
             if g is not None and g.is_leader(now) and p not in self._giving_up and not self._stopping:
                 self._take(role, p, g.term, g.lease_until)
         dones: list[threading.Event] = []

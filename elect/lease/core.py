@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from elect.core import Acquire, Extend, Fence, Ready, Revoke
+from elect.core import Acquire, Extend, Fence, LeaderSeen, Ready, Revoke
 from elect.lease.model import (
     Create,
     Delete,
@@ -286,6 +286,10 @@ class LeaseCore:
         """Contend for exactly `roles` from now on; led roles no longer wanted are handed over."""
         wanted = tuple(dict.fromkeys(roles))
         removed = set(self._wanted) - set(wanted)
+        for role in set(wanted) - set(self._wanted):  # what is known of a role already, for its observers
+            view = self._roles.get(role)
+            if view is not None:
+                self._seen(role, view.holder)
         self._wanted = wanted
         self._order = tuple(sorted(wanted, key=self._rank))
         self._to_release |= removed & set(self._leading)
@@ -581,10 +585,17 @@ class LeaseCore:
         if view is None:
             if holder is None:
                 return  # absent and never seen: nothing to remember
-            self._roles[role] = view = _RoleView(holder, rev)
+            self._roles[role] = view = _RoleView(None, rev)
+        if holder != view.holder:
+            self._seen(role, holder)
         view.holder, view.as_of = holder, rev
         if holder is not None and holder.session != self.session:
             self._member_view(holder.session, now)
+
+    def _seen(self, role: Role, holder: Holder | None) -> None:
+        """Who holds `role`'s key now, for observers (every role with a view: the driver keeps those it wants)."""
+        self._ready.seen.append(LeaderSeen(role, None, 0) if holder is None else
+                                LeaderSeen(role, holder.member, holder.token))
 
     def _see_member(self, session: str, record: MemberRecord | None, version: int, rev: int,
                     now: float) -> None:

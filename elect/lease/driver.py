@@ -5,7 +5,8 @@ handover, a deadline that passed) is queued to the loop and applied to the core 
 the loop then ticks it and executes what `ready()` hands over: leadership changes through
 `BaseElector`, store actions through the `Store` (blocking, each with a timeout; its outcome goes back
 in as `Done`). Revoked callbacks run on a handover thread, so a slow callback holds back only its own
-role's successor, never the renewals that keep the other roles.
+role's successor, never the renewals that keep the other roles. Whom the core sees hold each role's key
+(`Ready.seen`) goes to `observe`; each renewal's round trip to the store to the metrics.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import Revoke
 from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import Done, MemberRecord, Observation, StoreAction
+from elect.lease.model import Done, MemberRecord, Observation, Renew, StoreAction
 from elect.lease.options import _LeaseOptions
 from elect.roles import Role
 
@@ -126,6 +127,8 @@ class _Lapsed:
 
 class LeaseElector(BaseElector):
     """A member of a lease group on some store; `etcd.create` and `zookeeper.create` build one."""
+
+    renewal = "seconds a successful renewal took, from sending it to the store's answer (its round trip)"
 
     def __init__(self, scheme: str, options: _LeaseOptions, member: str, roles: tuple[Role, ...], store: Store,
                  timing: Timing, characteristics: Characteristics) -> None:
@@ -331,6 +334,8 @@ class LeaseElector(BaseElector):
                 self._handovers.put(change)  # its callbacks run on the handover thread; the loop goes on
             elif not self._apply_change(change):
                 core.lapsed(change.role, time.monotonic())
+        for seen in ready.seen:
+            self._saw(seen.role, seen.leader, seen.token)
         return ready.messages
 
     def _execute(self, action: StoreAction) -> None:
@@ -349,6 +354,8 @@ class LeaseElector(BaseElector):
             log.info("elect: %s: %s failed: %s", self.member, type(action).__name__, exc)
             ok = False
         now = time.monotonic()
+        if ok and isinstance(action, Renew):
+            self._renewed(now - sent)
         for obs in seen:
             core.step(obs, now)
         core.step(Done(action, ok, sent), now)

@@ -329,7 +329,8 @@ def characteristics(options: EtcdOptions) -> Characteristics:
     """Exclusive while clocks run at one rate; a crashed leader's roles move after about ttl, plus up to
     one renew interval for the last renewal to be seen."""
     return Characteristics(exclusive=True, max_overlap=0.0, max_failover=options.ttl + options.interval,
-                           graceful_handover=True, token="etcd creation revision of the role's key")
+                           graceful_handover=True, token="etcd creation revision of the role's key",
+                           observes_leaders=True)
 
 
 def create(options: EtcdOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:

@@ -48,6 +48,9 @@ class PySyncObjElector(BaseElector):
     """One node of a pysyncobj:// cluster."""
 
     scheme = "pysyncobj"
+    unobservable = ("the baseline asks PySyncObj only whether this node leads each partition (`_isLeader()`), "
+                    "and a partition it resigned is shut down until it rejoins; it is kept as PySyncObj's own "
+                    "behaviour for comparison, not extended")
 
     def __init__(self, options: PySyncObjOptions, member: str, roles: tuple[Role, ...]) -> None:
         options.check_member(member)
