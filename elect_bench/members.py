@@ -33,9 +33,13 @@ _AGAIN = "started again"
 #: What `elect member` prints on stderr after the member id, then a JSON object: `WORK` for each worker of
 #: `--work` that started or returned (role, token, state "started" / "returned", mono), `DRAINED` once it
 #: drained on its way out (seconds, mono, roles, successors: None where the method cannot see them,
-#: uncontended: roles no other member contended for).
+#: uncontended: roles no other member contended for), `LEADER` with `--observe` for each change of whom it sees
+#: lead a role it contends for (ts, mono, member, role, leader: None for nobody, token), `METRICS` once with
+#: `--metrics-port` (port, url).
 WORK = "work"
 DRAINED = "drained"
+LEADER = "leader"
+METRICS = "metrics"
 
 
 def stderr_reports(text: str, member_id: str, kind: str) -> list[Line]:

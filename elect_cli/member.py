@@ -11,6 +11,10 @@ it takes SECONDS to finish, holding the handover back; it reports `elect member:
 when it starts and when it returns (role, token, state, mono).
 With `--write-to HOST:PORT` the member also writes to the benchmark's fenced store while it leads a role
 (elect_bench.fenced.writer), as an application guarding a resource with the fencing token would.
+With `--observe` it reports `elect member: ID leader {json}` on stderr each time whom it sees lead a role changes
+(Elector.observe: role, leader or null, token; methods that cannot see it exit 2 saying why). With
+`--metrics-port PORT` it serves its Prometheus metrics (Elector.metrics) at http://HOST:PORT/metrics (port 0: the
+OS chooses) and reports `elect member: ID metrics {"port": ..., "url": ...}` on stderr before it starts.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from elect.contract import Drained, Elector, Leadership
 from elect.errors import ConfigError
 from elect.events import Event, Revoked
 from elect.roles import Role, parse_role
-from elect_bench.members import DRAINED, STARTED, WORK
+from elect_bench.members import DRAINED, LEADER, METRICS, STARTED, WORK
 
 if TYPE_CHECKING:
     from elect_bench.fenced.writer import FencedWriter
@@ -58,6 +62,12 @@ def register(sub: Any) -> None:
     p.add_argument("--write-every", type=float, default=0.02, metavar="SECONDS",
                    help="pause between rounds of writes, one write per role led (default 0.02)")
     p.add_argument("--write-log", type=Path, metavar="FILE", help="append every acknowledged write here (JSONL)")
+    p.add_argument("--observe", action="store_true",
+                   help="report on stderr each change of whom this member sees lead a role it contends for")
+    p.add_argument("--metrics-port", type=int, metavar="PORT",
+                   help="serve Prometheus metrics on this port (0: the OS chooses; the port is printed on stderr)")
+    p.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDRESS",
+                   help="address to serve the metrics on (default 127.0.0.1; 0.0.0.0 for every interface)")
     p.set_defaults(run=run)
 
 
@@ -140,8 +150,19 @@ def drained_report(result: Drained) -> dict[str, Any]:
             "uncontended": sorted(map(str, result.uncontended))}
 
 
+_STDERR = threading.Lock()
+
+
+def _say(line: str) -> None:
+    """One whole line on stderr: reports come from several threads (workers, observers), and `print` writes the
+    text and its newline apart, so two threads' lines could run together and a harness would miss one."""
+    with _STDERR:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
 def _stderr(member: str, kind: str, report: dict[str, Any], text: str = "") -> None:
-    print(f"elect member: {member} {kind} {text}{json.dumps(report)}", file=sys.stderr, flush=True)
+    _say(f"elect member: {member} {kind} {text}{json.dumps(report)}")
 
 
 class _Workers:
@@ -178,9 +199,9 @@ def _control_loop(elector: Elector, stop: threading.Event, workers: _Workers | N
             elif verb == "stop":
                 break
             else:
-                print(f"elect member: unknown command {verb!r} (resign, add, remove, stop)", file=sys.stderr)
+                _say(f"elect member: unknown command {verb!r} (resign, add, remove, stop)")
         except Exception as exc:  # a bad command must not kill the member
-            print(f"elect member: {raw.strip()!r} failed: {exc}", file=sys.stderr)
+            _say(f"elect member: {raw.strip()!r} failed: {exc}")
     stop.set()
 
 
@@ -205,13 +226,20 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     writer = _writer(args, elector)
     elector.subscribe(_Printer(args.revoke_delay))
+    if args.observe:
+        elector.observe(lambda seen: _stderr(elector.member, LEADER, seen.to_dict()))
+    metrics = None
+    if args.metrics_port is not None:
+        metrics = elector.metrics()
+        port = metrics.serve(args.metrics_port, args.metrics_host)
+        shown = f"[{args.metrics_host}]" if ":" in args.metrics_host else args.metrics_host
+        _stderr(elector.member, METRICS, {"port": port, "url": f"http://{shown}:{port}/metrics"})
     workers = None
     if args.work is not None:  # after the printer: a revoked line is printed when the handover begins
         workers = _Workers(elector, max(0.0, args.work))
         workers.cover(elector.roles)
     elector.start()
-    print(f"elect member: {elector.member} {STARTED} {elector.scheme}:// with roles "
-          f"{sorted(map(str, elector.roles))}", file=sys.stderr, flush=True)
+    _say(f"elect member: {elector.member} {STARTED} {elector.scheme}:// with roles {sorted(map(str, elector.roles))}")
     if args.control:
         threading.Thread(target=_control_loop, args=(elector, stop, workers), daemon=True, name="control").start()
     while not stop.wait(0.5):  # wake periodically so signal handlers run promptly
@@ -220,7 +248,9 @@ def run(args: argparse.Namespace) -> int:
     _stderr(elector.member, DRAINED, drained_report(drained), f"in {drained.seconds:.3f} s ")
     if writer is not None:
         writer.close()  # after the elector: its Revoked callbacks finish their writes first
-    print(f"elect member: {elector.member} stopped", file=sys.stderr, flush=True)
+    if metrics is not None:
+        metrics.close()
+    _say(f"elect member: {elector.member} stopped")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`elect watch URL` or `elect watch SOURCE...`: a live table of who leads what.
+"""`elect watch URL`, `elect watch SOURCE...` or `elect watch --metrics HOST:PORT,...`: a live table of who leads what.
 
 URL: the group's elector URL (etcd://, zookeeper://, kafka://); the table is read from the store
 itself (role keys and their holders, or the consumer group's partition assignment) without joining.
@@ -6,6 +6,9 @@ SOURCE: `-` (event lines on stdin, e.g. `elect member ... | elect watch -`) or f
 (followed as they grow, like `tail -f`); each member's lines say what it believes, so the table shows,
 per role, every member that currently believes it leads — two names on one row is an overlap. Methods
 that keep no state outside their members (raft://, pysyncobj://, memory://) are watched this way.
+--metrics HOST:PORT,...: the members' Prometheus endpoints (`elect member --metrics-port`), scraped every
+interval: a member leads a role where its `elect_leader` gauge is 1; a role every member reports at 0 is shown
+without a leader; an endpoint that cannot be read is named under the table. Any method, no store needed.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from elect import config, registry
 from elect.config import parse_url
 from elect.errors import ConfigError, InfrastructureUnavailable
 from elect.events import parse_line
-from elect.observe import Claim
+from elect.metrics import MetricsObserver
+from elect.observe import Claim, Observer
 
 
 @dataclass
@@ -34,10 +38,10 @@ class LeaderTable:
     events: int = 0
     note: str = ""  # shown under the table (e.g. why the store could not be read just now)
 
-    def sync(self, claims: Iterable[Claim], now: float) -> None:
+    def sync(self, claims: Iterable[Claim], now: float, roles: Iterable[str] = ()) -> None:
         """Make the table what an observer read from the store; a holder's `for` runs from when it was first
-        seen with its token."""
-        seen: dict[str, dict[str, int | None]] = {}
+        seen with its token. `roles`: roles known to exist though nobody may hold them (shown with no leader)."""
+        seen: dict[str, dict[str, int | None]] = {role: {} for role in roles}
         for claim in claims:
             seen.setdefault(claim.role, {})[claim.member] = claim.token
         for role in set(self.rows) | set(seen):
@@ -86,8 +90,10 @@ def _role_order(role: str) -> tuple[bool, int, str, str]:
 def register(sub: Any) -> None:
     p = sub.add_parser("watch", help="live table of who leads what, from the store (URL) or from event lines",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("sources", nargs="+", metavar="URL|SOURCE",
+    p.add_argument("sources", nargs="*", metavar="URL|SOURCE",
                    help="an elector URL, or - for stdin, or files of event lines")
+    p.add_argument("--metrics", metavar="HOST:PORT,...", action="append", default=[],
+                   help="read the table from members' metrics endpoints (elect member --metrics-port) instead")
     p.add_argument("--interval", type=float, default=0.5, help="refresh period in seconds")
     p.add_argument("--once", action="store_true", help="read what is there, print the table once, exit")
     p.set_defaults(run=run)
@@ -118,6 +124,15 @@ def _follow(stream: IO[str], follow: bool) -> Iterator[tuple[int, str] | None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    endpoints = [e.strip() for value in args.metrics for e in value.split(",") if e.strip()]
+    if args.metrics:
+        if args.sources:
+            raise ConfigError("give metrics endpoints, or an elector URL or event-line sources, not both",
+                              parameter="--metrics")
+        return _watch_observer(MetricsObserver(endpoints), args)
+    if not args.sources:
+        raise ConfigError("give an elector URL, - or files of event lines, or --metrics HOST:PORT,...",
+                          parameter="sources")
     urls = [s for s in args.sources if "://" in s]
     if urls:
         if len(args.sources) != 1:
@@ -168,7 +183,12 @@ def _watch_store(url: str, args: argparse.Namespace) -> int:
     if plugin.observer is None:
         plugin.observe(None)  # raises the ConfigError that says to watch event lines instead
     spec = config.spec_from_url(url, member="watch")
-    observer = plugin.observe(spec.options)
+    return _watch_observer(plugin.observe(spec.options), args)
+
+
+def _watch_observer(observer: Observer, args: argparse.Namespace) -> int:
+    """Poll `observer` every interval and redraw; what cannot be read is reported under the table and polled
+    again (with --once: exit 1). Closes the observer."""
     table = LeaderTable()
     tty = sys.stdout.isatty()
     timeout = max(2.0, 4 * args.interval)
@@ -176,8 +196,13 @@ def _watch_store(url: str, args: argparse.Namespace) -> int:
         while True:
             began = time.monotonic()
             try:
-                table.sync(observer.claims(timeout), time.monotonic())
-                table.note = ""
+                claims = observer.claims(timeout)
+                if isinstance(observer, MetricsObserver):
+                    table.sync(claims, time.monotonic(), observer.roles)
+                    table.note = observer.note
+                else:
+                    table.sync(claims, time.monotonic())
+                    table.note = ""
             except InfrastructureUnavailable as exc:
                 if args.once:
                     print(f"elect watch: {exc}", file=sys.stderr)
