@@ -19,8 +19,9 @@ import pytest
 
 import elect
 from elect.events import Event, Revoked
+from elect.metrics import Metrics
 from elect.roles import Role
-from elect_bench.members import DRAINED, WORK, EventLog, InProcessMember, Line, Member, MemberProcess
+from elect_bench.members import DRAINED, LEADER, METRICS, WORK, EventLog, InProcessMember, Line, Member, MemberProcess
 from elect_cli.member import Worker, drained_report
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port_blocks
@@ -28,23 +29,40 @@ from elect_cluster.ports import free_port_blocks
 _counter = itertools.count()
 
 
+@dataclass(frozen=True)
+class Flags:
+    """How a member runs beside its URL and roles, as `elect member`'s options say it: revoke_delay
+    (`--revoke-delay`), work (`--work`), observe (`--observe`), metrics (`--metrics-port 0`)."""
+
+    revoke_delay: float = 0.0
+    work: float | None = None
+    observe: bool = False
+    metrics: bool = False
+
+    def args(self) -> list[str]:
+        return [*(["--revoke-delay", str(self.revoke_delay)] if self.revoke_delay else []),
+                *(["--work", str(self.work)] if self.work is not None else []),
+                *(["--observe"] if self.observe else []),
+                *(["--metrics-port", "0"] if self.metrics else [])]
+
+
 class Group:
     """A fresh election group for one test; `close()` stops every member it started.
 
     Members stop as `elect member` does on SIGTERM: they drain. With `work=SECONDS` each runs a worker per led
-    role (`elect member --work`); `reports(member, WORK | DRAINED)` gives what the member reported of its workers
-    and of its drain."""
+    role (`elect member --work`); with `observe` each reports whom it sees lead its roles, with `metrics` it serves
+    its metrics; `reports(member, WORK | DRAINED | LEADER | METRICS)` gives what the member reported of its
+    workers, its drain, the leaders it saw and where its metrics are."""
 
     def __init__(self) -> None:
         self.members: list[Member] = []
 
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
-               work: float | None = None) -> Member:
+    def member(self, member_id: str, roles: Sequence[Role], flags: Flags) -> Member:
         raise NotImplementedError
 
     def start(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
-              work: float | None = None) -> Member:
-        m = self.member(member_id, roles, revoke_delay=revoke_delay, work=work)
+              work: float | None = None, observe: bool = False, metrics: bool = False) -> Member:
+        m = self.member(member_id, roles, Flags(revoke_delay, work, observe, metrics))
         self.members.append(m)
         m.start()
         return m
@@ -78,14 +96,21 @@ class Group:
 
 class DrainingMember(InProcessMember):
     """An in-process member that stops as `elect member` does on SIGTERM (it drains), and keeps what that member
-    would print on stderr as reports (its workers', its drain's)."""
+    would print on stderr as reports (its workers', its drain's, the leaders it saw, where its metrics are)."""
 
-    def __init__(self, elector: elect.Elector, work: float | None) -> None:
+    def __init__(self, elector: elect.Elector, flags: Flags) -> None:
         super().__init__(elector)
         self._reports: list[tuple[str, Line]] = []
         self._lock = threading.Lock()
-        if work is not None:
-            elector.run(elector.roles, Worker(work, lambda report: self._report(WORK, report)))
+        self._metrics: Metrics | None = None
+        if flags.work is not None:
+            elector.run(elector.roles, Worker(flags.work, lambda report: self._report(WORK, report)))
+        if flags.observe:
+            elector.observe(lambda changed: self._report(LEADER, changed.to_dict()))
+        if flags.metrics:
+            self._metrics = elector.metrics()
+            port = self._metrics.serve(0)
+            self._report(METRICS, {"port": port, "url": f"http://127.0.0.1:{port}/metrics"})
 
     def _report(self, kind: str, report: Line) -> None:
         with self._lock:
@@ -100,6 +125,8 @@ class DrainingMember(InProcessMember):
             self._alive = False
             self._report(DRAINED, drained_report(self.elector.drain()))
             self.log.close()
+            if self._metrics is not None:
+                self._metrics.close()
 
     kill = stop
 
@@ -112,20 +139,14 @@ class MemoryGroup(Group):
     def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
         return elect.connect(self.url, roles, member=member_id)
 
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
-               work: float | None = None) -> Member:
-        m = DrainingMember(elect.connect(self.url, roles, member=member_id), work)
-        if revoke_delay:
+    def member(self, member_id: str, roles: Sequence[Role], flags: Flags) -> Member:
+        m = DrainingMember(elect.connect(self.url, roles, member=member_id), flags)
+        if flags.revoke_delay:
             def hold(event: Event) -> None:
                 if isinstance(event, Revoked):
-                    time.sleep(revoke_delay)  # the application finishing in-flight work
+                    time.sleep(flags.revoke_delay)  # the application finishing in-flight work
             m.elector.subscribe(hold)
         return m
-
-
-def _extra_args(revoke_delay: float, work: float | None) -> list[str]:
-    return [*(["--revoke-delay", str(revoke_delay)] if revoke_delay else []),
-            *(["--work", str(work)] if work is not None else [])]
 
 
 @dataclass(frozen=True)
@@ -134,7 +155,9 @@ class Implementation:
     successor back. per_member_roles: members may contend for different role sets (partition-based
     NELI cannot: the owner of a partition leads all its roles, so role sets change group-wide).
     timeout: generous bound for any one election or handover to show up. sees_successors: a draining member
-    sees who took its roles over (kafka:// and pysyncobj:// cannot: they leave the group or the partition)."""
+    sees who took its roles over (kafka:// and pysyncobj:// cannot: they leave the group or the partition).
+    observes: a member sees who leads the roles it contends for (`observe`; kafka:// and pysyncobj:// cannot).
+    renews: the method renews a leadership, so its metrics time renewals (leases, raft, NELI's fast mode)."""
 
     name: str
     make_group: Callable[..., Group]  # (tmp_path) or, with `needs_infra`, (tmp_path, endpoints)
@@ -144,6 +167,8 @@ class Implementation:
     needs_infra: bool = False
     timeout: float = 30.0
     sees_successors: bool = True
+    observes: bool = True
+    renews: bool = True
 
 
 # --- kafka:// (NELI), etcd:// and zookeeper://: `elect member` processes against the session's real
@@ -166,9 +191,8 @@ class InfraGroup(Group):
     def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
         return elect.connect(self.url, roles, member=member_id)
 
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
-               work: float | None = None) -> Member:
-        return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=_extra_args(revoke_delay, work))
+    def member(self, member_id: str, roles: Sequence[Role], flags: Flags) -> Member:
+        return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=flags.args())
 
 
 class KafkaGroup(InfraGroup):
@@ -269,10 +293,9 @@ class RaftGroup(Group):
     def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
         return elect.connect(self.urls[member_id], roles, member=member_id)
 
-    def member(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
-               work: float | None = None) -> Member:
+    def member(self, member_id: str, roles: Sequence[Role], flags: Flags) -> Member:
         return _Deferred(self, MemberProcess(self.urls[member_id], member_id, roles, log_dir=self.tmp,
-                                             extra_args=_extra_args(revoke_delay, work)))
+                                             extra_args=flags.args()))
 
     def launch(self) -> None:
         if self.launched:
@@ -310,20 +333,21 @@ class PySyncObjGroup(RaftGroup):
 
 
 IMPLEMENTATIONS: list[Implementation] = [
-    Implementation("memory", MemoryGroup, timeout=10.0),
+    Implementation("memory", MemoryGroup, timeout=10.0, renews=False),
     Implementation("kafka-fast", KafkaGroup, per_member_roles=False, needs_infra=True, timeout=40.0,
-                   sees_successors=False),
+                   sees_successors=False, observes=False),
     Implementation("kafka-full", KafkaFullGroup, exclusive=False, graceful=False, per_member_roles=False,
-                   needs_infra=True, timeout=40.0, sees_successors=False),
+                   needs_infra=True, timeout=40.0, sees_successors=False, observes=False, renews=False),
     Implementation("kafka-fast-848", Kafka848Group, per_member_roles=False, needs_infra=True, timeout=40.0,
-                   sees_successors=False),
+                   sees_successors=False, observes=False),
     Implementation("kafka-full-848", KafkaFull848Group, exclusive=False, graceful=False, per_member_roles=False,
-                   needs_infra=True, timeout=40.0, sees_successors=False),
+                   needs_infra=True, timeout=40.0, sees_successors=False, observes=False, renews=False),
     Implementation("etcd", EtcdGroup, needs_infra=True, timeout=20.0),
     Implementation("zookeeper", ZooKeeperGroup, needs_infra=True, timeout=20.0),
     Implementation("raft", RaftGroup, timeout=30.0),
     # no lease: a cut-off PySyncObj leader overlaps its successor; Revoked callbacks do hold it back
-    Implementation("pysyncobj", PySyncObjGroup, exclusive=False, graceful=True, timeout=40.0, sees_successors=False),
+    Implementation("pysyncobj", PySyncObjGroup, exclusive=False, graceful=True, timeout=40.0, sees_successors=False,
+                   observes=False, renews=False),
 ]
 
 

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from elect.errors import NotSupported
-from elect_bench.members import DRAINED, WORK, Line, Member
+from elect.metrics import FAILOVER, LEADER_GAUGE, RENEWAL, TRANSITIONS, scrape
+from elect_bench.members import DRAINED, LEADER, METRICS, WORK, Line, Member
 from elect_cluster.waiting import wait_until
 
 from implementations import Group, Implementation
@@ -225,3 +226,83 @@ def test_sigterm_drains_the_member(group: Group, impl: Implementation) -> None:
         assert drained["uncontended"] == [], drained
     else:  # documented: the method cannot see successors; drain returned after the handover
         assert drained["successors"] is None, drained
+
+
+def _seen(group: Group, member: Member, role: str, start: int = 0) -> list[tuple[str | None, int | None]]:
+    """What `member` reported seeing lead `role` (leader, token), from its `start`-th report of any role on."""
+    return [(r["leader"], r["token"]) for r in group.reports(member, LEADER)[start:] if r["role"] == role]
+
+
+def test_members_observe_who_leads_the_roles_they_contend_for(group: Group, impl: Implementation) -> None:
+    """`observe` (`elect member --observe`): each member sees who leads a role it contends for, itself included,
+    with the leader's token; when the leader leaves, the survivor sees nobody lead it, then itself. A method that
+    cannot see it promises nothing (`observes_leaders` False) and refuses with NotSupported saying why."""
+    role = "prices.EURUSD"
+    probe = group.elector("a", [role])  # not started: it only says what it can do
+    assert probe.characteristics.observes_leaders == impl.observes
+    if not impl.observes:
+        with pytest.raises(NotSupported, match=rf"{probe.scheme}:// cannot observe who leads: .+"):
+            probe.observe(lambda changed: None)
+        return
+    members = [group.start(name, [role], observe=True) for name in ("a", "b")]
+    all_started(group, members, impl.timeout)
+    old = leader_of(members, role, impl.timeout)
+    survivor = next(m for m in members if m is not old)
+    token = [line for line in old.log.lines if is_event("acquired", role)(line)][-1]["token"]
+    for m in members:  # the leader, as seen by the other member and by itself
+        wait_until(lambda m=m: _seen(group, m, role)[-1:] == [(old.member_id, token)], impl.timeout,
+                   what=f"{m.member_id} seeing {old.member_id} lead {role} under token {token}")
+    mark, lines = len(group.reports(survivor, LEADER)), len(survivor.log.lines)
+    old.stop()
+    acquired = survivor.log.wait_for(is_event("acquired", role), impl.timeout, start=lines, what="the takeover")
+    after = wait_until(lambda: (seen := _seen(group, survivor, role, mark))[-1:] == [(survivor.member_id,
+                                                                                     acquired["token"])] and seen,
+                       impl.timeout, what=f"{survivor.member_id} seeing itself lead {role}")
+    assert (None, None) in after, after  # the role had no leader between the two, and the survivor saw it
+
+
+def _samples(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {(name, frozenset(labels.items())): value for name, labels, value in scrape(url, 10)}
+
+
+def _led_by_gauge(url: str, member: str) -> set[str]:
+    return {dict(labels)["role"] for (name, labels), value in _samples(url).items()
+            if name == LEADER_GAUGE and dict(labels).get("member") == member and value == 1}
+
+
+def _count(url: str, histogram: str) -> float | None:
+    return next((v for (name, _), v in _samples(url).items() if name == histogram + "_count"), None)
+
+
+def test_members_serve_their_metrics(group: Group, impl: Implementation) -> None:
+    """`elect member --metrics-port 0`: a member's leader gauges agree with its event lines and its transitions
+    are counted; it times renewals only where the method renews, failovers only where it observes leaders (a
+    histogram a method cannot fill is absent, not empty)."""
+    members = [group.start(name, ROLES, metrics=True) for name in ("a", "b")]
+    all_started(group, members, impl.timeout)
+    all_led_once(members, NAMES, impl.timeout)
+    urls = {m.member_id: wait_until(lambda m=m: group.reports(m, METRICS), impl.timeout,
+                                    what=f"{m.member_id}'s metrics port")[-1]["url"] for m in members}
+    for m in members:
+        wait_until(lambda m=m: _led_by_gauge(urls[m.member_id], m.member_id) == m.log.leading(), impl.timeout,
+                   what=f"{m.member_id}'s leader gauges agreeing with its event lines")
+    old = leader_of(members, NAMES[0], impl.timeout)
+    survivor = next(m for m in members if m is not old)
+    acquired = sum(1 for line in old.log.lines if line["event"] == "acquired")
+    total = sum(v for (name, labels), v in _samples(urls[old.member_id]).items()
+                if name == TRANSITIONS + "_total" and ("kind", "acquired") in labels)
+    assert total >= acquired >= 1  # lines of acquisitions the gauges followed (more may have come since)
+    if impl.renews:
+        wait_until(lambda: (_count(urls[old.member_id], RENEWAL) or 0) > 0, impl.timeout,
+                   what=f"{old.member_id}'s renewals timed")
+    else:
+        assert _count(urls[old.member_id], RENEWAL) is None
+    if not impl.observes:
+        assert _count(urls[survivor.member_id], FAILOVER) is None
+        return
+    mark = len(survivor.log.lines)
+    before = _count(urls[survivor.member_id], FAILOVER) or 0
+    old.stop()
+    survivor.log.wait_for(is_event("acquired", NAMES[0]), impl.timeout, start=mark, what="the takeover")
+    wait_until(lambda: (_count(urls[survivor.member_id], FAILOVER) or 0) > before, impl.timeout,
+               what=f"{survivor.member_id}'s takeover timed as a failover")
