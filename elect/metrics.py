@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from prometheus_client import CollectorRegistry
 
-LEADER = "elect_leader"
+LEADER_GAUGE = "elect_leader"
 TRANSITIONS = "elect_transitions"  # exposed as elect_transitions_total
 FENCE_LAG = "elect_fence_lag_seconds"
 FAILOVER = "elect_failover_seconds"
@@ -61,7 +61,7 @@ class Metrics:
         self.member = member
         self.registry: CollectorRegistry = CollectorRegistry()
         r = self.registry
-        self._leader = Gauge(LEADER, "1 while this member leads the role, else 0", ["member", "role"], registry=r)
+        self._leader = Gauge(LEADER_GAUGE, "1 while this member leads the role, else 0", ["member", "role"], registry=r)
         self._transitions = Counter(TRANSITIONS, "leadership transitions of this member by kind "
                                     "(acquired, revoked, fenced)", ["member", "role", "kind"], registry=r)
         self._fence_lag = Histogram(FENCE_LAG, "seconds from the end of a leadership by the member's own deadline "
@@ -182,7 +182,7 @@ class MetricsObserver:
                 failed.append(str(exc))
                 continue
             for name, labels, value in samples:
-                if name == LEADER and "role" in labels:
+                if name == LEADER_GAUGE and "role" in labels:
                     self.roles.add(labels["role"])
                     if value >= 1:
                         out.append(Claim(labels["role"], labels.get("member", endpoint)))

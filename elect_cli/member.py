@@ -224,9 +224,7 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    writer = _writer(args, elector)
-    elector.subscribe(_Printer(args.revoke_delay))
-    if args.observe:
+    if args.observe:  # first: a method that cannot observe refuses before anything starts
         elector.observe(lambda seen: _stderr(elector.member, LEADER, seen.to_dict()))
     metrics = None
     if args.metrics_port is not None:
@@ -234,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
         port = metrics.serve(args.metrics_port, args.metrics_host)
         shown = f"[{args.metrics_host}]" if ":" in args.metrics_host else args.metrics_host
         _stderr(elector.member, METRICS, {"port": port, "url": f"http://{shown}:{port}/metrics"})
+    writer = _writer(args, elector)
+    elector.subscribe(_Printer(args.revoke_delay))
     workers = None
     if args.work is not None:  # after the printer: a revoked line is printed when the handover begins
         workers = _Workers(elector, max(0.0, args.work))

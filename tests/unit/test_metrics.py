@@ -17,10 +17,9 @@ import elect
 from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.errors import MissingExtra
-from elect.metrics import FAILOVER, FENCE_LAG, LEADER, RENEWAL, Metrics, MetricsObserver
+from elect.metrics import FAILOVER, FENCE_LAG, LEADER_GAUGE, RENEWAL, Metrics, MetricsObserver
 from elect.roles import Role
-from elect_bench.members import LEADER as LEADER_REPORT
-from elect_bench.members import METRICS, MemberProcess
+from elect_bench.members import LEADER, METRICS, MemberProcess
 from elect_cluster.waiting import wait_until
 
 _groups = itertools.count()
@@ -56,8 +55,10 @@ def test_the_gauge_counters_and_failover_follow_a_handover() -> None:
             a.resign("r")
             wait_until(lambda: b.is_leader("r"), 10, what="b takes r over")
             sa, sb = samples(ma), samples(mb)
-            assert value(sa, LEADER, member="a", role="r") == 0 and value(sa, LEADER, member="a", role="s") == 1
-            assert value(sb, LEADER, member="b", role="r") == 1 and value(sb, LEADER, member="b", role="s") == 0
+            assert value(sa, LEADER_GAUGE, member="a", role="r") == 0
+            assert value(sa, LEADER_GAUGE, member="a", role="s") == 1
+            assert value(sb, LEADER_GAUGE, member="b", role="r") == 1
+            assert value(sb, LEADER_GAUGE, member="b", role="s") == 0
             assert value(sa, "elect_transitions_total", member="a", role="r", kind="acquired") == 1
             assert value(sa, "elect_transitions_total", member="a", role="r", kind="revoked") == 1
             assert value(sb, "elect_transitions_total", member="b", role="r", kind="acquired") == 1
@@ -76,7 +77,7 @@ def test_several_electors_of_one_member_id_in_one_process_do_not_clash() -> None
         e.start()
     try:
         wait_until(lambda: all(e.is_leader("r") for e in electors), 10, what="each leads r in its own group")
-        assert all(value(samples(e.metrics()), LEADER, member="a", role="r") == 1 for e in electors)
+        assert all(value(samples(e.metrics()), LEADER_GAUGE, member="a", role="r") == 1 for e in electors)
         assert electors[0].metrics() is electors[0].metrics()  # made once
     finally:
         for e in electors:
@@ -88,14 +89,14 @@ def test_metrics_made_while_leading_count_the_current_leaderships_and_follow_the
     with e:
         wait_until(lambda: e.is_leader("r"), 10, what="a leads r")
         m = e.metrics()
-        assert value(samples(m), LEADER, member="a", role="r") == 1
+        assert value(samples(m), LEADER_GAUGE, member="a", role="r") == 1
         e.add_roles(["t"])
         wait_until(lambda: e.is_leader("t"), 10, what="a leads t")
         e.remove_roles(["r"])
         wait_until(lambda: not e.is_leader("r"), 10, what="r handed over")
         found = samples(m)
-        assert value(found, LEADER, member="a", role="t") == 1
-        assert value(found, LEADER, member="a", role="r") is None  # not contended for any more: the series goes
+        assert value(found, LEADER_GAUGE, member="a", role="t") == 1
+        assert value(found, LEADER_GAUGE, member="a", role="r") is None  # no longer contended for: the series goes
         assert value(found, "elect_transitions_total", member="a", role="r", kind="revoked") == 1
 
 
@@ -122,7 +123,7 @@ def test_a_fence_is_counted_with_its_lag_and_renewals_where_the_method_renews() 
     try:
         e._acquire("r", 3, time.monotonic() + 0.1)
         e._renewed(0.004)
-        wait_until(lambda: not e.is_leader("r") and value(samples(m), LEADER, member="a", role="r") == 0, 10,
+        wait_until(lambda: value(samples(m), LEADER_GAUGE, member="a", role="r") == 0, 10,
                    what="the fence at the deadline")
         found = samples(m)
         assert value(found, "elect_transitions_total", member="a", role="r", kind="fenced") == 1
@@ -149,7 +150,7 @@ def test_serving_in_process_on_a_port_the_os_chooses() -> None:
         with e:
             wait_until(lambda: e.is_leader("r"), 10, what="a leads r")
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-                assert value(parse(response.read().decode()), LEADER, member="a", role="r") == 1
+                assert value(parse(response.read().decode()), LEADER_GAUGE, member="a", role="r") == 1
     finally:
         m.close()
 
@@ -172,7 +173,7 @@ def test_a_member_process_serves_its_metrics_over_http_and_watch_reads_them(tmp_
                 assert response.status == 200
                 return parse(response.read().decode())
 
-        wait_until(lambda: value(scrape(), LEADER, member="a", role="x") == 1, 30, what="the leader gauge of x")
+        wait_until(lambda: value(scrape(), LEADER_GAUGE, member="a", role="x") == 1, 30, what="x's leader gauge")
         m.resign("x")  # the only member: it hands x over to nobody, then takes it back
         m.log.wait_for(lambda line: line["role"] == "x" and line["token"] == 2, 30, what="x re-acquired")
 
@@ -183,9 +184,9 @@ def test_a_member_process_serves_its_metrics_over_http_and_watch_reads_them(tmp_
 
         found = wait_until(acquired_twice, 30, what="two acquisitions of x counted")
         assert value(found, "elect_transitions_total", member="a", role="x", kind="revoked") == 1
-        assert value(found, LEADER, member="a", role="3") == 1
+        assert value(found, LEADER_GAUGE, member="a", role="3") == 1
         # --observe: the member saw itself lead, then nobody during its own resign, then itself again
-        seen = [(r["leader"], r["token"]) for r in m.reports(LEADER_REPORT) if r["role"] == "x"]
+        seen = [(r["leader"], r["token"]) for r in m.reports(LEADER) if r["role"] == "x"]
         assert seen == [("a", 1), (None, None), ("a", 2)], seen
 
         table = run_elect("watch", "--metrics", f"127.0.0.1:{report['port']}", "--once")
