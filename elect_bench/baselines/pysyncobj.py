@@ -23,10 +23,12 @@ electing could simply win its role back.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 
 from pysyncobj import SyncObj, SyncObjConf
+from pysyncobj.monotonic import monotonic
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
@@ -104,6 +106,11 @@ class PySyncObjElector(BaseElector):
         (it validates them only at construction)."""
         conf, et = self._confs[p], self.options.election_timeout
         conf.raftMinTimeout, conf.raftMaxTimeout = (et, 2 * et) if on else (1e9, 2e9)
+        obj = self._objs.get(p)
+        if on and obj is not None:
+            # the deadline drawn while quiet is out of reach; only a leader's heartbeat would draw a new one,
+            # and if that leader has gone, nobody would ever campaign again (seen: no leader for good)
+            obj._SyncObj__raftElectionDeadline = monotonic() + et + random.random() * et
 
     def _on_start(self) -> None:
         with self._objs_lock:
