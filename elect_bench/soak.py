@@ -232,7 +232,11 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
                 with contextlib.suppress(Exception):
                     p.stop(timeout=max(10.0, 5 * spec.budget))
         history = History(group.lines(), records, start=began, end=time.monotonic())
-        writes = workload.check()
+        try:
+            writes = workload.check()
+        except Exception as exc:  # the strikes and the history still make a report
+            writes = {}
+            error = f"{error + '; ' if error else ''}the writes could not be checked: {type(exc).__name__}: {exc}"
     if keep_logs is not None:
         keep_logs.mkdir(parents=True, exist_ok=True)
         for log in sorted((env.workdir / unique).glob("*.log")):

@@ -72,7 +72,9 @@ class Workload:
         """Judge every write so far (call it once the members have stopped); None for kind `none`."""
         if self.store is None:
             return None
-        dump = self.store.dump()
+        # after a soak the store holds a million writes, and on a busy machine it takes a while to send them all:
+        # the bound is against a store that hangs, not a slow one
+        dump = self.store.dump(timeout=300.0)
         acks = [line for m in dict.fromkeys(self._members) for line in read_jsonl(self.ack_log(m))]
         return check_writes(read_jsonl(self.store.log_path), dump, acks)
 
