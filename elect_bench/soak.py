@@ -159,6 +159,7 @@ class _Group:
         group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address, env.router or direct,
                       state_dir=str(env.workdir / unique / "state"))
         self.urls = spec.method.member_urls(group, spec.budget, spec.overrides)
+        self.reported: set[str] = set()  # the violations the live line has spelled out
         self.procs = [MemberProcess(self.urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
                                     prefix=env.placement.prefix(i), python=env.placement.python,
                                     extra_args=workload.member_args(i),
@@ -222,7 +223,8 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
                 strikes.append(Strike(planned.index, planned.fault.name, records[before].target, records[before].mono,
                                       failed_starts=failed))
                 loads.append(round(os.getloadavg()[0], 2))
-                progress(_status(strikes, group, records, promised, began, spec))
+                for text in _status(strikes, group, records, promised, began, spec).splitlines():
+                    progress(text)
         except Exception as exc:  # what stopped the soak is part of its report
             error = f"{type(exc).__name__}: {exc}"
         except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C or SIGTERM: stop striking, report what was seen
@@ -300,17 +302,20 @@ def _around(history: History, violation: Violation, window: float = 1.0) -> list
 
 def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord], promised: Characteristics,
             began: float, spec: SoakSpec) -> str:
-    """The live line: faults so far by kind, violations so far, and what is left (time, or rounds)."""
+    """The live line: faults so far by kind, violations so far, and what is left (time, or rounds). Each new
+    violation is spelled out too, so that a run cut short still says what it found."""
     counts = Counter(s.fault for s in strikes)
     so_far = check(History(group.lines(), list(records), start=began, end=time.monotonic()),
                    exclusive=promised.exclusive, tokens=promised.has_token)
+    new = [f"violation: {v}\n" for v in so_far if str(v) not in group.reported]
+    group.reported.update(str(v) for v in so_far)
     kinds = " ".join(f"{k} {n}" for k, n in sorted(counts.items()))
     left = []
     if spec.rounds:
         left.append(f"round {min(spec.rounds, len(strikes) // len(spec.faults) + 1)} of {spec.rounds}")
     if math.isfinite(spec.duration):
         left.append(f"{max(0.0, spec.duration - (time.monotonic() - began)):.0f} s left")
-    return f"{len(strikes)} faults ({kinds}), {len(so_far)} violations, " + ", ".join(left)
+    return "".join(new) + f"{len(strikes)} faults ({kinds}), {len(so_far)} violations, " + ", ".join(left)
 
 
 def markdown(result: SoakResult) -> str:
