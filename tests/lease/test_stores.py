@@ -252,13 +252,14 @@ def test_zookeeper_reports_a_dead_holders_membership_gone_before_its_freed_role(
             holder.create(f"{options.root}/members/{session}", encode_record(MemberRecord("h", None)),
                           ephemeral=True)
             holder.create(f"{options.root}/roles/r", encode_holder("h", session), ephemeral=True)
-            wait_until(lambda: any(isinstance(o, RoleSeen) and o.holder is not None and o.holder.session == session
-                                   for o in seen), 10.0, what="the observer seeing the role held")
+            wait_until(lambda session=session: any(isinstance(o, RoleSeen) and o.holder is not None  # type: ignore[misc]
+                                                   and o.holder.session == session for o in seen),
+                       10.0, what="the observer seeing the role held")
             mark = len(seen)
             holder.stop()  # closes the session: the server deletes both nodes in one transaction
             holder.close()
-            wait_until(lambda: any(isinstance(o, RoleSeen) and o.holder is None for o in seen[mark:]), 10.0,
-                       what="the observer seeing the role freed")
+            wait_until(lambda mark=mark: any(isinstance(o, RoleSeen) and o.holder is None  # type: ignore[misc]
+                                             for o in seen[mark:]), 10.0, what="the observer seeing the role freed")
             after = seen[mark:]
             freed = next(i for i, o in enumerate(after) if isinstance(o, RoleSeen) and o.holder is None)
             assert any(isinstance(o, MemberSeen) and o.session == session and o.record is None
