@@ -1,4 +1,5 @@
-"""examples/fenced_service.py as a user runs it: two service processes on the real etcd, writing to the fenced store.
+"""examples/fenced_service.py and its asyncio twin as a user runs them: two service processes on the real etcd,
+writing to the fenced store.
 
 memory:// is in-process, so two processes cannot share a group there; etcd is the lightest real store the session
 infrastructure offers. What is checked is what the example promises its reader: every role is led by one of the
@@ -27,7 +28,7 @@ from elect_cluster.waiting import WaitTimeout, wait_until
 pytestmark = pytest.mark.infra
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "fenced_service.py"
+EXAMPLES = ["fenced_service.py", "fenced_service_async.py"]
 ROLES = ["orders", "invoices", "payments", "refunds"]
 LEADS = re.compile(r"^(\S+) leads (\S+) under token (\d+)$")
 
@@ -35,15 +36,16 @@ LEADS = re.compile(r"^(\S+) leads (\S+) under token (\d+)$")
 class Service:
     """One example process; its stdout lines collected by a thread (a full pipe would block the service)."""
 
-    def __init__(self, member: str, url: str, store: str, workdir: Path) -> None:
+    def __init__(self, example: str, member: str, url: str, store: str, workdir: Path) -> None:
         self.member = member
         self.stderr_path = workdir / f"{member}.stderr"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         with open(self.stderr_path, "w") as stderr:
             self.proc = subprocess.Popen(
-                [sys.executable, str(EXAMPLE), url, "--roles", ",".join(ROLES), "--id", member, "--store", store,
-                 "--every", "0.05"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                env=env, start_new_session=True)
+                [sys.executable, str(ROOT / "examples" / example), url, "--roles", ",".join(ROLES), "--id", member,
+                 "--store", store, "--every", "0.05"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+                start_new_session=True)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"example-{member}")
         self._reader.start()
@@ -87,14 +89,15 @@ def writes_by(dump: dict[str, list[dict[str, Any]]], role: str, member: str, tok
     return sum(1 for w in dump.get(role, []) if w["member"] == member and w["token"] == token)
 
 
-def test_two_example_services_share_roles_fence_writes_and_hand_over_on_sigterm(infra: Endpoints,
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_two_example_services_share_roles_fence_writes_and_hand_over_on_sigterm(example: str, infra: Endpoints,
                                                                                   tmp_path: Path) -> None:
     url = f"etcd://{infra.etcd[0]}/example-{time.monotonic_ns()}?ttl=1.0"
     store = StoreProcess(tmp_path / "store")
     services: list[Service] = []
     try:
         store.start()
-        services = [Service(name, url, store.where, tmp_path) for name in ("a", "b")]
+        services = [Service(example, name, url, store.where, tmp_path) for name in ("a", "b")]
         a, b = services
 
         def current() -> dict[str, tuple[str, int]] | None:
