@@ -51,9 +51,9 @@ class Writer:
             while not stop.is_set():
                 reply = client.request({"op": "write", "role": str(lead.role), "member": lead.member,
                                         "token": lead.token, "seq": seq})
-                if not reply.get("ok"):  # a successor wrote with a newer token: ours is stale, stop at once
-                    say(f"{lead.member} refused for {lead.role} under token {lead.token}: {reply}")
-                    return
+                if not reply.get("ok"):  # a newer token reached the store: ours is stale. Raising makes elect
+                    # resign the role if we still believe we lead it, rather than lead it without doing the work.
+                    raise RuntimeError(f"the store refused {lead.role} under token {lead.token}: {reply}")
                 seq += 1
                 stop.wait(self.every)  # a pause between writes that still wakes at once on `stop`
         say(f"{lead.member} stopped writing {lead.role} under token {lead.token} after {seq} writes")
