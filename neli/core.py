@@ -32,9 +32,9 @@ leadership therefore starts only on the member's own current record, never on an
 reading the same record would otherwise lead under one token, and a member reading the topic late would
 lead under a token older than one already taken (both found by the full-mode soak). Full mode adds one
 rule the paper lacks: its leaders' records carry their token, and a member leading on an older token
-stands down (`Fence`) on reading a fresh newer one, and does not take the partition back while that
-claim stays fresh. The paper's overlap then lasts until the old leader reads its successor's first
-record, not a whole T.
+stands down on reading a fresh newer one (`Revoke` if its partition was taken from it in order, else
+`Fence`), and does not take the partition back while that claim stays fresh. The paper's overlap then
+lasts until the old leader reads its successor's first record, not a whole T.
 """
 
 from __future__ import annotations
@@ -284,8 +284,8 @@ class NeliCore:
             return
         released = self._released.get(msg.partition)
         if released is not None and released.token is not None and released.token < claim:
-            del self._released[msg.partition]
-            self._end(released, fence=True, until=now)
+            del self._released[msg.partition]  # handed over in order: it ends as it would have at T, revoked
+            self._end(released, fence=not released.orderly, until=now)
         own = self._owned.get(msg.partition)
         if own is None or own.last_token is None or own.last_token >= claim:
             return  # (a fresh assignment is not held back: its first own record is newer than any claim read)

@@ -242,8 +242,13 @@ def test_full_mode_overlap_ends_when_the_successor_claims() -> None:
     assign(c, [2], 0.0)
     received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
     revoke(c, [2], 0.5)
-    assert received(c, 2, 40, claim(c, 0.6, token=38), 0.7, 0.7) == [Fence(2, 0.7)]
+    assert received(c, 2, 40, claim(c, 0.6, token=38), 0.7, 0.7) == [Revoke(2)]  # handed over in order
     assert c.leading_roles() == frozenset()
+    lost = core("full", roles=(2,), overlap=True, timeout=2.0)
+    assign(lost, [2], 0.0)
+    received(lost, 2, 30, beat(lost, 0.0), 0.01, 0.01)
+    revoke(lost, [2], 0.5, lost=True)
+    assert received(lost, 2, 40, claim(lost, 0.6, token=38), 0.7, 0.7) == [Fence(2, 0.7)]
 
 
 def test_full_mode_overlap_lost_partition_fences_at_T() -> None:
