@@ -12,8 +12,9 @@ the others may already have elected a successor: leadership is *not* exclusive u
 There is no leadership transfer: ``stop()``/``resign()`` publish Revoked, wait for the callbacks (the
 old leader keeps heartbeating meanwhile, which holds any successor back), then shut that partition's
 SyncObj down, so the others elect after an election timeout; a resigned partition rejoins after
-``rejoin_delay``. A node that wins a partition on which it contends for no role steps aside the same way
-(for ET/2, so it is soon back to vote for a node that does). A node that resigned a partition rejoins it
+``rejoin_delay``. A node that contends for no role on a partition only votes there (it never campaigns: a
+node that won such a partition and stepped aside came back with a fresh term 0 and raised it, campaign after
+campaign, until it unseated the leader); should it win one anyway, it steps aside the same way for ET/2. A node that resigned a partition rejoins it
 after ET/2 as a voter that never campaigns (its election timeout set out of reach) until it has seen
 another node lead it (or, when nobody else contends, for 10 ET at most): the others may need its vote (a
 two-node group has no majority without it), and a resigner that campaigned while they were still
@@ -96,21 +97,24 @@ class PySyncObjElector(BaseElector):
         conf = self._conf()
         obj = SyncObj(_shift(self.options.listen, p), peers, conf=conf)
         self._confs[p] = conf
-        if p in self._resigned:
-            self._campaign(p, False)
+        if p in self._resigned or not self._roles_on(p):
+            self._campaign(p, False, obj)  # it only votes: see the module docstring
         return obj
 
-    def _campaign(self, p: int, on: bool) -> None:
+    def _campaign(self, p: int, on: bool, obj: SyncObj | None = None) -> None:
         """Let partition p's SyncObj start elections again (`on`), or only vote: PySyncObj draws every
         election deadline from its conf's timeouts, so pushing them out of reach keeps it from campaigning
         (it validates them only at construction)."""
         conf, et = self._confs[p], self.options.election_timeout
         conf.raftMinTimeout, conf.raftMaxTimeout = (et, 2 * et) if on else (1e9, 2e9)
-        obj = self._objs.get(p)
-        if on and obj is not None:
-            # the deadline drawn while quiet is out of reach; only a leader's heartbeat would draw a new one,
-            # and if that leader has gone, nobody would ever campaign again (seen: no leader for good)
-            obj._SyncObj__raftElectionDeadline = monotonic() + et + random.random() * et
+        obj = self._objs.get(p) if obj is None else obj
+        if obj is not None:
+            # The deadline already drawn is the one to replace. Going quiet: a new SyncObj drew its first from
+            # the normal timeouts, and a fresh node (term 0) that campaigns keeps raising its term until it
+            # unseats the leader. Campaigning again: the one drawn while quiet is out of reach, and only a
+            # leader's heartbeat would draw another; if that leader has gone, nobody would ever campaign.
+            far = monotonic() + (et + random.random() * et if on else 1e9)
+            obj._SyncObj__raftElectionDeadline = far
 
     def _on_start(self) -> None:
         with self._objs_lock:
@@ -157,6 +161,9 @@ class PySyncObjElector(BaseElector):
                 p = partition_of(role, P)
                 if p in self._leading:
                     self._acquire(role, self._leading[p], time.monotonic() + self.options.fallback)
+            for p in {partition_of(r, P) for r in (*added, *removed)}:
+                if p in self._objs and p not in self._resigned:  # campaign where it contends for a role
+                    self._campaign(p, bool(self._roles_on(p)))
             for p in {partition_of(r, P) for r in removed}:
                 if p in self._leading and not self._roles_on(p):
                     self._step_down(p, rejoin=True)
@@ -202,8 +209,8 @@ class PySyncObjElector(BaseElector):
                 held = self._leading.get(p)
                 roles = self._roles_on(p)
                 if p in self._resigned and (not leads and obj._getLeader() is not None):
-                    del self._resigned[p]  # another node leads it: campaign again if it goes (from its next beat)
-                    self._campaign(p, True)
+                    del self._resigned[p]  # another node leads it: campaign again if it goes
+                    self._campaign(p, bool(roles))
                 elif p in self._resigned and now >= self._resigned[p]:
                     del self._resigned[p]  # nobody else wants it: start afresh, campaigning
                     self._step_down(p, rejoin=True, delay=0.0)
