@@ -213,7 +213,7 @@ def test_etcd_lease_revoked_under_a_live_holder_frees_no_role_before_the_ttl(inf
     try:
         wait_until(lambda: first.leading() == {"x"}, 20.0, what="m0 leading x")
         second.start()
-        time.sleep(0.5)
+        wait_until(lambda: any('"m1"' in v for v in keys("members").values()), 20.0, what="m1 registered")
         lease = next(k.rsplit("/", 1)[1] for k, v in keys("members").items() if '"m0"' in v)
         call("lease/revoke", {"ID": int(lease, 16)})  # what the deposed etcd leader's lessor does
         revoked = time.monotonic()
