@@ -9,18 +9,21 @@ ZooKeeper), behind one contract, with a harness that measures how each hands ove
         e.run("prices.EURUSD", work)   # work(lead, stop) while leading; a handover waits for it
         e.observe(print)               # LeaderChanged(role, leader, token): whom it sees lead (memory, raft, etcd, zk)
         e.metrics().serve(9100)        # Prometheus metrics of this member (the `metrics` extra)
+        e.transfer("prices.EURUSD", to="b")  # hand one role to a named member (raft, etcd, zk, memory)
         e.drain()                      # hand over, see the successors take over, stop
 """
 
 from elect.config import ElectorSpec, connect, from_config, parse_url, spec_from_config, spec_from_url
-from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements
+from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements, Transferred
 from elect.errors import (
     ConfigError,
     ElectError,
     InfrastructureUnavailable,
     MissingExtra,
+    NotLeader,
     NotStarted,
     NotSupported,
+    TransferRefused,
     UnknownScheme,
     UnsatisfiedRequirement,
 )
@@ -31,8 +34,9 @@ from elect.work import Running
 
 __all__ = [
     "Acquired", "Characteristics", "ConfigError", "Drained", "ElectError", "Elector", "ElectorSpec", "Event",
-    "Fenced", "InfrastructureUnavailable", "LeaderChanged", "Leadership", "MissingExtra", "NotStarted", "NotSupported",
-    "Requirements", "Revoked", "Role", "Running", "UnknownScheme", "UnsatisfiedRequirement", "connect",
-    "from_config", "parse_url", "partition_of", "spec_from_config", "spec_from_url",
+    "Fenced", "InfrastructureUnavailable", "LeaderChanged", "Leadership", "MissingExtra", "NotLeader", "NotStarted",
+    "NotSupported", "Requirements", "Revoked", "Role", "Running", "TransferRefused", "Transferred", "UnknownScheme",
+    "UnsatisfiedRequirement", "connect", "from_config", "parse_url", "partition_of", "spec_from_config",
+    "spec_from_url",
 ]
 __version__ = "0.1.0"

@@ -22,11 +22,11 @@ from abc import abstractmethod
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
-from elect.contract import Callback, Drained, Elector, Leadership, ObserveCallback, Unsubscribe
+from elect.contract import Callback, Drained, Elector, Leadership, ObserveCallback, Transferred, Unsubscribe
 from elect.core import Acquire, Extend, LeadershipChange, Revoke
 from elect.deadlines import DeadlineTimer
 from elect.dispatch import EventDispatcher
-from elect.errors import ConfigError, NotStarted, NotSupported
+from elect.errors import ConfigError, NotLeader, NotStarted, NotSupported
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.observe import LeaderChanged
 from elect.roles import Role, normalize_roles
@@ -53,6 +53,9 @@ class BaseElector(Elector):
 
     #: Why `observe` is not supported, for methods whose characteristics say `observes_leaders=False`.
     unobservable = "this implementation does not say whom it sees lead a role"
+
+    #: Why `transfer` is not supported, for methods whose characteristics say `transfers=False`.
+    untransferable = "this implementation cannot direct a role to a named member"
 
     #: What `elect_renewal_seconds` times for this method (its help text); None: the method does not renew.
     renewal: str | None = None
@@ -95,6 +98,11 @@ class BaseElector(Elector):
         group so that `_successors` can see who takes each role over. Return False (the default) where the
         method cannot see that: `drain` then leaves the handover to `stop`."""
         return False
+
+    def _on_transfer(self, role: Role, to: str) -> None:
+        """Hook for `transfer` (methods whose characteristics say `transfers`): refuse with `TransferRefused` if
+        `to` cannot take `role`, else hand the role over as `_on_resign` does, so that `to` is the one to take it."""
+        raise NotSupported(f"{self.scheme}:// cannot transfer a role: {self.untransferable}")
 
     def _successors(self, roles: frozenset[Role]) -> dict[Role, str | None]:
         """Hook for `drain`, after `_on_drain` returned True: for each of `roles`, the other member this member
@@ -220,6 +228,37 @@ class BaseElector(Elector):
         successors = None if seen is None else {r: m for r, m in seen.items() if m is not None}
         uncontended = frozenset(() if seen is None else (r for r, m in seen.items() if m is None))
         return Drained(seconds=time.monotonic() - began, roles=led, successors=successors, uncontended=uncontended)
+
+    def transfer(self, role: Role, to: str, timeout: float | None = None) -> Transferred:
+        """Hand `role` to member `to`: the Revoked callbacks and `run` workers finish first, as on `resign`, then
+        the method lets `to` take the role ahead of the others; wait up to `timeout` (default as `drain`) until
+        this member sees `to` lead it (`Transferred.confirmed`). If `to` dies meanwhile, another member takes the
+        role over as after a failover.
+
+        A transfer overrides the method's balancing while `to` leads the role: raft's return to the preferred
+        member (`rebalance`) and the leases' fair share do not move it back (they may move other roles); after
+        the next failover of that role, they apply again. How: raft sends TimeoutNow to `to` (which must be a
+        replica of the role's partition, heard within an election timeout, and contend for a role on it); etcd
+        and ZooKeeper publish the hint in this member's record and delete the key, and the other members leave
+        the free role to `to` for `resign_backoff`. NELI and PySyncObj raise `NotSupported`: who owns a
+        partition is decided by the Kafka group's assignor (or PySyncObj's elections), not by the member."""
+        if not self.characteristics.transfers:
+            raise NotSupported(f"{self.scheme}:// cannot transfer a role: {self.untransferable} (choose a method "
+                               "that can: require={'transfers': True})")
+        began = time.monotonic()
+        self._require_running()
+        if to == self.member:
+            raise ConfigError(f"member {self.member} cannot transfer {role!r} to itself", parameter="to")
+        if self.leadership(role) is None:
+            raise NotLeader(f"member {self.member} does not lead {role!r}: only its leader can transfer it")
+        self._on_transfer(role, to)
+        limit = began + (timeout if timeout is not None else self._default_drain_timeout())
+        while True:
+            leader = self._successors(frozenset((role,))).get(role)
+            if leader == to or time.monotonic() >= limit:
+                break
+            time.sleep(0.02)  # what the member sees changes on its driver's threads; the limit bounds this
+        return Transferred(role=role, to=to, seconds=time.monotonic() - began, leader=leader)
 
     def _default_drain_timeout(self) -> float:
         if self.drain_timeout is not None:

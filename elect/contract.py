@@ -73,6 +73,26 @@ class Drained:
 
 
 @dataclass(frozen=True)
+class Transferred:
+    """What `Elector.transfer` did.
+
+    role and to: as asked. seconds: from the call until `to` was seen leading the role, or until the wait
+    ended. leader: who this member saw leading the role when the wait ended (`to` on success; another member
+    if the target could not take it and someone else did; None if nobody was seen yet).
+    """
+
+    role: Role
+    to: str
+    seconds: float
+    leader: str | None
+
+    @property
+    def confirmed(self) -> bool:
+        """The named member was seen leading the role."""
+        return self.leader == self.to
+
+
+@dataclass(frozen=True)
 class Characteristics:
     """What an elector promises, so callers can demand a property at connect time.
 
@@ -85,6 +105,7 @@ class Characteristics:
     observes_leaders: a member sees who leads the roles it contends for, others included, so `observe` reports
     it (and the failover histogram of `metrics` is measured); False (the default: nothing is promised unless an
     implementation says so): `observe` raises `NotSupported`.
+    transfers: `transfer(role, to=member)` can direct a role to a named member (False: it raises `NotSupported`).
     """
 
     exclusive: bool
@@ -94,6 +115,7 @@ class Characteristics:
     token: str
     notes: str = ""
     observes_leaders: bool = False
+    transfers: bool = False
 
     @property
     def has_token(self) -> bool:
@@ -110,6 +132,7 @@ class Requirements:
     max_failover: float | None = None
     graceful_handover: bool | None = None
     observes_leaders: bool | None = None
+    transfers: bool | None = None
 
     @classmethod
     def coerce(cls, value: Requirements | Mapping[str, Any] | None) -> Requirements:
@@ -135,6 +158,8 @@ class Requirements:
             missing.append("graceful handover (Revoked callbacks do not hold the successor back)")
         if self.observes_leaders and not have.observes_leaders:
             missing.append("observation of who leads (a member cannot see other members' leadership)")
+        if self.transfers and not have.transfers:
+            missing.append("transfer to a named member (the method cannot direct a role to one member)")
         if self.max_overlap is not None:
             bound = math.inf if have.max_overlap is None else have.max_overlap
             if bound > self.max_overlap:
@@ -202,6 +227,12 @@ class Elector(ABC):
     @abstractmethod
     def resign(self, role: Role) -> None:
         """Give `role` up; another member takes it over if there is one."""
+
+    @abstractmethod
+    def transfer(self, role: Role, to: str, timeout: float | None = None) -> Transferred:
+        """Hand `role`, which this member leads, to member `to`, gracefully (as `resign`), and wait up to `timeout`
+        until `to` is seen leading it. Raises `NotLeader`, `TransferRefused` (`to` cannot take it) or
+        `NotSupported` (`characteristics.transfers` False)."""
 
     @abstractmethod
     def run(self, roles: Iterable[Role] | Role, fn: Callable[[Leadership, threading.Event], object], *,

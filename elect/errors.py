@@ -38,3 +38,12 @@ class NotStarted(ElectError, RuntimeError):
 class NotSupported(ElectError):
     """The chosen implementation cannot do what was asked; the message says why (choose another method, or
     demand the property at connect time with `require=`)."""
+
+
+class NotLeader(ElectError):
+    """The operation needs this member to lead the role, and it does not (or no longer does)."""
+
+
+class TransferRefused(ElectError):
+    """`transfer` cannot hand the role to the named member; the message says why (not a member of the role's
+    group, not heard from lately, or not contending for the role)."""

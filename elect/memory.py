@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
-from elect.errors import ConfigError
+from elect.errors import ConfigError, TransferRefused
 from elect.registry import Plugin
 from elect.roles import Role
 
@@ -63,8 +63,9 @@ class _Group:
                 _GROUPS.pop(self.name, None)
             self.assign_free()
 
-    def hand_over(self, role: Role, leader: MemoryElector, exclude_leader: bool = True) -> None:
-        """Orderly handover of `role` from `leader`: Revoked (waited for), then Acquired on a successor."""
+    def hand_over(self, role: Role, leader: MemoryElector, exclude_leader: bool = True, to: str | None = None) -> None:
+        """Orderly handover of `role` from `leader`: Revoked (waited for), then Acquired on a successor (`to`
+        if it still contends then)."""
         with self.lock:
             if self.owner.get(role) != leader.member:
                 return
@@ -76,7 +77,12 @@ class _Group:
         finally:
             with self.lock:
                 leader.handing_over.discard(role)
-                self.assign(role, avoid=leader.member if exclude_leader else None)
+                self.assign(role, avoid=leader.member if exclude_leader else None, prefer=to)
+
+    def contends(self, role: Role, member: str) -> bool:
+        with self.lock:
+            other = self.members.get(member)
+            return other is not None and role in other.wanted() and role not in other.handing_over
 
     def assign_free(self) -> None:
         with self.lock:
@@ -84,15 +90,17 @@ class _Group:
             for role in sorted(wanted - set(self.owner), key=str):
                 self.assign(role)
 
-    def assign(self, role: Role, avoid: str | None = None) -> None:
-        """Give an unowned `role` to the contender leading fewest roles (`avoid` only as a last resort)."""
+    def assign(self, role: Role, avoid: str | None = None, prefer: str | None = None) -> None:
+        """Give an unowned `role` to `prefer` if it contends, else to the contender leading fewest roles (`avoid`
+        only as a last resort)."""
         with self.lock:
             if role in self.owner:
                 return
             contenders = [m for m in self.members.values() if role in m.wanted() and role not in m.handing_over]
             if not contenders:
                 return
-            preferred = [m for m in contenders if m.member != avoid] or contenders
+            preferred = ([m for m in contenders if m.member == prefer] or
+                         [m for m in contenders if m.member != avoid] or contenders)
             load = {m.member: 0 for m in preferred}
             for owner in self.owner.values():
                 if owner in load:
@@ -149,7 +157,7 @@ class MemoryElector(BaseElector):
     @property
     def characteristics(self) -> Characteristics:
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=0.0, graceful_handover=True,
-                               token="per-role counter in the group", observes_leaders=True)
+                               token="per-role counter in the group", observes_leaders=True, transfers=True)
 
     def wanted(self) -> frozenset[Role]:
         return self.roles if self.running else frozenset()  # a draining member contends for nothing
@@ -165,6 +173,13 @@ class MemoryElector(BaseElector):
     def _on_resign(self, role: Role) -> None:
         assert self._group is not None
         self._group.hand_over(role, self)
+
+    def _on_transfer(self, role: Role, to: str) -> None:
+        assert self._group is not None
+        if not self._group.contends(role, to):
+            raise TransferRefused(f"memory://{self.options.group}: member {to!r} is not in the group or does not "
+                                  f"contend for {role!r}")
+        self._group.hand_over(role, self, to=to)
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         assert self._group is not None

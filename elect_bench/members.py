@@ -35,11 +35,13 @@ _AGAIN = "started again"
 #: drained on its way out (seconds, mono, roles, successors: None where the method cannot see them,
 #: uncontended: roles no other member contended for), `LEADER` with `--observe` for each change of whom it sees
 #: lead a role it contends for (ts, mono, member, role, leader: None for nobody, token), `METRICS` once with
-#: `--metrics-port` (port, url).
+#: `--metrics-port` (port, url), `TRANSFERRED` for each `transfer R TO` control line (role, to, leader, seconds,
+#: confirmed; or error and message).
 WORK = "work"
 DRAINED = "drained"
 LEADER = "leader"
 METRICS = "metrics"
+TRANSFERRED = "transferred"
 
 
 def stderr_reports(text: str, member_id: str, kind: str) -> list[Line]:
@@ -135,6 +137,7 @@ class Member(Protocol):
     def stop(self, timeout: float = 30.0) -> None: ...
     def kill(self) -> None: ...
     def resign(self, role: Role) -> None: ...
+    def transfer(self, role: Role, to: str) -> None: ...
     def add_roles(self, roles: Iterable[Role]) -> None: ...
     def remove_roles(self, roles: Iterable[Role]) -> None: ...
     @property
@@ -168,6 +171,9 @@ class InProcessMember:
 
     def resign(self, role: Role) -> None:
         self.elector.resign(role)
+
+    def transfer(self, role: Role, to: str) -> None:
+        self.elector.transfer(role, to)
 
     def add_roles(self, roles: Iterable[Role]) -> None:
         self.elector.add_roles(roles)
@@ -283,6 +289,10 @@ class MemberProcess(SignalledProcess):
 
     def resign(self, role: Role) -> None:
         self.command("resign", json.dumps(str(role)))
+
+    def transfer(self, role: Role, to: str) -> None:
+        """Ask the member to transfer `role` to `to`; the outcome comes as its `TRANSFERRED` report."""
+        self.command("transfer", json.dumps(str(role)), to)
 
     def add_roles(self, roles: Iterable[Role]) -> None:
         self.command("add", *(json.dumps(str(r)) for r in roles))

@@ -4,8 +4,10 @@ Stdout carries event lines only (docs/architecture.md's format), flushed one by 
 as they happen; diagnostics go to stderr. SIGTERM or SIGINT drains the member (Elector.drain: hands every
 role over, waits until it sees the successors take them where the method can see that, stops), prints
 `elect member: ID drained in S s {json}` on stderr and exits 0. With `--control`, lines on stdin steer the
-member (`resign R`, `add R...`, `remove R...`, `stop`; roles may be JSON-quoted), and end of input stops it
-(draining too), so a member never outlives its controller.
+member (`resign R`, `transfer R TO`, `add R...`, `remove R...`, `stop`; roles may be JSON-quoted), and end of
+input stops it (draining too), so a member never outlives its controller. `transfer` reports
+`elect member: ID transferred {json}` on stderr (Elector.transfer: role, to, leader, seconds, confirmed; or the
+error and its message).
 With `--work SECONDS` a worker runs per led role (Elector.run), as an application's work would: told to stop,
 it takes SECONDS to finish, holding the handover back; it reports `elect member: ID work {json}` on stderr
 when it starts and when it returns (role, token, state, mono).
@@ -32,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from elect.config import load_yaml, spec_from_config, spec_from_url
 from elect.contract import Drained, Elector, Leadership
-from elect.errors import ConfigError
+from elect.errors import ConfigError, ElectError
 from elect.events import Event, Revoked
 from elect.roles import Role, parse_role
-from elect_bench.members import DRAINED, LEADER, METRICS, STARTED, WORK
+from elect_bench.members import DRAINED, LEADER, METRICS, STARTED, TRANSFERRED, WORK
 
 if TYPE_CHECKING:
     from elect_bench.fenced.writer import FencedWriter
@@ -153,6 +155,16 @@ def drained_report(result: Drained) -> dict[str, Any]:
 _STDERR = threading.Lock()
 
 
+def transfer_report(elector: Elector, role: Role, to: str) -> dict[str, Any]:
+    """What `elect member` reports of `transfer R TO`: the outcome, or the `elect` error that refused it."""
+    try:
+        done = elector.transfer(role, to)
+    except ElectError as exc:
+        return {"role": str(role), "to": to, "error": type(exc).__name__, "message": str(exc)}
+    return {"role": str(role), "to": to, "leader": done.leader, "seconds": round(done.seconds, 6),
+            "confirmed": done.confirmed, "mono": round(time.monotonic(), 6)}
+
+
 def _say(line: str) -> None:
     """One whole line on stderr: reports come from several threads (workers, observers), and `print` writes the
     text and its newline apart, so two threads' lines could run together and a harness would miss one."""
@@ -190,6 +202,8 @@ def _control_loop(elector: Elector, stop: threading.Event, workers: _Workers | N
             if verb == "resign":
                 for role in args:
                     elector.resign(role)
+            elif verb == "transfer" and len(words) == 3:
+                _stderr(elector.member, TRANSFERRED, transfer_report(elector, args[0], words[2]))
             elif verb == "add":
                 elector.add_roles(args)
                 if workers is not None:
@@ -199,7 +213,7 @@ def _control_loop(elector: Elector, stop: threading.Event, workers: _Workers | N
             elif verb == "stop":
                 break
             else:
-                _say(f"elect member: unknown command {verb!r} (resign, add, remove, stop)")
+                _say(f"elect member: unknown command {verb!r} (resign R, transfer R TO, add, remove, stop)")
         except Exception as exc:  # a bad command must not kill the member
             _say(f"elect member: {raw.strip()!r} failed: {exc}")
     stop.set()

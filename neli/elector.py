@@ -76,6 +76,9 @@ class KafkaElector(BaseElector):
     unobservable = ("a NELI member knows only the partitions the group assigned to it; who owns the others is "
                     "known to the group's coordinator and leader, not to the member (elect watch kafka://... "
                     "reads the assignment from the broker)")
+    untransferable = ("in NELI the Kafka group's assignor decides which member owns each partition, and a member "
+                      "can only leave or rejoin the group, not name the member that gets its partition (resign "
+                      "hands the role to whichever member the assignor picks)")
 
     def __init__(self, options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> None:
         super().__init__(member, roles)

@@ -87,6 +87,8 @@ class RaftGroup:
         "node",
         "peer_priority",
         "peers",
+        "pinned",
+        "pinning",
         "positions",
         "prioritized",
         "priority",
@@ -104,6 +106,7 @@ class RaftGroup:
         "timeout_sent",
         "transfer_closed",
         "transfer_due",
+        "transfer_pin",
         "transfer_seq",
         "transfer_to",
         "vote_sent_at",
@@ -172,6 +175,10 @@ class RaftGroup:
         self.transfer_closed = 0
         self.transfer_due = INF
         self.timeout_sent = False
+        self.transfer_pin = False
+        # an operator's transfer overrides rebalancing while its target leads (see transfer_leadership)
+        self.pinning = False  # this candidacy answers a pinned TimeoutNow
+        self.pinned = False   # leading by an operator's transfer: no rebalancing back
         self.resume_from = INF
         self.deadline = INF
         self._refresh_deadline()
@@ -201,8 +208,11 @@ class RaftGroup:
         self.log_index = last_index
         self.log_term = last_term
 
-    def transfer_leadership(self, to: str | None, now: float) -> bool:
-        """Hand leadership to ``to`` (None: the best live, caught-up follower). False if impossible."""
+    def transfer_leadership(self, to: str | None, now: float, pin: bool = False) -> bool:
+        """Hand leadership to ``to`` (None: the best live, caught-up follower). False if impossible.
+
+        ``pin``: an operator asked for this member; it does not rebalance the group back to a higher priority
+        while it leads (the next failover restores the priorities' say)."""
         if self.state is RaftState.LEADER:
             self._check_lease(now)
         if self.state is not RaftState.LEADER or not self.serving or self.transfer_to is not None:
@@ -216,6 +226,7 @@ class RaftGroup:
         self.acc.changes.append(Revoke(self.group, f"transfer to {to}"))
         self.transfer_seq += 1
         self.transfer_to = to
+        self.transfer_pin = pin
         self.transfer_due = now + self.cfg.transfer_deadline
         self.timeout_sent = False
         if self._caught_up(to):
@@ -335,8 +346,9 @@ class RaftGroup:
     def _log_ok(self, last_index: int, last_term: int) -> bool:
         return (last_term, last_index) >= (self.log_term, self.log_index)
 
-    def _campaign(self, now: float, force: bool = False, seq: int = 0) -> None:
+    def _campaign(self, now: float, force: bool = False, seq: int = 0, pin: bool = False) -> None:
         self._set_leader(None)
+        self.pinning = pin
         self.retry_at = INF
         if self.cfg.pre_vote and not force:
             self.state = RaftState.PRE_CANDIDATE
@@ -371,6 +383,7 @@ class RaftGroup:
     def _become_leader(self, now: float) -> None:
         self.state = RaftState.LEADER
         self.serving = True
+        self.pinned, self.pinning = self.pinning, False
         self._set_leader(self.node)
         sent = self.vote_sent_at
         for p in self.peers:
@@ -399,6 +412,7 @@ class RaftGroup:
             change = Fence(self.group, self.lease_until, reason) if fenced else Revoke(self.group, reason)
             self.acc.changes.append(change)
         self.serving = False
+        self.pinned = False
         self.transfer_to = None
         self.transfer_due = INF
         self.resume_from = INF
@@ -460,7 +474,7 @@ class RaftGroup:
             self._abandon_transfer(now)
         if now >= self.hb_due:
             resend = self.timeout_sent and self.transfer_to is not None
-            if self.cfg.rebalance and self.serving and self.prioritized:
+            if self.cfg.rebalance and self.serving and self.prioritized and not self.pinned:
                 self._maybe_rebalance(now)
             self._broadcast(now)
             if resend:
@@ -498,7 +512,8 @@ class RaftGroup:
     def _send_timeout_now(self) -> None:
         assert self.transfer_to is not None
         self.timeout_sent = True
-        self.acc.messages.append(TimeoutNow(self.group, self.node, self.transfer_to, self.term, self.transfer_seq))
+        self.acc.messages.append(TimeoutNow(self.group, self.node, self.transfer_to, self.term, self.transfer_seq,
+                                            self.transfer_pin))
 
     def _abandon_transfer(self, now: float) -> None:
         to = self.transfer_to
@@ -624,7 +639,7 @@ class RaftGroup:
             return
         if m.term > self.term:
             self._adopt_term(m.term)
-        self._campaign(now, force=True, seq=m.transfer_seq)
+        self._campaign(now, force=True, seq=m.transfer_seq, pin=m.pin)
 
     # ------------------------------------------------------------------ outputs
 

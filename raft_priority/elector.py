@@ -14,7 +14,8 @@ How it keeps the contract:
   clock, at once, and emits ``Fenced`` first when it wakes.
 * **Graceful handover**: ``stop()``, ``resign()`` and ``remove_roles()`` publish ``Revoked``, wait for
   the callbacks, and only then hand the partition over with a TimeoutNow transfer to the next-priority
-  live node; rebalancing transfers hold their TimeoutNow back the same way.
+  live node; rebalancing transfers hold their TimeoutNow back the same way. ``transfer(role, to=b)`` does
+  the same towards ``b``, with a pinned TimeoutNow: ``b`` then does not rebalance the group back while it leads.
 * **Interest**: a node contends for a partition only while it contends for a role on it. The
   election core's log-position hook carries that (interested = position (1, 0), not = (0, 0)): voters
   never elect a less "up to date" candidate, so a node with no role on a partition can vote there but
@@ -45,7 +46,7 @@ from typing import cast
 from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import Acquire, Fence, Ready, Revoke
-from elect.errors import InfrastructureUnavailable
+from elect.errors import InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
@@ -150,11 +151,11 @@ class RaftElector(BaseElector):
             failover = et + rounds * self.config.decay_round + slack
         if not o.check_quorum:  # a cut-off leader leads on until it hears a newer term: no bound on overlap
             return Characteristics(exclusive=False, max_overlap=None, max_failover=round(failover, 3),
-                                   graceful_handover=True, token="raft term of the role's partition",
-                                   notes="check_quorum=off: no leader lease", observes_leaders=True)
+                                       graceful_handover=True, token="raft term of the role's partition",
+                                   notes="check_quorum=off: no leader lease", observes_leaders=True, transfers=True)
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=round(failover, 3),
                                graceful_handover=True, token="raft term of the role's partition",
-                               observes_leaders=True)
+                               observes_leaders=True, transfers=True)
 
     def _on_start(self) -> None:
         o = self.options
@@ -222,6 +223,26 @@ class RaftElector(BaseElector):
         p = partition_of(role, self.options.partitions)
         dones = driver.call(lambda now: self._give_up(p, now), timeout=10)
         self._wait_callbacks(dones)
+
+    def _on_transfer(self, role: Role, to: str) -> None:
+        driver = self._require_driver()
+        p = partition_of(role, self.options.partitions)
+
+        def begin(now: float) -> list[threading.Event]:
+            g = self._host().groups.get(p)
+            where = f"raft://{self.member}: cannot transfer {role!r} (partition {p}) to {to!r}"
+            if g is None or g.state is not RaftState.LEADER or not g.serving or p in self._giving_up:
+                raise NotLeader(f"{where}: this node does not lead the partition now")
+            if to not in g.peers:
+                raise TransferRefused(f"{where}: not a replica of the partition (its replicas: "
+                                      f"{', '.join(sorted((self.member, *g.peers)))})")
+            if g.heard.get(to, -INF) < now - self.options.election_timeout:
+                raise TransferRefused(f"{where}: not heard from within an election timeout")
+            if g.positions.get(to, (-1, -1)) < (INTERESTED[1], INTERESTED[0]):
+                raise TransferRefused(f"{where}: it contends for no role on the partition")
+            return self._give_up(p, now, to, pin=True)
+
+        self._wait_callbacks(driver.call(begin, timeout=10))
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         P = self.options.partitions
@@ -366,8 +387,9 @@ class RaftElector(BaseElector):
         for done in dones:
             done.wait(max(0.0, limit - time.monotonic()))
 
-    def _give_up(self, p: int, now: float, to: str | None = None) -> list[threading.Event]:
-        """Driver-initiated handover of partition ``p``: Revoked, wait for callbacks, then transfer."""
+    def _give_up(self, p: int, now: float, to: str | None = None, pin: bool = False) -> list[threading.Event]:
+        """Driver-initiated handover of partition ``p``: Revoked, wait for callbacks, then transfer (to ``to`` if
+        named, pinned there if ``pin``)."""
         host = self._host()
         g = host.groups.get(p)
         if g is None or g.state is not RaftState.LEADER:
@@ -375,10 +397,10 @@ class RaftElector(BaseElector):
         dones = [d for role in self._roles_on(p) if (d := self._begin_revoke(role)) is not None]
         self._giving_up.add(p)
         self._handovers.append(_Handover(p, [d for d in dones if not d.is_set()], now + self.options.revoke_timeout,
-                                         self._transfer_action(p, to)))
+                                         self._transfer_action(p, to, pin)))
         return dones
 
-    def _transfer_action(self, p: int, to: str | None) -> Action:
+    def _transfer_action(self, p: int, to: str | None, pin: bool = False) -> Action:
         def act(now: float) -> None:
             host = self._host()
             g = host.groups[p]
@@ -387,7 +409,7 @@ class RaftElector(BaseElector):
             if g.state is not RaftState.LEADER or not g.serving:
                 return
             target = to if to is not None else self._best_successor(p, now)
-            if target is None or not host.transfer(p, target, now):
+            if target is None or not host.transfer(p, target, now, pin):
                 host.resign(p, now)
 
         return act

@@ -97,9 +97,9 @@ class NodeHost:
         g.resign(now)
         self._arm(g)
 
-    def transfer(self, group: int, to: str | None, now: float) -> bool:
+    def transfer(self, group: int, to: str | None, now: float, pin: bool = False) -> bool:
         g = self.groups[group]
-        ok = g.transfer_leadership(to, now)
+        ok = g.transfer_leadership(to, now, pin)
         self._arm(g)
         return ok
 

@@ -70,6 +70,8 @@ class TimeoutNow(Message):
     """Leadership transfer: the receiver campaigns at once, skipping PreVote."""
 
     transfer_seq: int = 0
+    pin: bool = False
+    """An operator's transfer: the receiver, once leader, does not rebalance the group back."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,11 @@ Fair sharing: each member publishes the roles it contends for. A member leading 
 `ceil(roles the live group contends for / live members)` leaves a free role for `fair_delay` to a live
 member below its share that wants it, and sheds (orderly) roles beyond its share to such a member once
 the imbalance has lasted `fair_delay`.
+
+Transfer: a member handing a role to a named one resigns it and publishes the hint in its record for
+`resign_backoff`; while the hint stands and the named member is live, the others leave the free role to it,
+and the named member takes it at once. It then leads that role pinned: fair sharing does not shed it (an
+operator's choice stands while the leadership lasts).
 """
 
 from __future__ import annotations
@@ -118,6 +123,7 @@ class _Lead:
     deadline: float
     since: float = -math.inf
     fenced: bool = False
+    pinned: bool = False  # taken by a transfer to this member: not shed for fairness
 
 
 class LeaseCore:
@@ -147,6 +153,8 @@ class LeaseCore:
         self._retry_at: dict[Role, float] = {}
         self._free_since: dict[Role, float] = {}
         self._backoff: dict[Role, float] = {}   # resigned: left to others, and published as such
+        self._hints: dict[Role, str] = {}       # transferred: the member named, published while backing off
+        self._pin: set[Role] = set()            # being created on a transfer to this member
         self._shed_at: dict[Role, float] = {}   # when a role was last shed: not shed again for a while
         self._excess_since: float | None = None  # since when this member has led more than its share
         self._ready: Ready[StoreAction, None] = Ready()
@@ -209,7 +217,13 @@ class LeaseCore:
 
     def record(self, now: float) -> MemberRecord:
         """The membership record to publish: the roles contended for now."""
-        return MemberRecord(self.member, frozenset(r for r in self._wanted if self._contending(r, now)))
+        return MemberRecord(self.member, frozenset(r for r in self._wanted if self._contending(r, now)),
+                            frozenset((r, to) for r, to in self._hints.items() if r in self._backoff))
+
+    def can_take(self, role: Role, member: str, now: float) -> bool:
+        """`member` is live (as this member sees the directory) and contends for `role`."""
+        return any(rec.member == member and _wants(rec, role)
+                   for rec in self._live_others(now, roles=frozenset((role,))).values())
 
     def share(self, now: float) -> float:
         """ceil(roles the live group contends for / live members); infinite when fair sharing is off."""
@@ -260,6 +274,7 @@ class LeaseCore:
         elif isinstance(action, Create):
             self._creating.discard(action.role)
             if not ok:
+                self._pin.discard(action.role)
                 self._retry_at[action.role] = retry
         elif isinstance(action, Expire):
             self._expiring.discard(action.role)
@@ -301,6 +316,11 @@ class LeaseCore:
         if role in self._leading:
             self._to_release.add(role)
         self._record_dirty = True
+
+    def transfer(self, role: Role, to: str, now: float) -> None:
+        """Hand `role` over as `resign` does, and name `to` as the member to take it (see the module)."""
+        self._hints[role] = to
+        self.resign(role, now)
 
     def stop(self, now: float) -> None:
         """Hand every role over, contend for nothing, and finish when the store holds nothing of ours."""
@@ -360,6 +380,7 @@ class LeaseCore:
                 continue  # still handing over: the back-off runs from the release (`released`), however long
             if now >= until:
                 del self._backoff[role]
+                self._hints.pop(role, None)
                 self._record_dirty = True
             else:
                 wake.append(until)
@@ -451,7 +472,8 @@ class LeaseCore:
                 self._deleting.add(role)
                 self._ready.messages.append(Delete(role, holder.token))
             elif valid > now and not self._stopping:
-                self._leading[role] = _Lead(holder.token, valid, since=now)
+                self._leading[role] = _Lead(holder.token, valid, since=now, pinned=role in self._pin)
+                self._pin.discard(role)
                 self._ready.changes.append(Acquire(role, holder.token, valid))
                 wake.append(valid)
 
@@ -475,7 +497,7 @@ class LeaseCore:
         for role in reversed(self._order):
             if budget <= 0:
                 break
-            if role in self._leading and role not in self._to_release and \
+            if role in self._leading and role not in self._to_release and not self._leading[role].pinned and \
                     self._shed_at.get(role, -INF) + self.timing.resign_backoff <= now and \
                     any(_wants(rec, role) for rec in under.values()):
                 self._to_release.add(role)
@@ -499,7 +521,12 @@ class LeaseCore:
             if holder is None:
                 if created:
                     continue
-                if mine >= share and any(_wants(rec, role) for rec in under):
+                hinted = self._hinted(role, now, wake)
+                if hinted is not None and hinted != self.member:
+                    continue  # being transferred to another live member: its hint goes within resign_backoff
+                if hinted == self.member:
+                    self._pin.add(role)
+                elif mine >= share and any(_wants(rec, role) for rec in under):
                     since = self._free_since.setdefault(role, now)
                     if now < since + self.timing.fair_delay:
                         wake.append(since + self.timing.fair_delay)
@@ -565,6 +592,24 @@ class LeaseCore:
             if roles is None or roles & wanted:
                 live[session] = view.record
         return live
+
+    def _hinted(self, role: Role, now: float, wake: list[float]) -> str | None:
+        """The member that a live member is transferring `role` to, if that one is live (or is this member)."""
+        for session, view in self._members.items():
+            record = view.record
+            if session == self.session or record is None:
+                continue
+            to = record.hinted(role)
+            if to is None:
+                continue
+            if self.timing.silence_takeover:
+                dies = view.changed_at + self.timing.ttl
+                if now >= dies:
+                    continue
+                wake.append(dies)
+            if to == self.member or self.can_take(role, to, now):
+                return to
+        return None
 
     def _universe(self, live: dict[str, MemberRecord]) -> set[Role]:
         """The roles this member and the live members it shares roles with contend for."""

@@ -23,6 +23,7 @@ from typing import Protocol
 from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import Revoke
+from elect.errors import ElectError, NotLeader, TransferRefused
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import Done, MemberRecord, Observation, Renew, StoreAction
 from elect.lease.options import _LeaseOptions
@@ -100,6 +101,12 @@ class _Roles:
 class _Resign:
     role: Role
     done: threading.Event
+
+
+@dataclass(frozen=True)
+class _Transfer(_Resign):
+    to: str
+    refused: list[ElectError]  # why the loop refused it, if it did
 
 
 @dataclass(frozen=True)
@@ -191,6 +198,15 @@ class LeaseElector(BaseElector):
         if not self._dispatcher.on_dispatch_thread() and not self._on_loop_thread():
             done.wait(self.options.revoke_timeout + 4 * self.options.timeout)
 
+    def _on_transfer(self, role: Role, to: str) -> None:
+        item = _Transfer(role, threading.Event(), to, [])
+        self._queue.put(item)
+        if self._on_loop_thread():
+            return
+        item.done.wait(self.options.revoke_timeout + 4 * self.options.timeout)
+        if item.refused:
+            raise item.refused[0]
+
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         self._queue.put(_Roles(tuple(self.roles)))
 
@@ -280,6 +296,17 @@ class LeaseElector(BaseElector):
         elif isinstance(item, _Roles):
             self._store.track(item.roles)
             core.set_roles(item.roles, now)
+        elif isinstance(item, _Transfer):
+            where = f"{self.scheme}://{self.member}: cannot transfer {item.role!r} to {item.to!r}"
+            if item.role not in core.leading():
+                item.refused.append(NotLeader(f"{where}: this member does not lead it now"))
+            elif not core.can_take(item.role, item.to, now):
+                item.refused.append(TransferRefused(f"{where}: no live member of that id contends for it"))
+            else:
+                core.transfer(item.role, item.to, now)
+                self._waiters.append(item)
+                return
+            item.done.set()
         elif isinstance(item, _Resign):
             core.resign(item.role, now)
             self._waiters.append(item)

@@ -26,13 +26,19 @@ class Holder:
 
 @dataclass(frozen=True)
 class MemberRecord:
-    """What a member publishes in the membership directory: its id and the roles it contends for now.
+    """What a member publishes in the membership directory: its id, the roles it contends for now, and the
+    roles it is handing to a named member (`transfer`), as (role, member) pairs.
 
     `roles` None means unknown (treated as "contends for everything").
     """
 
     member: str
     roles: frozenset[Role] | None
+    hints: frozenset[tuple[Role, str]] = frozenset()
+
+    def hinted(self, role: Role) -> str | None:
+        """The member this one hands `role` to, if any."""
+        return next((to for r, to in self.hints if r == role), None)
 
 
 # ---------------------------------------------------------------------------------------------- observations

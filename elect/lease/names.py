@@ -2,9 +2,9 @@
 
 Shared by the etcd and ZooKeeper drivers so both stores hold the same layout:
 `<prefix>/roles/<role>` (value: holder member and session) and `<prefix>/members/<session>`
-(value: member id and the roles it contends for). A role name becomes one path segment: numbered roles
-as digits, names percent-encoded, and a leading `~` marks a name that would otherwise read as a number
-or as `.`/`..`, so every role maps to exactly one key and back.
+(value: member id, the roles it contends for, and those it is transferring to a named member). A role name
+becomes one path segment: numbered roles as digits, names percent-encoded, and a leading `~` marks a name
+that would otherwise read as a number or as `.`/`..`, so every role maps to exactly one key and back.
 """
 
 from __future__ import annotations
@@ -48,9 +48,16 @@ def decode_holder(raw: bytes, token: int, fallback_session: str = "?") -> Holder
         return Holder(session=fallback_session, member="?", token=token)
 
 
+def _order(role: Role) -> tuple[bool, str]:
+    return isinstance(role, str), str(role)
+
+
 def encode_record(record: MemberRecord) -> bytes:
-    roles = None if record.roles is None else sorted(record.roles, key=lambda r: (isinstance(r, str), str(r)))
-    return json.dumps({"member": record.member, "roles": roles}, separators=(",", ":")).encode()
+    roles = None if record.roles is None else sorted(record.roles, key=_order)
+    data: dict[str, object] = {"member": record.member, "roles": roles}
+    if record.hints:
+        data["hints"] = [[role, to] for role, to in sorted(record.hints, key=lambda h: (_order(h[0]), h[1]))]
+    return json.dumps(data, separators=(",", ":")).encode()
 
 
 def decode_record(raw: bytes) -> MemberRecord:
@@ -59,6 +66,8 @@ def decode_record(raw: bytes) -> MemberRecord:
         data = json.loads(raw)
         roles = data.get("roles")
         parsed = None if roles is None else frozenset(r for r in roles if isinstance(r, (str, int)))
-        return MemberRecord(member=str(data.get("member", "?")), roles=parsed)
+        hints = frozenset((h[0], h[1]) for h in data.get("hints", ()) if isinstance(h, list) and len(h) == 2
+                          and isinstance(h[0], (str, int)) and isinstance(h[1], str))
+        return MemberRecord(member=str(data.get("member", "?")), roles=parsed, hints=hints)
     except (ValueError, TypeError, AttributeError):
         return MemberRecord(member="?", roles=None)

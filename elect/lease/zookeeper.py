@@ -425,7 +425,8 @@ def characteristics(options: ZooKeeperOptions) -> Characteristics:
     interval of slack."""
     return Characteristics(exclusive=True, max_overlap=0.0,
                            max_failover=options.session_timeout + options.interval, graceful_handover=True,
-                           token="ZooKeeper creation zxid of the role's node", observes_leaders=True)
+                           token="ZooKeeper creation zxid of the role's node", observes_leaders=True,
+                           transfers=True)
 
 
 def create(options: ZooKeeperOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:

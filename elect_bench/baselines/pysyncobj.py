@@ -9,15 +9,15 @@ journal is off, so if a majority restarts at once the term, and the token, start
 What it does not promise (its characteristics say so): PySyncObj has no leader lease and no
 PreVote, so a cut-off leader keeps believing it leads until ``leaderFallbackTimeout`` passes while
 the others may already have elected a successor: leadership is *not* exclusive under partitions.
-There is no leadership transfer: ``stop()``/``resign()`` publish Revoked, wait for the callbacks (the
-old leader keeps heartbeating meanwhile, which holds any successor back), then shut that partition's
-SyncObj down, so the others elect after an election timeout; a resigned partition rejoins after
-``rejoin_delay``. A node that contends for no role on a partition only votes there (it never campaigns: a
-node that won such a partition and stepped aside came back with a fresh term 0 and raised it, campaign after
-campaign, until it unseated the leader); should it win one anyway, it steps aside the same way for ET/2. A node that resigned a partition rejoins it
-after ET/2 as a voter that never campaigns (its election timeout set out of reach) until it has seen
-another node lead it (or, when nobody else contends, for 10 ET at most): the others may need its vote (a
-two-node group has no majority without it), and a resigner that campaigned while they were still
+There is no leadership transfer: ``stop()``/``resign()`` publish Revoked, wait for the callbacks (the old
+leader keeps heartbeating meanwhile, which holds any successor back), then shut that partition's SyncObj down,
+so the others elect after an election timeout; a resigned partition rejoins after ``rejoin_delay``. A node
+that contends for no role on a partition only votes there (it never campaigns: a node that won such a
+partition and stepped aside came back with a fresh term 0 and raised it, campaign after campaign, until it
+unseated the leader); should it win one anyway, it steps aside the same way for ET/2. A node that resigned a
+partition rejoins it after ET/2 as a voter that never campaigns (its election timeout set out of reach) until
+it has seen another node lead it (or, when nobody else contends, for 10 ET at most): the others may need its
+vote (a two-node group has no majority without it), and a resigner that campaigned while they were still
 electing could simply win its role back.
 """
 
@@ -54,6 +54,7 @@ class PySyncObjElector(BaseElector):
     unobservable = ("the baseline asks PySyncObj only whether this node leads each partition (`_isLeader()`), "
                     "and a partition it resigned is shut down until it rejoins; it is kept as PySyncObj's own "
                     "behaviour for comparison, not extended")
+    untransferable = "PySyncObj has no leadership transfer to a named node; the baseline is not extended"
 
     def __init__(self, options: PySyncObjOptions, member: str, roles: tuple[Role, ...]) -> None:
         options.check_member(member)

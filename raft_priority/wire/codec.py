@@ -70,7 +70,7 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
             batch.vote_responses.add(group=m.group, term=m.term, granted=m.granted)
         elif t is TimeoutNow:
             assert isinstance(m, TimeoutNow)
-            batch.timeout_nows.add(group=m.group, term=m.term, transfer_seq=m.transfer_seq)
+            batch.timeout_nows.add(group=m.group, term=m.term, transfer_seq=m.transfer_seq, pin=m.pin)
         else:
             raise TypeError(f"cannot encode {m!r}")
     if hb_group:
@@ -143,5 +143,5 @@ def _decode(batch: pb.Batch) -> list[Message]:
     for w in batch.vote_responses:
         out.append(VoteResponse(w.group, src, dst, w.term, w.granted))
     for x in batch.timeout_nows:
-        out.append(TimeoutNow(x.group, src, dst, x.term, x.transfer_seq))
+        out.append(TimeoutNow(x.group, src, dst, x.term, x.transfer_seq, x.pin))
     return out

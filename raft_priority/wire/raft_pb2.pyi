@@ -86,14 +86,16 @@ class VoteResponse(_message.Message):
     def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., granted: _Optional[bool] = ...) -> None: ...
 
 class TimeoutNow(_message.Message):
-    __slots__ = ("group", "term", "transfer_seq")
+    __slots__ = ("group", "term", "transfer_seq", "pin")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    PIN_FIELD_NUMBER: _ClassVar[int]
     group: int
     term: int
     transfer_seq: int
-    def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., transfer_seq: _Optional[int] = ...) -> None: ...
+    pin: bool
+    def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., transfer_seq: _Optional[int] = ..., pin: _Optional[bool] = ...) -> None: ...
 
 class Batch(_message.Message):
     __slots__ = ("cluster", "src", "dst", "heartbeats", "heartbeat_responses", "pre_votes", "pre_vote_responses", "votes", "vote_responses", "timeout_nows")

@@ -21,8 +21,19 @@ import elect
 from elect.events import Event, Revoked
 from elect.metrics import Metrics
 from elect.roles import Role
-from elect_bench.members import DRAINED, LEADER, METRICS, WORK, EventLog, InProcessMember, Line, Member, MemberProcess
-from elect_cli.member import Worker, drained_report
+from elect_bench.members import (
+    DRAINED,
+    LEADER,
+    METRICS,
+    TRANSFERRED,
+    WORK,
+    EventLog,
+    InProcessMember,
+    Line,
+    Member,
+    MemberProcess,
+)
+from elect_cli.member import Worker, drained_report, transfer_report
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port_blocks
 
@@ -129,6 +140,9 @@ class DrainingMember(InProcessMember):
                 self._metrics.close()
 
     kill = stop
+
+    def transfer(self, role: Role, to: str) -> None:
+        self._report(TRANSFERRED, transfer_report(self.elector, role, to))
 
 
 class MemoryGroup(Group):
@@ -257,6 +271,10 @@ class _Deferred:
     def resign(self, role: Role) -> None:
         self._group.launch()
         self.proc.resign(role)
+
+    def transfer(self, role: Role, to: str) -> None:
+        self._group.launch()
+        self.proc.transfer(role, to)
 
     def add_roles(self, roles: Iterable[Role]) -> None:
         self._group.launch()

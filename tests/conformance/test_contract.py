@@ -9,7 +9,7 @@ import pytest
 
 from elect.errors import NotSupported
 from elect.metrics import FAILOVER, LEADER_GAUGE, RENEWAL, TRANSITIONS, scrape
-from elect_bench.members import DRAINED, LEADER, METRICS, WORK, Line, Member
+from elect_bench.members import DRAINED, LEADER, METRICS, TRANSFERRED, WORK, Line, Member
 from elect_cluster.waiting import wait_until
 
 from implementations import Group, Implementation
@@ -226,6 +226,55 @@ def test_sigterm_drains_the_member(group: Group, impl: Implementation) -> None:
         assert drained["uncontended"] == [], drained
     else:  # documented: the method cannot see successors; drain returned after the handover
         assert drained["successors"] is None, drained
+
+
+def _transferred(group: Group, member: Member, role: str, to: str, start: int) -> Line:
+    return wait_until(lambda: [r for r in group.reports(member, TRANSFERRED)[start:] if r["role"] == role
+                               and r["to"] == to], 60, what=f"{member.member_id}'s report of transferring {role}")[-1]
+
+
+def test_transfer_hands_a_role_to_the_named_member(group: Group, impl: Implementation) -> None:
+    """`transfer(role, to)`: of three members, the named one takes the role (twice in a row, to each of the others
+    in turn, so it is not merely "another member"), after the old leader's Revoked, and keeps it (a transfer
+    overrides the method's balancing while the target leads). A member that does not lead the role is refused
+    with NotLeader, a target that does not contend for it with TransferRefused. Methods that cannot direct a role
+    promise nothing (`transfers` False) and raise NotSupported saying why."""
+    role = NAMES[0]
+    probe = group.elector("a", ROLES)  # not started: it only says what it can do
+    if not probe.characteristics.transfers:
+        with pytest.raises(NotSupported, match=rf"{probe.scheme}:// cannot transfer a role: .+"):
+            probe.transfer(role, "b")
+        return
+    members = [group.start(name, ROLES) for name in ("a", "b", "c")]
+    all_started(group, members, impl.timeout)
+    all_led_once(members, NAMES, impl.timeout)
+    first = leader_of(members, role, impl.timeout)
+    second, third = (m for m in members if m is not first)
+    for old, target, bystander in ((first, second, third), (second, third, first)):
+        marks = {m.member_id: len(m.log.lines) for m in members}
+        reports = len(group.reports(old, TRANSFERRED))
+        old.transfer(role, target.member_id)
+        revoked = old.log.wait_for(is_event("revoked", role), impl.timeout, start=marks[old.member_id],
+                                   what="revoked on transfer")
+        acquired = target.log.wait_for(is_event("acquired", role), impl.timeout, start=marks[target.member_id],
+                                       what=f"{role} acquired by the named member {target.member_id}")
+        assert acquired["token"] > revoked["token"] and acquired["mono"] >= revoked["mono"], (revoked, acquired)
+        done = _transferred(group, old, role, target.member_id, reports)
+        assert done.get("confirmed") is True, done
+        # it stays: neither the bystander took it in between, nor does balancing move it back for a while
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:  # an invariant over a window, not a wait for a condition
+            assert holders(members, role) == [target.member_id], holders(members, role)
+            time.sleep(0.05)
+        assert not [x for x in bystander.log.lines[marks[bystander.member_id]:] if is_event("acquired", role)(x)]
+    # refusals: not the leader; a target that does not contend
+    start = len(group.reports(first, TRANSFERRED))
+    first.transfer(role, second.member_id)
+    assert _transferred(group, first, role, second.member_id, start)["error"] == "NotLeader"
+    start = len(group.reports(third, TRANSFERRED))
+    third.transfer(role, "nobody")
+    assert _transferred(group, third, role, "nobody", start)["error"] == "TransferRefused"
+    assert holders(members, role) == [third.member_id]
 
 
 def _seen(group: Group, member: Member, role: str, start: int = 0) -> list[tuple[str | None, int | None]]:

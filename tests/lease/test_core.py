@@ -330,3 +330,57 @@ def test_suspension_noticed_after_the_deadline_dates_the_fence_at_the_deadline()
     decide(core, 0.0)
     core.suspended(3.0)  # woke at 3.0; the deadline was 0.75
     assert [o for o in decide(core, 3.0) if isinstance(o, Fence)] == [Fence("x", 0.75)]
+
+
+# ---------------------------------------------------------------------------------------------- transfer
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_transfer_hands_the_role_to_the_named_member_who_keeps_it(timing: Timing) -> None:
+    """Of three balanced members, the named one takes the role at once (not the bystander, which fair sharing
+    could have picked as well), and keeps it although that puts it above its share: balancing moves another of
+    its roles instead."""
+    roles = list(range(6))
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    for name in "abc":
+        sim.add(name, roles)
+    sim.run_until(lambda: sorted(counts(sim).values()) == [2, 2, 2], 5.0)
+    sim.run(0.5)
+    role = sorted(sim.members["a"].leading, key=str)[0]
+    assert sim.members["a"].core.can_take(role, "c", sim.now)
+    assert not sim.members["a"].core.can_take(role, "nobody", sim.now)
+    sim.members["a"].core.transfer(role, "c", sim.now)
+    began = sim.now
+    took = sim.run_until(lambda: leaders(sim, role) == ["c"], 2.0)
+    assert took < 0.1
+    assert not [e for e in sim.members["b"].events if e.role == role and e.t >= began]
+    sim.run_until(lambda: sorted(counts(sim).values()) == [2, 2, 2], 5.0)  # c shed another role, not this one
+    sim.run(3 * timing.resign_backoff)
+    assert leaders(sim, role) == ["c"] and sorted(counts(sim).values()) == [2, 2, 2]
+
+
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_fair_sharing_does_not_undo_a_transfer(timing: Timing) -> None:
+    """`a` contends only for x, `c` for x and y: fair sharing gives each one. Moved to `c` by a transfer, x stays
+    there after `a`'s back-off, although `c` is then above its share and x is the only role it could shed."""
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    sim.add("a", ["x"])
+    sim.run(0.5)
+    sim.add("c", ["x", "y"])
+    sim.run_until(lambda: leaders(sim, "x") == ["a"] and leaders(sim, "y") == ["c"], 5.0)
+    sim.members["a"].core.transfer("x", "c", sim.now)
+    sim.run_until(lambda: leaders(sim, "x") == ["c"], 2.0)
+    sim.run(3 * timing.resign_backoff)
+    assert leaders(sim, "x") == ["c"]
+
+
+def test_a_transfer_to_a_member_that_dies_falls_back_to_the_others() -> None:
+    """The hint holds the others back only while its target is live: once the target is gone, the role is
+    taken as any free role is."""
+    sim = Sim(ETCD)
+    for name in "abc":
+        sim.add(name, ["r"])
+    sim.run(1.5)
+    (old,) = leaders(sim, "r")
+    target, other = (n for n in "abc" if n != old)
+    sim.crash(target)
+    sim.members[old].core.transfer("r", target, sim.now)
+    sim.run_until(lambda: leaders(sim, "r") == [other], 3 * ETCD.ttl)

@@ -197,7 +197,7 @@ def test_codec_round_trip_keeps_every_field() -> None:
         PreVoteResponse(7, "a", "b", 11, True),
         VoteRequest(8, "a", "b", 12, 0, 1, True, 3),
         VoteResponse(9, "a", "b", 13, False),
-        TimeoutNow(10, "a", "b", 14, 5),
+        TimeoutNow(10, "a", "b", 14, 5, True),
     ]
     batch = encode(msgs, "cl", "a", "b")
     back = decode(type(batch).FromString(batch.SerializeToString()))

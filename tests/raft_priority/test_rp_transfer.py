@@ -155,3 +155,24 @@ def test_resign_without_successor_steps_back() -> None:
     b["a"].resign(b.now)
     assert b["a"].ready().changes == [Revoke(0, "resign")]
     assert b["a"].state is RaftState.FOLLOWER and b["a"].deadline == pytest.approx(b.now + 2.0)
+
+
+@pytest.mark.parametrize("pin", [False, True], ids=["rebalanced-back", "pinned"])
+def test_a_pinned_transfer_is_not_rebalanced_back_while_its_target_leads(pin: bool) -> None:
+    """An operator's transfer (pin) to a lower-priority member stands while that member leads; an unpinned one
+    (a resign's) is handed back to the primary after the hysteresis. After the pinned leader's next loss, the
+    priorities have their say again."""
+    b = elected(REB)
+    b.run_to(6.0)  # everybody steady for longer than the hysteresis
+    assert b["a"].transfer_leadership("c", b.now, pin=pin)
+    b.collect("a")
+    b.flush()
+    assert b.leaders() == ["c"]
+    b.run_to(12.0)
+    assert b.leaders() == (["c"] if pin else ["a"])
+    if pin:
+        assert b["c"].transfer_leadership("b", b.now)  # unpinned: b hands back to a after the hysteresis
+        b.collect("c")
+        b.flush()
+        b.run_to(16.0)
+        assert b.leaders() == ["a"]
