@@ -6,6 +6,8 @@
 - leaderless gap: per role, time in a window with no member believing it leads.
 - overlap: per role, time with two or more members believing they lead.
 - distribution: the most roles one member leads at an instant; balanced when it equals ceil(P / live).
+- time to balance: after a member returns, until every role is led once and the busiest member leads
+  ceil(P / members), for good (to the end of the window).
 - percentiles: `percentile`, the only definition in the project (runs, simulations and every kind of
   scenario summarize with it, so their numbers compare).
 """
@@ -123,6 +125,30 @@ def max_led(intervals_by_role: dict[str, list[Interval]], t: float) -> int:
 
 def balanced(max_per_member: int, roles: int, live: int) -> bool:
     return live > 0 and max_per_member == math.ceil(roles / live)
+
+
+def balanced_from(intervals_by_role: dict[str, list[Interval]], roles: Sequence[str], members: int, lo: float,
+                  hi: float) -> float | None:
+    """The instant from which, to `hi`, every one of `roles` has exactly one leader and the busiest of `members`
+    leads ceil(roles / members): `lo` if it already holds then; None if it does not hold at `hi`."""
+    cuts = sorted({t for ivs in intervals_by_role.values() for i in ivs for t in (i.start, i.end) if lo < t < hi})
+    since: float | None = None
+    for t in [lo, *cuts]:
+        held = holders_at(intervals_by_role, t)
+        counts: dict[str, int] = {}
+        fine = True
+        for role in roles:
+            who = held.get(role, [])
+            if len(who) != 1:
+                fine = False
+                break
+            counts[who[0]] = counts.get(who[0], 0) + 1
+        fine = fine and balanced(max(counts.values(), default=0), len(roles), members)
+        if not fine:
+            since = None
+        elif since is None:
+            since = t
+    return since
 
 
 def handover_overlaps(history: History, fault: FaultRecord) -> list[float]:

@@ -39,6 +39,16 @@ WRITE_COLUMNS: Columns = [
     ("stale_writes", "stale", "{}"), ("lost_writes", "lost", "{}"), ("conflicting_writes", "clobbers", "{}"),
 ]
 
+REBALANCE_COLUMNS: Columns = [
+    ("rebalance_p50", "to balance p50", "{:.2f} s"), ("rebalance_max", "to balance max", "{:.2f} s"),
+    ("unbalanced", "never balanced", "{}"),
+]
+
+REBALANCE = (
+    "After a restart (elect_bench.faults `restart`): *to balance* is from the member's restart (its process "
+    "start included) until every role had one leader and the busiest member led ceil(roles / members), for good; "
+    "*never balanced*: trials that were not balanced by the end.")
+
 WRITES = (
     "Writes (elect_bench.fenced): while a member believes it leads a role it writes to a store under that role's "
     "token; *writes* the store accepted, *refused* for a token below one it had accepted (fenced store only), "
@@ -93,8 +103,13 @@ def _table(result: Result) -> tuple[list[str], list[list[str]]]:
     if isinstance(result, SimResult):
         return [title for _, title, _ in simulation.COLUMNS], simulation.rows(result)
     columns = idle.COLUMNS if isinstance(result, IdleResult) else neli.COLUMNS if isinstance(result, NeliResult) \
-        else COLUMNS + (WRITE_COLUMNS if _wrote(result) else [])
+        else COLUMNS + (WRITE_COLUMNS if _wrote(result) else []) + (REBALANCE_COLUMNS if _restarted(result) else [])
     return [title for _, title, _ in columns], rows(columns, result.summaries())
+
+
+def _restarted(result: RunResult) -> bool:
+    """Whether any cell restarted its victim (the time-to-balance columns are shown only then)."""
+    return any(c.fault.kills_process for c in result.cells)
 
 
 def _wrote(result: RunResult) -> bool:
@@ -152,7 +167,8 @@ def _notes(result: Result) -> list[str]:
     if isinstance(result, NeliResult):
         return [neli.NOTES, "", *_failures(failed), *_violations(result.run)]
     skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
-    return [DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []), *_anchors(result),
+    return [DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []),
+            *([REBALANCE, ""] if _restarted(result) else []), *_anchors(result),
             *(["Not run:", "", *skipped, ""] if skipped else []), *_failures(failed), *_violations(result)]
 
 

@@ -19,7 +19,7 @@ from elect.errors import ConfigError
 from elect_bench.faults import Fault, fault
 from elect_bench.faults.member import Kill
 from elect_bench.fenced import WORKLOADS
-from elect_bench.methods import METHODS
+from elect_bench.methods import METHODS, method_spec
 from elect_cluster.local import BROKERS
 
 KINDS = ("trials", "simulation", "idle", "neli")
@@ -55,9 +55,11 @@ class Scenario:
         return self.hosts or any(f.needs_hosts for f in self.faults) or self.load_window > 0
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.methods if m not in METHODS]
+        unknown = [m for m in self.methods if m.split()[:1] and m.split()[0] not in METHODS]
         if unknown:
             raise ConfigError(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}", parameter="methods")
+        for m in self.methods:  # `NAME KEY=VALUE ...`: a variant with URL parameters of its own
+            method_spec(m)
         if min(self.group_sizes) < 2 and any(f.injects for f in self.faults):
             raise ConfigError("a fault needs at least 2 members (a survivor to fail over to)", parameter="members")
         if self.store_members not in (1, 3):
@@ -70,17 +72,17 @@ class Scenario:
             raise ConfigError("counting Kafka requests (meter) needs a single broker", parameter="brokers")
         if self.workload not in WORKLOADS:
             raise ConfigError(f"workload is one of {', '.join(WORKLOADS)}", parameter="workload")
-        if self.workload != "none" and (anchored := [m for m in self.methods if METHODS[m].anchor]):
+        if self.workload != "none" and (anchored := [m for m in self.methods if method_spec(m).anchor]):
             raise ConfigError(f"{', '.join(anchored)}: an anchor's adapter does not write to the store; "
                               "use workload: none", parameter="workload")
-        if self.meter and (anchored := [m for m in self.methods if METHODS[m].anchor and not METHODS[m].needs]):
+        if self.meter and (anchored := [m for m in self.methods if method_spec(m).anchor and not method_spec(m).needs]):
             raise ConfigError(f"{', '.join(anchored)}: peer traffic of an anchor is not counted", parameter="meter")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
 
     @property
     def needs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(s for m in self.methods for s in METHODS[m].needs))
+        return tuple(dict.fromkeys(s for m in self.methods for s in method_spec(m).needs))
 
     def with_flags(self, **flags: Any) -> Scenario:
         """Command-line flags override the file; None means not given."""

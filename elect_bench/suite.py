@@ -26,7 +26,7 @@ from elect_bench.faults import Fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
 from elect_bench.measures import Summary, mean
 from elect_bench.metering import Router
-from elect_bench.methods import METHODS, Method
+from elect_bench.methods import Method, method_spec
 from elect_bench.placement import DockerPlacement, NetnsPlacement
 from elect_bench.relays import Meter
 from elect_bench.scenario import Scenario
@@ -63,6 +63,9 @@ class Cell:
             "steady_balanced": _share([t.steady_balanced for t in ok]),
             "steady_max_led": max((t.steady_max_led for t in ok), default=0),
             "after_balanced": _share([t.after_balanced for t in ok]) if self.fault.injects else math.nan,
+            "rebalance_p50": Summary.of([t.rebalance for t in ok if t.rebalance is not None]).p50,
+            "rebalance_max": Summary.of([t.rebalance for t in ok if t.rebalance is not None]).max,
+            "unbalanced": sum(1 for t in ok if t.rebalance is None) if self.fault.kills_process else math.nan,
             "violations": sum(len(t.violations) for t in ok),
             "stale_tokens": sum(1 for t in ok for v in t.violations if v.startswith("token ")),
             "startup_p50": Summary.of([t.startup for t in ok]).p50,
@@ -120,10 +123,10 @@ class RunResult:
 
 def available(method: str) -> str | None:
     """None if the method's elector (or anchor program) is installed, else why not."""
-    if METHODS[method].anchor:
-        return anchors.available(METHODS[method].scheme)
+    if method_spec(method).anchor:
+        return anchors.available(method_spec(method).scheme)
     try:
-        registry.get(METHODS[method].scheme).check_installed()
+        registry.get(method_spec(method).scheme).check_installed()
     except (UnknownScheme, MissingExtra) as exc:
         return str(exc)
     return None
@@ -220,7 +223,7 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
         command = f"{resume['command']} (resumed: {command})" if command else str(resume["command"])
         started_wall, earlier = float(resume["started"]), float(resume["seconds"])
     skipped = {m: why for m in scenario.methods if (why := available(m))}
-    methods = [METHODS[m] for m in scenario.methods if m not in skipped]
+    methods = [method_spec(m) for m in scenario.methods if m not in skipped]
     for f in scenario.faults:
         for m in methods:
             if f.infrastructure and not m.needs:

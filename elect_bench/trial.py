@@ -23,7 +23,16 @@ from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord as Record
 from elect_bench.history import History
 from elect_bench.infrastructure import InfraFaults
-from elect_bench.measures import balanced, disruptions, failovers, leaderless, max_led, overlaps, total
+from elect_bench.measures import (
+    balanced,
+    balanced_from,
+    disruptions,
+    failovers,
+    leaderless,
+    max_led,
+    overlaps,
+    total,
+)
 from elect_bench.members import MemberProcess, leaders, led, settle
 from elect_bench.metering import Router
 from elect_bench.methods import Group, Method, direct
@@ -78,6 +87,7 @@ class TrialResult:
     steady_balanced: bool = False
     after_max_led: int = 0                                # the same among survivors after the handover
     after_balanced: bool = False
+    rebalance: float | None = None                        # restart: from the return to balanced for good
     violations: list[str] = field(default_factory=list)
     startup: float = 0.0                                  # seconds from start to every role led
     cpu: dict[str, float] = field(default_factory=dict)   # member -> share of one core
@@ -244,10 +254,24 @@ def strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: 
             with contextlib.suppress(WaitTimeout):  # the woken victim reports how its leadership ended
                 wait_until(lambda: not (set(victim.log.leading()) & held), spec.bound, interval=0.02,
                            what="the victim to fence itself")
-        if fault.kills_process:  # started again: back once its new life leads (each method shares roles out)
+        if fault.kills_process:  # started again: back once its new life leads (each method shares roles out) ...
             with contextlib.suppress(WaitTimeout):
                 wait_until(victim.log.leading, spec.bound, interval=0.02, what="the restarted victim to lead")
+                # ... and once the group is balanced again (a rebalance may wait out a hysteresis, in silence)
+                wait_until(lambda: _balanced_now(procs, spec.role_names), spec.bound, interval=0.05,
+                           what="the group balanced again")
     settle(procs, quiet=max(1.0, spec.budget), limit=spec.bound)
+
+
+def _balanced_now(procs: Sequence[MemberProcess], roles: set[str]) -> bool:
+    """Every role has one leader, and the busiest member leads ceil(roles / members), as the logs say now."""
+    counts: dict[str, int] = {}
+    for role in roles:
+        who = leaders(procs, role)
+        if len(who) != 1:
+            return False
+        counts[who[0].member_id] = counts.get(who[0].member_id, 0) + 1
+    return balanced(max(counts.values(), default=0), len(roles), len(procs))
 
 
 def strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
@@ -300,6 +324,10 @@ def _measure(spec: TrialSpec, promised: Characteristics, history: History, procs
                                        history.end - 1e-6)
         result.after_balanced = balanced(result.after_max_led, spec.roles,
                                          sum(1 for p in procs if p.member_id != gone))
+        back = next((f for f in history.faults if spec.fault.kills_process and f.kind == spec.fault.healed_as), None)
+        if back is not None:
+            since = balanced_from(ivs, sorted(spec.role_names), len(procs), back.mono, history.end)
+            result.rebalance = None if since is None else since - back.mono
     spans = [o for r in ivs.values() for o in overlaps(r)]
     result.overlap = sum(e - s for s, e, _ in spans)
     result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)

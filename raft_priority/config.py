@@ -43,6 +43,10 @@ class RaftConfig:
     health_gap: float | None = None
     """A gap between two acks from a follower longer than this restarts its hysteresis clock;
     None = 3 heartbeat intervals."""
+    rebalance_limit: int | None = None
+    """At most this many rebalancing handovers per node within ``rebalance_window`` (None: no limit), so a
+    returning node takes its partitions back a few at a time instead of all at once."""
+    rebalance_window: float = 10.0
     rebalance_max_lag: int = 0
     """How many log entries a follower may lag the leader and still count as caught up."""
     transfer_timeout: float | None = None
@@ -74,6 +78,10 @@ class RaftConfig:
             raise ValueError("decay_interval must be positive")
         if self.election_jitter is not None and not self.election_jitter > 0:
             raise ValueError("election_jitter must be > 0 (without it every node times out together)")
+        if self.rebalance_limit is not None and self.rebalance_limit < 1:
+            raise ValueError("rebalance_limit must be >= 1")
+        if not self.rebalance_window > 0:
+            raise ValueError("rebalance_window must be > 0")
         if self.priority_mode not in ("off", "zeebe"):
             raise ValueError(f"unknown priority_mode {self.priority_mode!r}")
 

@@ -24,6 +24,7 @@ import random
 from collections.abc import Callable
 from enum import IntEnum
 
+from elect.budget import HandoverBudget
 from elect.core import Acquire, Fence, LeaderSeen, Ready, Revoke
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.messages import (
@@ -69,6 +70,7 @@ class RaftGroup:
     __slots__ = (
         "acc",
         "acks",
+        "budget",
         "campaign_due",
         "cfg",
         "closed",
@@ -124,6 +126,7 @@ class RaftGroup:
         now: float,
         hard_state: HardState | None = None,
         ready: Ready[Message, HardState] | None = None,
+        budget: HandoverBudget | None = None,
     ) -> None:
         if node not in spec.priorities:
             raise ValueError(f"{node!r} is not a member of group {spec.group}")
@@ -132,6 +135,8 @@ class RaftGroup:
         self.cfg = config
         self.rng = rng
         self.acc: Ready[Message, HardState] = ready if ready is not None else Ready()
+        # rebalancing handovers are rate-limited per node: a host passes every group the same budget
+        self.budget = budget if budget is not None else HandoverBudget(config.rebalance_limit, config.rebalance_window)
         order = {m: i for i, m in enumerate(spec.members)}
         peers = sorted((m for m in spec.members if m != node), key=lambda m: (-spec.priorities[m], order[m]))
         self.peers: tuple[str, ...] = tuple(peers)
@@ -506,7 +511,8 @@ class RaftGroup:
             if pr <= self.priority:
                 return
             if self.heard[p] >= live and self.healthy_since[p] <= steady and self._caught_up(p):
-                self.transfer_leadership(p, now)
+                if self.budget.left(now) > 0 and self.transfer_leadership(p, now):
+                    self.budget.spend(now)  # out of budget: asked again at the next heartbeat round
                 return
 
     def _send_timeout_now(self) -> None:

@@ -93,6 +93,8 @@ def raft_config(options: RaftOptions) -> RaftConfig:
         decay_interval=options.decay_round,
         rebalance=options.uses_rebalance,
         rebalance_hysteresis=options.rebalance_hysteresis if options.rebalance_hysteresis is not None else 3 * et,
+        rebalance_limit=options.rebalance_limit,
+        rebalance_window=options.rebalance_window if options.rebalance_window is not None else 10 * et,
         retry_jitter=0.1 if options.improvements else 0.0,
     )
 

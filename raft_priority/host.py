@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Iterable
 
+from elect.budget import HandoverBudget
 from elect.core import Ready
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup
@@ -28,7 +29,7 @@ class NodeHost:
     produced (``persist`` keyed by group) without merging per-group output.
     """
 
-    __slots__ = ("_acc", "_heap", "_scheduled", "config", "groups", "node", "rng")
+    __slots__ = ("_acc", "_budget", "_heap", "_scheduled", "config", "groups", "node", "rng")
 
     def __init__(self, node: str, config: RaftConfig, rng: random.Random) -> None:
         self.node = node
@@ -38,11 +39,12 @@ class NodeHost:
         self._acc: Ready[Message, HardState] = Ready()
         self._heap: list[tuple[float, int]] = []
         self._scheduled: dict[int, float] = {}
+        self._budget = HandoverBudget(config.rebalance_limit, config.rebalance_window)  # shared by every group
 
     def add_group(self, spec: GroupSpec, now: float, hard_state: HardState | None = None) -> RaftGroup:
         if spec.group in self.groups:
             raise ValueError(f"group {spec.group} already hosted")
-        g = RaftGroup(spec, self.node, self.config, self.rng, now, hard_state, self._acc)
+        g = RaftGroup(spec, self.node, self.config, self.rng, now, hard_state, self._acc, self._budget)
         self.groups[spec.group] = g
         self._arm(g)
         return g

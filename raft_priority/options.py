@@ -102,7 +102,9 @@ class RaftOptions(PeerOptions):
     improvements: the three improvements over ZEP006 together (fast failover, short decay rounds,
     rebalancing to the primary); each can be overridden by `fast_failover`, `decay_interval` (seconds;
     0 = ET, i.e. ZEP006) and `rebalance`. rebalance_hysteresis: how long a higher-priority node must be
-    healthy and caught up before the leader hands back (default 3 ET). data_dir: where term and vote
+    healthy and caught up before the leader hands back (default 3 ET). rebalance_limit, rebalance_window: at
+    most rebalance_limit such hand-backs per node in any rebalance_window seconds (default: no limit; window
+    10 ET), so a returning node takes its partitions back a few at a time. data_dir: where term and vote
     are fsynced (default: a directory per cluster under the system temp dir). revoke_timeout: longest
     wait for blocking Revoked callbacks before a handover goes ahead anyway. handover_timeout: how long
     stop() waits for successors to take over (default 2 ET). tick: driver timer granularity (default
@@ -122,6 +124,8 @@ class RaftOptions(PeerOptions):
     decay_interval: float | None = None
     rebalance: bool | None = None
     rebalance_hysteresis: float | None = None
+    rebalance_limit: int | None = None
+    rebalance_window: float | None = None
     data_dir: str | None = None
     handover_timeout: float | None = None
     tick: float | None = None
@@ -157,6 +161,8 @@ class RaftOptions(PeerOptions):
         rule(self.decay_interval is None or self.decay_interval >= 0, "decay_interval", "must be >= 0 (0 = ET)")
         rule(self.rebalance_hysteresis is None or self.rebalance_hysteresis >= 0, "rebalance_hysteresis",
              "must be >= 0")
+        rule(self.rebalance_limit is None or self.rebalance_limit >= 1, "rebalance_limit", "must be >= 1")
+        rule(self.rebalance_window is None or self.rebalance_window > 0, "rebalance_window", "must be > 0")
         rule(self.revoke_timeout > 0, "revoke_timeout", "must be > 0")
         rule(self.handover_timeout is None or self.handover_timeout >= 0, "handover_timeout", "must be >= 0")
         rule(self.tick is None or 0 < self.tick <= hb, "tick", f"must be in (0, heartbeat_interval = {hb:g} s]")
@@ -169,7 +175,7 @@ class RaftOptions(PeerOptions):
         rule(self.election_jitter is None or self.priority == "off", "election_jitter",
              "is stock Raft's timeout range (priority=off); priority elections time out after a fixed ET")
         if self.priority == "off":
-            for name in ("fast_failover", "rebalance"):
+            for name in ("fast_failover", "rebalance", "rebalance_limit"):
                 rule(not getattr(self, name), name, "needs priorities (priority=balanced or zeebe, not off)")
             rule(not self.decay_interval, "decay_interval", "needs priorities (priority=balanced or zeebe, not off)")
 

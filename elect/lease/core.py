@@ -16,7 +16,7 @@ A renewal confirms only keys it saw as still ours, so one racing a takeover exte
 Fair sharing: each member publishes the roles it contends for. A member leading its share
 `ceil(roles the live group contends for / live members)` leaves a free role for `fair_delay` to a live
 member below its share that wants it, and sheds (orderly) roles beyond its share to such a member once
-the imbalance has lasted `fair_delay`.
+the imbalance has lasted `fair_delay`, at most `rebalance_limit` roles per `rebalance_window`.
 
 Transfer: a member handing a role to a named one resigns it and publishes the hint in its record for
 `resign_backoff`; while the hint stands and the named member is live, the others leave the free role to it,
@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from elect.budget import HandoverBudget
 from elect.core import Acquire, Extend, Fence, LeaderSeen, Ready, Revoke
 from elect.lease.model import (
     Create,
@@ -68,7 +69,8 @@ class Timing:
     (and how soon a shed role may be shed again). retry_interval: pause after a failed request.
     silence_takeover: contenders time holders (etcd) rather than trusting the store to delete their
     keys (ZooKeeper sessions). keepalive_interval: period of the store's backstop lease renewal
-    (None: no lease).
+    (None: no lease). rebalance_limit: at most this many roles shed for fairness in any rebalance_window
+    seconds (None: no limit).
     """
 
     ttl: float
@@ -81,6 +83,8 @@ class Timing:
     silence_takeover: bool = True
     keepalive_interval: float | None = None
     ttl_name: str = "ttl"
+    rebalance_limit: int | None = None
+    rebalance_window: float = 10.0
 
     def __post_init__(self) -> None:
         check_timing(self.ttl, self.renew_interval, self.renew_deadline, self.ttl_name)
@@ -88,6 +92,8 @@ class Timing:
         rule(self.resign_backoff >= 0, "resign_backoff", "must be >= 0")
         rule(self.retry_interval > 0, "retry_interval", "must be > 0")
         rule(self.keepalive_interval is None or self.keepalive_interval > 0, "keepalive_interval", "must be > 0")
+        rule(self.rebalance_limit is None or self.rebalance_limit >= 1, "rebalance_limit", "must be >= 1")
+        rule(self.rebalance_window > 0, "rebalance_window", "must be > 0")
 
 
 def check_timing(ttl: float, renew_interval: float, renew_deadline: float, ttl_name: str = "ttl") -> None:
@@ -157,6 +163,7 @@ class LeaseCore:
         self._pin: set[Role] = set()            # being created on a transfer to this member
         self._shed_at: dict[Role, float] = {}   # when a role was last shed: not shed again for a while
         self._excess_since: float | None = None  # since when this member has led more than its share
+        self._shed_budget = HandoverBudget(timing.rebalance_limit, timing.rebalance_window)
         self._ready: Ready[StoreAction, None] = Ready()
         self._stopping = False
         self._renew_inflight = False
@@ -494,6 +501,10 @@ class LeaseCore:
         if now < self._excess_since + self.timing.fair_delay:
             wake.append(self._excess_since + self.timing.fair_delay)
             return
+        budget = min(budget, self._shed_budget.left(now))
+        if budget <= 0:
+            wake.append(self._shed_budget.next_free(now))
+            return
         for role in reversed(self._order):
             if budget <= 0:
                 break
@@ -502,6 +513,7 @@ class LeaseCore:
                     any(_wants(rec, role) for rec in under.values()):
                 self._to_release.add(role)
                 self._shed_at[role] = now
+                self._shed_budget.spend(now)
                 budget -= 1
 
     def _contend(self, now: float, live: dict[str, MemberRecord], share: float, counts: Counter[str],

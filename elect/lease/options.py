@@ -23,7 +23,9 @@ class _LeaseOptions:
     the TTL). fair: share roles evenly (ceil(roles / live members) each). fair_delay: how long a member
     at its share leaves a free role to one below it, and how long an imbalance lasts before roles are
     shed (default renew_interval). resign_backoff: how long a resigned role is left to others, and how
-    soon a shed role may be shed again (default TTL). request_timeout: one request's budget (default
+    soon a shed role may be shed again (default TTL). rebalance_limit, rebalance_window: a member sheds at most
+    rebalance_limit roles in any rebalance_window seconds (default: no limit; window 10 TTL), so a member
+    that returns gets its share back a few roles at a time. request_timeout: one request's budget (default
     renew_deadline - renew_interval). connect_timeout: how long start() tries to reach the store
     before InfrastructureUnavailable. revoke_timeout: longest wait for blocking Revoked callbacks.
     """
@@ -33,6 +35,8 @@ class _LeaseOptions:
     fair: bool = True
     fair_delay: float | None = None
     resign_backoff: float | None = None
+    rebalance_limit: int | None = None
+    rebalance_window: float | None = None
     request_timeout: float | None = None
     connect_timeout: float = 5.0
     revoke_timeout: float = 30.0
@@ -62,7 +66,8 @@ class _LeaseOptions:
                       fair_delay=self.fair_delay if self.fair_delay is not None else self.interval,
                       resign_backoff=self.resign_backoff if self.resign_backoff is not None else ttl,
                       retry_interval=max(0.01, self.interval / 5), silence_takeover=silence_takeover,
-                      keepalive_interval=keepalive_interval, ttl_name=name)
+                      keepalive_interval=keepalive_interval, ttl_name=name, rebalance_limit=self.rebalance_limit,
+                      rebalance_window=self.rebalance_window if self.rebalance_window is not None else 10 * ttl)
 
     def _check(self) -> None:
         name, ttl = self._ttl()
@@ -73,6 +78,8 @@ class _LeaseOptions:
         for field in ("fair_delay", "resign_backoff"):
             value = getattr(self, field)
             rule(value is None or value >= 0, field, "must be >= 0")
+        rule(self.rebalance_limit is None or self.rebalance_limit >= 1, "rebalance_limit", "must be >= 1")
+        rule(self.rebalance_window is None or self.rebalance_window > 0, "rebalance_window", "must be > 0")
 
 
 def _hosts(hosts: tuple[str, ...], parameter: str) -> None:

@@ -9,6 +9,7 @@ from elect_bench.history import FaultRecord, History
 from elect_bench.measures import (
     Summary,
     balanced,
+    balanced_from,
     disruptions,
     failovers,
     leaderless,
@@ -149,3 +150,16 @@ def test_tokens_are_checked_only_where_the_method_has_them() -> None:
     h = History([acq("a", "r", 0, 1.0), rev("a", "r", 0, 2.0), acq("b", "r", 0, 3.0)], [], end=5.0)
     assert [v.kind for v in check(h, exclusive=True)] == ["token"]
     assert check(h, exclusive=True, tokens=False) == []
+
+
+def test_time_to_balance_after_a_return_counts_from_the_last_imbalance() -> None:
+    # b leads r0..r3 while a is away; a is back at 10.0 and gets r0 at 13.0 (1 to 3), loses it to b at 14.0, takes
+    # r1 at 16.0 (1 to 3 again) and r0 at 17.0: 2 to 2, balanced for good from 17.0.
+    lines = [acq("b", f"r{i}", 1, 1.0) for i in range(4)]
+    lines += [rev("b", "r0", 1, 12.9), acq("a", "r0", 2, 13.0), fen("a", "r0", 2, 14.0, 14.0), acq("b", "r0", 3, 14.0),
+              rev("b", "r1", 1, 15.9), acq("a", "r1", 2, 16.0), rev("b", "r0", 3, 16.9), acq("a", "r0", 4, 17.0)]
+    ivs = History(lines, end=20.0).intervals()
+    roles = ["r0", "r1", "r2", "r3"]
+    assert balanced_from(ivs, roles, 2, 10.0, 20.0) == 17.0
+    assert balanced_from(ivs, roles, 2, 17.5, 20.0) == 17.5  # already balanced at the start of the window
+    assert balanced_from(ivs, roles, 2, 10.0, 16.5) is None  # not balanced at the end of the window

@@ -384,3 +384,22 @@ def test_a_transfer_to_a_member_that_dies_falls_back_to_the_others() -> None:
     sim.crash(target)
     sim.members[old].core.transfer("r", target, sim.now)
     sim.run_until(lambda: leaders(sim, "r") == [other], 3 * ETCD.ttl)
+
+
+def test_shedding_is_rate_limited() -> None:
+    """A member leading 10 roles alone sheds to a newcomer at most rebalance_limit roles per rebalance_window."""
+    timing = Timing(ttl=1.0, renew_interval=0.25, renew_deadline=0.75, fair_delay=0.25, resign_backoff=1.0,
+                    retry_interval=0.05, silence_takeover=True, keepalive_interval=0.66, rebalance_limit=2,
+                    rebalance_window=2.0)
+    roles = list(range(10))
+    sim = Sim(timing)
+    sim.add("a", roles)
+    sim.run(1.0)
+    sim.add("b", roles)
+    joined = sim.now
+    took = sim.run_until(lambda: counts(sim) == {"a": 5, "b": 5}, 20.0)
+    acquired = sorted(e.t - joined for e in sim.members["b"].events if e.kind == "acquired")
+    assert len(acquired) == 5
+    for t in acquired:  # never more than 2 in any 2 s window
+        assert sum(1 for u in acquired if t <= u < t + 2.0) <= 2, acquired
+    assert took >= 4.0  # 2 + 2 + 1: three windows

@@ -176,3 +176,26 @@ def test_a_pinned_transfer_is_not_rebalanced_back_while_its_target_leads(pin: bo
         b.flush()
         b.run_to(16.0)
         assert b.leaders() == ["a"]
+
+
+def test_rebalancing_is_rate_limited_per_node() -> None:
+    """Two groups whose primary `a` returns after a crash: with a budget of one hand-back per 5 s shared by the
+    node's groups (as NodeHost shares it), `b` hands one back after the hysteresis and the other a window later."""
+    cfg = RaftConfig.zep006(rebalance=True, rebalance_hysteresis=3.0, rebalance_limit=1, rebalance_window=5.0)
+    groups = [Bench(P3, cfg), Bench(P3, cfg)]
+    shared = groups[0]["b"].budget
+    for g in groups:
+        g["b"].budget = shared
+        g.crash("a")
+        g.run_to(5.0)
+        assert g.leaders() == ["b"]
+        g.restart("a")
+
+    def step_to(t: float) -> list[list[str]]:
+        for g in groups:
+            g.run_to(t)
+        return [g.leaders() for g in groups]
+
+    assert step_to(8.5) == [["a"], ["b"]]  # the first hand-back at ~8.0 s spent the budget
+    assert step_to(12.9) == [["a"], ["b"]]
+    assert step_to(13.5) == [["a"], ["a"]]  # a window later
