@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from elect.config import connect as _connect
 from elect.config import from_config as _from_config
-from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements, Unsubscribe
+from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements, Transferred, Unsubscribe
 from elect.events import Event
 from elect.observe import LeaderChanged
 from elect.roles import Role
@@ -57,6 +57,10 @@ class AsyncElector:
 
     async def resign(self, role: Role) -> None:
         await asyncio.to_thread(self.sync.resign, role)
+
+    async def transfer(self, role: Role, to: str, timeout: float | None = None) -> Transferred:
+        """`Elector.transfer`: hand `role` to member `to` and wait until it is seen leading it."""
+        return await asyncio.to_thread(self.sync.transfer, role, to, timeout)
 
     async def drain(self, timeout: float | None = None) -> Drained:
         """`Elector.drain`: hand every led role over, wait for successors where the method can see them, stop."""
