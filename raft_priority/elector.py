@@ -51,7 +51,7 @@ from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
 from raft_priority.driver import Driver
-from raft_priority.grpc_link import Transport
+from raft_priority.grpc_link import Tls, Transport
 from raft_priority.host import NodeHost
 from raft_priority.messages import HardState, Message
 from raft_priority.options import RaftOptions
@@ -174,8 +174,9 @@ class RaftElector(BaseElector):
         peers = o.peer_map()
         driver = Driver(host, store, lambda batches: self._send(batches), self, granularity=o.granularity,
                         ack_delay=o.acks_after)
+        tls = Tls.load(o.ca, o.cert, o.key) if o.ca and o.cert and o.key else None
         transport = Transport(self.member, o.listen, peers, self.cluster, driver.receive,
-                              election_timeout=o.election_timeout)
+                              election_timeout=o.election_timeout, tls=tls)
         self.driver, self.transport = driver, transport
         try:
             transport.start()

@@ -6,6 +6,10 @@
   retries: heartbeats repeat, campaigns time out and start again).
 * :class:`Transport` -- the gRPC server (every partition's group of this node behind one endpoint) and
   the links to every peer; batches are encoded by :mod:`raft_priority.wire.codec`.
+* :class:`Tls` -- mutual TLS (options ``ca``, ``cert``, ``key``): the server requires a client certificate
+  signed by the CA, and takes batches only from the member its certificate names; a link dials peer ``b``
+  expecting a certificate that names ``b``. So a node without a certificate of the cluster's CA, or with one
+  naming another member, can neither vote nor lead; what refused it is logged on both sides, once per reason.
 
 Steady-state cost per node grows with the number of peers (one stream and a few batches per timer
 slot each), not with the number of partitions.
@@ -18,6 +22,8 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -55,6 +61,49 @@ def _server_options() -> list[tuple[str, int]]:
     ]
 
 
+@dataclass(frozen=True)
+class Tls:
+    """PEM bytes of the cluster's CA and of this node's certificate and key."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes
+
+    @classmethod
+    def load(cls, ca: str, cert: str, key: str) -> Tls:
+        return cls(Path(ca).read_bytes(), Path(cert).read_bytes(), Path(key).read_bytes())
+
+    def server(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials([(self.key, self.cert)], root_certificates=self.ca,
+                                           require_client_auth=True)
+
+    def channel(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(root_certificates=self.ca, private_key=self.key,
+                                            certificate_chain=self.cert)
+
+
+def certificate_names(context: grpc.ServicerContext) -> set[str]:
+    """The names (common name, DNS names) in the client certificate of a call; empty without TLS."""
+    auth = context.auth_context()
+    return {v.decode(errors="replace") for k in ("x509_common_name", "x509_subject_alternative_name")
+            for v in auth.get(k, ())}
+
+
+class _Once:
+    """Log each distinct reason once (a refused peer retries every backoff; the log must not fill up)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def warn(self, reason: str, text: str) -> None:
+        with self._lock:
+            if reason in self._seen or len(self._seen) >= 100:  # reasons can carry what a stranger sent: bounded
+                return
+            self._seen.add(reason)
+        log.warning("%s", text)
+
+
 class PeerLink:
     """The way to one peer: a bounded outbox drained by one long-lived client stream.
 
@@ -62,8 +111,13 @@ class PeerLink:
     unreachable everything for it is dropped; the stream is retried every ``backoff`` seconds.
     """
 
-    def __init__(self, peer: str, address: str, *, election_timeout: float, max_pending: int = 64) -> None:
+    def __init__(self, peer: str, address: str, *, election_timeout: float, max_pending: int = 64,
+                 node: str = "", tls: Tls | None = None) -> None:
         self.peer = peer
+        self.node = node
+        self.tls = tls
+        self.refused: str | None = None  # why the peer refused this node, if it did (TLS, identity)
+        self._once = _Once()
         self.address = address
         self.max_pending = max_pending
         self.backoff = max(0.05, min(0.5, election_timeout / 4))
@@ -74,7 +128,12 @@ class PeerLink:
         self._pending: deque[bytes] = deque()
         self._closed = False
         self._generation = 0
-        self._channel = grpc.insecure_channel(address, options=_channel_options(election_timeout))
+        options = _channel_options(election_timeout)
+        if tls is None:
+            self._channel = grpc.insecure_channel(address, options=options)
+        else:  # the peer's certificate must name the peer we mean to reach
+            self._channel = grpc.secure_channel(address, tls.channel(),
+                                                options=[*options, ("grpc.ssl_target_name_override", peer)])
         self._call = self._channel.stream_unary(METHOD, request_serializer=None,
                                                 response_deserializer=pb.Ack.FromString)
         self._thread = threading.Thread(target=self._run, name=f"raft-link-{peer}", daemon=True)
@@ -126,6 +185,8 @@ class PeerLink:
                 self._call(self._requests(generation), wait_for_ready=False)
             except grpc.RpcError as exc:
                 code = exc.code() if isinstance(exc, grpc.Call) else None
+                details = (exc.details() if isinstance(exc, grpc.Call) else None) or ""
+                self._explain(code, details)
                 if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
                     log.debug("raft link to %s: %s", self.peer, exc)
             except ValueError:  # the channel was closed under us
@@ -141,18 +202,41 @@ class PeerLink:
                 self._cond.wait(self.backoff)
 
 
+    _TLS_WORDS = ("ssl", "tls", "handshake", "certificate", "peer name")
+
+    def _explain(self, code: grpc.StatusCode | None, details: str) -> None:
+        """Say once per reason why the peer would not take this node's batches: it refused this node's identity,
+        the TLS handshake failed (no certificate, another CA, a certificate that does not name the peer), or, in
+        plaintext, the peer closed every connection at once (a TLS server does that to a plaintext client)."""
+        me = f"raft://{self.node}" if self.node else "raft"
+        if code is grpc.StatusCode.PERMISSION_DENIED:
+            self.refused = details
+            self._once.warn(details, f"{me}: {self.peer} refused this node: {details}")
+        elif code is grpc.StatusCode.UNAVAILABLE and any(w in details.lower() for w in self._TLS_WORDS):
+            self.refused = f"TLS with {self.peer} failed: {details}"
+            self._once.warn(details, f"{me}: TLS with {self.peer} at {self.address} failed (a certificate not "
+                                     f"signed by the cluster's CA, or not naming {self.peer}?): {details}")
+        elif self.tls is None and code is grpc.StatusCode.UNAVAILABLE and "socket closed" in details.lower():
+            self.refused = f"{self.peer} closed the connection at once"
+            self._once.warn("plaintext", f"{me}: {self.peer} at {self.address} closes every connection at once: "
+                                         "if the cluster uses mutual TLS, give this node ca=, cert= and key=")
+
+
 class Transport:
     """The node's gRPC server and its links to every peer."""
 
     def __init__(self, node: str, listen: str, peers: Mapping[str, str], cluster: str,
-                 receive: Callable[[list[Message]], None], *, election_timeout: float) -> None:
+                 receive: Callable[[list[Message]], None], *, election_timeout: float, tls: Tls | None = None) -> None:
         self.node = node
+        self.tls = tls
+        self._once = _Once()
         self.listen = listen
         self.cluster = cluster
         self.received = 0
         self.rejected = 0
         self._receive = receive
-        self.links = {p: PeerLink(p, addr, election_timeout=election_timeout) for p, addr in peers.items()}
+        self.links = {p: PeerLink(p, addr, election_timeout=election_timeout, node=node, tls=tls)
+                      for p, addr in peers.items()}
         self._pool = ThreadPoolExecutor(max_workers=2 * len(self.links) + 4, thread_name_prefix=f"raft-rx-{node}")
         self._server = grpc.server(self._pool, options=_server_options(),
                                    maximum_concurrent_rpcs=4 * len(self.links) + 8)
@@ -165,7 +249,8 @@ class Transport:
 
     def start(self) -> None:
         try:
-            port = self._server.add_insecure_port(self.listen)
+            port = (self._server.add_insecure_port(self.listen) if self.tls is None else
+                    self._server.add_secure_port(self.listen, self.tls.server()))
         except RuntimeError as exc:
             raise OSError(f"cannot listen on {self.listen}: {exc}") from exc
         if port == 0:
@@ -188,13 +273,26 @@ class Transport:
 
     def _deliver(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> pb.Ack:
         """Step every batch of one peer's stream. What is not a batch of this cluster to this node from a known
-        peer is counted in `rejected` and dropped; the stream, and the server, go on."""
+        peer is counted in `rejected` and dropped; the stream, and the server, go on. Under TLS a stream whose
+        batches claim another member than the client certificate names is refused (PERMISSION_DENIED, which the
+        sender logs)."""
+        names = certificate_names(context) if self.tls is not None else None
         for data in requests:
             try:
                 batch = parse(data)
                 if batch.cluster != self.cluster or batch.dst != self.node or batch.src not in self.links:
                     self.rejected += 1
+                    if batch.cluster != self.cluster and batch.src in self.links:
+                        self._once.warn(f"cluster {batch.src}", f"raft://{self.node}: drops batches from "
+                                        f"{batch.src!r} of another cluster (its peers or their addresses differ from "
+                                        "this node's, or its cluster= name does)")
                     continue
+                if names is not None and batch.src not in names:
+                    self.rejected += 1
+                    why = (f"{self.node} refuses batches from {batch.src!r}: the client certificate names "
+                           f"{', '.join(sorted(names)) or 'nobody'}")
+                    self._once.warn(why, f"raft://{why}")
+                    context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
                 msgs = decode(batch)
             except MalformedBatch as exc:
                 self.rejected += 1

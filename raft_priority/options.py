@@ -5,7 +5,7 @@ URL before the extra is installed. Durations are seconds.
 
     raft://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
         &heartbeat_interval=0.1&priority=balanced|zeebe|off&improvements=on|off&data_dir=...
-        &election_jitter=0.5&pre_vote=on|off&check_quorum=on|off
+        &election_jitter=0.5&pre_vote=on|off&check_quorum=on|off&ca=CA.crt&cert=ME.crt&key=ME.key
 """
 
 from __future__ import annotations
@@ -113,7 +113,10 @@ class RaftOptions(PeerOptions):
     with the heartbeat interval; 0 = send at once): with many partitions it halves the number of
     batches, the main steady-state cost. cluster: a name every node is given alike; by default the
     cluster is identified by its nodes' ids and addresses, which breaks when nodes see each other at
-    different addresses (NAT, proxies, container networks): name it then.
+    different addresses (NAT, proxies, container networks): name it then. ca, cert, key: paths of PEM files for
+    mutual TLS between the nodes (all three, or none for plaintext): the CA that signed every node's certificate,
+    and this node's certificate and key; a node's certificate must name its id (common name or DNS name, as
+    `elect certs make` writes them), and a peer whose certificate names another id than it claims is refused.
     """
 
     replication: int | None = None
@@ -134,6 +137,9 @@ class RaftOptions(PeerOptions):
     election_jitter: float | None = None
     pre_vote: bool = True
     check_quorum: bool = True
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
 
     def cluster_id(self, member: str) -> str:
         """A name for this cluster, the same on every member: batches carrying another are dropped, so a
@@ -164,6 +170,12 @@ class RaftOptions(PeerOptions):
         rule(self.rebalance_limit is None or self.rebalance_limit >= 1, "rebalance_limit", "must be >= 1")
         rule(self.rebalance_window is None or self.rebalance_window > 0, "rebalance_window", "must be > 0")
         rule(self.revoke_timeout > 0, "revoke_timeout", "must be > 0")
+        given = [name for name in ("ca", "cert", "key") if getattr(self, name)]
+        rule(len(given) in (0, 3), ", ".join(n for n in ("ca", "cert", "key") if n not in given),
+             f"mutual TLS needs ca, cert and key together; got only {', '.join(given)}")
+        for name in given:
+            path = Path(getattr(self, name))
+            rule(path.is_file() and os.access(path, os.R_OK), name, f"no readable file at {path}")
         rule(self.handover_timeout is None or self.handover_timeout >= 0, "handover_timeout", "must be >= 0")
         rule(self.tick is None or 0 < self.tick <= hb, "tick", f"must be in (0, heartbeat_interval = {hb:g} s]")
         limit = max(0.0, 0.45 * et - hb)
@@ -180,6 +192,11 @@ class RaftOptions(PeerOptions):
             rule(not self.decay_interval, "decay_interval", "needs priorities (priority=balanced or zeebe, not off)")
 
     # -- resolved values --
+    @property
+    def tls(self) -> bool:
+        """Mutual TLS between the nodes (ca, cert and key given)."""
+        return bool(self.ca and self.cert and self.key)
+
     @property
     def heartbeat(self) -> float:
         return self.heartbeat_interval if self.heartbeat_interval is not None else self.election_timeout / 10

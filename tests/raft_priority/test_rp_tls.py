@@ -1,0 +1,122 @@
+"""raft:// with mutual TLS (options ca, cert, key; `elect certs make`): members of the cluster's CA elect as
+without TLS; a node without a certificate, with one of another CA, or with one naming another member can neither
+vote nor lead, the group's leadership does not change, and the refused node says what refused it, within 10 s."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from elect.config import spec_from_url
+from elect.errors import ConfigError
+from elect_bench.members import MemberProcess
+from elect_bench.methods import METHODS
+from elect_bench.methods import Group as MethodGroup
+from elect_cluster.certs import make_authority, make_certs
+from elect_cluster.waiting import wait_until
+
+IDS = ("a", "b", "c")
+P = 6
+BOUND = 20.0  # generous: a noisy 2-core machine
+WINDOW = 3.0  # how long an intruder is watched for doing any harm
+_unique = itertools.count()
+
+
+class TlsGroup:
+    """Three raft:// nodes whose URLs carry ca/cert/key, as processes; `close` kills whatever is left."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.certs = tmp / "certs"
+        make_certs(self.certs, IDS)
+        group = MethodGroup(IDS, P, f"rp-tls-{next(_unique)}")
+        self.urls = METHODS["raft"].member_urls(group, 1.0, {"data_dir": str(tmp / "state")})
+        self.procs: list[MemberProcess] = []
+
+    def tls(self, cert_name: str, certs: Path | None = None) -> dict[str, str]:
+        where = certs or self.certs
+        return {"ca": str(where / "ca.crt"), "cert": str(where / f"{cert_name}.crt"),
+                "key": str(where / f"{cert_name}.key")}
+
+    def start(self, node: str, tls: dict[str, str] | None) -> MemberProcess:
+        url = self.urls[node] + ("&" + urlencode(tls) if tls else "")
+        proc = MemberProcess(url, node, list(range(P)), log_dir=self.tmp)
+        self.procs.append(proc)
+        proc.start()
+        return proc
+
+    def settled(self, on: list[MemberProcess]) -> dict[int, str]:
+        def one_each() -> dict[int, str] | None:
+            held = {r: [p.member_id for p in on if p.alive and str(r) in p.log.leading()] for r in range(P)}
+            return {r: v[0] for r, v in held.items()} if all(len(v) == 1 for v in held.values()) else None
+
+        return wait_until(one_each, BOUND, what="exactly one leader per role")
+
+    def close(self) -> None:
+        for p in self.procs:
+            with contextlib.suppress(Exception):
+                p.kill()
+
+
+@pytest.fixture
+def tls_group(tmp_path: Path) -> Iterator[TlsGroup]:
+    g = TlsGroup(tmp_path)
+    try:
+        yield g
+    finally:
+        g.close()
+
+
+def test_members_of_the_cluster_ca_elect_and_hand_over(tls_group: TlsGroup) -> None:
+    g = tls_group
+    procs = [g.start(n, g.tls(n)) for n in IDS]
+    leaders = g.settled(procs)
+    assert set(leaders.values()) == set(IDS)  # balanced priorities: every node leads its own partitions
+    victim = next(p for p in procs if p.member_id == leaders[0])
+    victim.kill()
+    g.settled([p for p in procs if p is not victim])
+
+
+def _intruder_tls(g: TlsGroup, kind: str) -> dict[str, str] | None:
+    if kind == "no certificate":
+        return None
+    if kind == "another CA":
+        other = g.tmp / "other-ca"
+        make_certs(other, ["c"])
+        return g.tls("c", other)
+    assert kind == "a certificate naming b"
+    return {**g.tls("b"), "ca": str(g.certs / "ca.crt")}
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("no certificate", "closes every connection at once: if the cluster uses mutual TLS"),
+    ("another CA", "TLS with a"),
+    ("a certificate naming b", "refuses batches from 'c': the client certificate names b"),
+])
+def test_a_node_the_cluster_does_not_trust_cannot_vote_or_lead(tls_group: TlsGroup, kind: str, said: str) -> None:
+    g = tls_group
+    a, b = g.start("a", g.tls("a")), g.start("b", g.tls("b"))
+    before = g.settled([a, b])
+    marks = {p.member_id: len(p.log.lines) for p in (a, b)}
+    c = g.start("c", _intruder_tls(g, kind))
+    wait_until(lambda: said in c.stderr_path.read_text(errors="replace"), 10.0,
+               what=f"c saying what refused it ({said!r})")
+    with pytest.raises(TimeoutError):  # a deliberate window, ended early (failing) by any event of c's
+        line = c.log.wait_for(lambda _l: True, WINDOW, what="any event of the intruder")
+        pytest.fail(f"the intruder printed {line}")
+    assert all(len(p.log.lines) == marks[p.member_id] for p in (a, b)), "leadership changed"
+    assert g.settled([a, b]) == before
+
+
+def test_tls_options_come_together_and_name_readable_files(tmp_path: Path) -> None:
+    ca = make_authority(tmp_path)
+    base = "raft://a@127.0.0.1:7001?peers=b@127.0.0.1:7002"
+    with pytest.raises(ConfigError, match="cert, key: mutual TLS needs ca, cert and key together"):
+        spec_from_url(f"{base}&ca={ca.cert}")
+    with pytest.raises(ConfigError, match="key: no readable file"):
+        spec_from_url(f"{base}&ca={ca.cert}&cert={ca.cert}&key={tmp_path / 'missing.key'}")
