@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from elect.lease.core import Timing, check_timing
 from elect.options import port_number, rule
+from elect.secrets import AccessOptions
 
 
 @dataclass(frozen=True)
-class _LeaseOptions:
-    """What both stores share.
+class _LeaseOptions(AccessOptions):
+    """What both stores share (TLS and credentials: `elect.secrets.AccessOptions`).
 
     renew_interval: renewal period (default TTL/4). renew_deadline: a leader stops when its last
     successful renewal was sent this long ago (default 3/4 TTL; must lie between renew_interval and
@@ -80,6 +81,7 @@ class _LeaseOptions:
             rule(value is None or value >= 0, field, "must be >= 0")
         rule(self.rebalance_limit is None or self.rebalance_limit >= 1, "rebalance_limit", "must be >= 1")
         rule(self.rebalance_window is None or self.rebalance_window > 0, "rebalance_window", "must be > 0")
+        self._check_access()
 
 
 def _hosts(hosts: tuple[str, ...], parameter: str) -> None:

@@ -9,6 +9,15 @@ answer while the session lives; the session cannot expire before `session_timeou
 
 Watches are armed with kazoo's asynchronous calls and re-armed on every event and reconnection, so
 no kazoo callback ever blocks on a disconnected server.
+
+Security: TLS to ZooKeeper's secure client port (`ca`, `cert`, `key`), and with `user` a digest identity
+(`user:password`). Every node the elector creates (the group's node, `members`, `roles`, and the nodes under
+them) then carries the ACL: ALL for that identity, READ for anyone. ZooKeeper checks a delete against the
+*parent's* ACL and a create likewise, so no other client can delete, create or overwrite a role or member
+node; reading stays open because who leads a role is no secret (member ids and session ids only) and
+`elect watch` and monitoring then need no password. ZooKeeper's digest scheme has no user database (any
+user:password is a valid identity), so a wrong password shows as nodes owned by another identity: `open`
+checks the group's nodes' ACLs and refuses to run on nodes it does not own alone (`AccessRefused`).
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from elect.contract import Characteristics
-from elect.errors import ConfigError, InfrastructureUnavailable
+from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
 from elect.lease.driver import Gone, LeaseElector, Opened, SessionLost, Sink, StoreError, Suspended, Task
 from elect.lease.model import (
     Create,
@@ -38,6 +47,7 @@ from elect.lease.model import (
 from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name
 from elect.lease.options import ZooKeeperOptions
 from elect.roles import Role
+from elect.secrets import tls_refusal
 
 log = logging.getLogger("elect.lease")
 
@@ -117,6 +127,8 @@ class ZooKeeperStore:
         self._lock = threading.Lock()
         self._children_first = threading.Event()
         self.negotiated: float | None = None
+        self._password = options.password()  # read once, at creation; in no message
+        self._connect_error: str | None = None  # the last reason a connection attempt failed (TLS refusals)
 
     @property
     def requests(self) -> int:
@@ -132,19 +144,32 @@ class ZooKeeperStore:
     # ------------------------------------------------------------------------------------------ session
     def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
         self._sink = sink
+        where = ",".join(self.options.hosts)
         try:
             self._connect(timeout)
         except Exception as exc:
             self._shutdown()
-            where = ",".join(self.options.hosts)
+            said = self._connect_error or ""
+            refused = tls_refusal(said, "ZooKeeper", where, tls=self.options.uses_tls)
+            if refused is not None:
+                raise AccessRefused(refused) from None
+            hint = ("; it closed every connection: if it serves TLS only, give ca= (and cert=, key=)"
+                    if not self.options.uses_tls and "closed" in said.lower() else "")
             raise InfrastructureUnavailable(f"ZooKeeper at {where} did not answer within {timeout:g} s "
-                                            f"(connect_timeout): {exc}") from None
+                                            f"(connect_timeout): {exc}{f' (last: {said})' if said else ''}{hint}") \
+                from None
         try:
             self._check_session_timeout()
             for path in (self._members, self._roles):
                 self._client.ensure_path_async(path).get(timeout=timeout)
+            self._check_acls(timeout)
             self.track(record.roles or ())
             return self._register(record, timeout)
+        except StoreError as exc:
+            self._shutdown()
+            if "NoAuth" in str(exc):
+                raise AccessRefused(self._not_ours(self._members, str(exc))) from None
+            raise InfrastructureUnavailable(f"ZooKeeper at {where}: {exc}") from None
         except BaseException:
             self._shutdown()
             raise
@@ -163,14 +188,51 @@ class ZooKeeperStore:
             raise StoreError("not connected to ZooKeeper")
         return self._register(record, timeout)
 
+    def _acl(self) -> list[Any] | None:
+        """ALL for this member's digest identity, READ for anyone; None without a user (ZooKeeper's open ACL)."""
+        if not self.options.user:
+            return None
+        from kazoo.security import ACL, Id, Permissions, make_digest_acl
+
+        return [make_digest_acl(self.options.user, self._password or "", all=True),
+                ACL(Permissions.READ, Id("world", "anyone"))]
+
+    def _check_acls(self, timeout: float) -> None:
+        """With a user: the group's nodes must be this identity's alone to change (else another identity, a wrong
+        password, or a group made without a user, could create or delete role nodes)."""
+        from kazoo.security import Permissions
+
+        wanted = self._acl()
+        if wanted is None:
+            return
+        mine = wanted[0].id
+        change = Permissions.CREATE | Permissions.DELETE | Permissions.WRITE
+        for path in (self.options.root, self._members, self._roles):
+            self.count()
+            acls, _ = self._client.get_acls_async(path).get(timeout=timeout)
+            ours = any(acl.id == mine and acl.perms & change == change for acl in acls)
+            others = [f"{acl.id.scheme}:{acl.id.id.split(':')[0]}" for acl in acls
+                      if acl.id != mine and acl.perms & change]
+            if not ours or others:
+                raise AccessRefused(self._not_ours(path, f"its ACL lets {', '.join(others) or 'no one else'} "
+                                                         "change it"))
+
+    def _not_ours(self, path: str, detail: str) -> str:
+        who = f"the user {self.options.user!r}" if self.options.user else "a client without user="
+        return (f"ZooKeeper at {','.join(self.options.hosts)} refused {who} on {path}: the group's nodes belong to "
+                f"another identity (a wrong user or password, or a group made without user=) ({detail})")
+
     def _connect(self, timeout: float) -> None:
         """A new client, connected within `timeout` (kazoo's own retries reconnect it after a drop)."""
         from kazoo.client import KazooClient
         from kazoo.retry import KazooRetry
 
         retry = KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5)
-        self._client = KazooClient(hosts=",".join(self.options.hosts), timeout=self.options.session_timeout,
-                                   connection_retry=retry, logger=logging.getLogger("elect.lease.kazoo"))
+        o = self.options
+        self._connect_error = None
+        self._client = KazooClient(hosts=",".join(o.hosts), timeout=o.session_timeout, connection_retry=retry,
+                                   logger=logging.getLogger("elect.lease.kazoo"),
+                                   **client_security(o, self._password, self._acl()))
         self._capture_negotiated_timeout()
         self._client.add_listener(self._on_state)
         self._client.start(timeout=timeout)
@@ -204,14 +266,18 @@ class ZooKeeperStore:
         return Opened(session, math.inf, [])
 
     def _capture_negotiated_timeout(self) -> None:
-        """Record the session timeout the server granted (kazoo keeps it private)."""
+        """Record the session timeout the server granted (kazoo keeps it private), and why an attempt failed."""
         connection = getattr(self._client, "_connection", None)
         connect = getattr(connection, "_connect", None)
         if connect is None:
             return
 
         def capturing(*args: Any) -> Any:
-            read_timeout, connect_timeout = connect(*args)
+            try:
+                read_timeout, connect_timeout = connect(*args)
+            except Exception as exc:  # kept: why connecting failed (a TLS refusal is named at start)
+                self._connect_error = f"{type(exc).__name__}: {exc}"
+                raise
             self.negotiated = read_timeout * 1.5 / 1000.0  # kazoo reads for 2/3 of the negotiated timeout
             return read_timeout, connect_timeout
 
@@ -417,6 +483,19 @@ class ZooKeeperStore:
 
     def _member_path(self, session: str) -> str:
         return f"{self._members}/{session}"
+
+
+def client_security(options: ZooKeeperOptions, password: str | None, acl: list[Any] | None = None) -> dict[str, Any]:
+    """KazooClient's keyword arguments for the options' TLS and digest identity (and the ACL of nodes it makes)."""
+    security: dict[str, Any] = {}
+    if options.uses_tls:
+        security |= {"use_ssl": True, "ca": options.ca, "certfile": options.cert, "keyfile": options.key,
+                     "verify_certs": True, "check_hostname": True}
+    if options.user:
+        security |= {"auth_data": [("digest", f"{options.user}:{password}")]}
+    if acl is not None:
+        security |= {"default_acl": acl}
+    return security
 
 
 def characteristics(options: ZooKeeperOptions) -> Characteristics:
