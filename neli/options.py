@@ -12,18 +12,22 @@ from dataclasses import dataclass
 from typing import Literal
 
 from elect.options import port_number, rule
+from elect.secrets import AccessOptions
 
 Mode = Literal["fast", "full"]
 Protocol = Literal["classic", "consumer"]
 Assignment = Literal["cooperative-sticky", "range", "roundrobin"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 DEFAULT_PARTITIONS = 12  # divisible by 1, 2, 3, 4 and 6 members, so small groups share roles evenly
 
 
 @dataclass(frozen=True)
-class KafkaOptions:
-    """Options of the NELI elector (see neli/__init__.py for what each mode promises).
+class KafkaOptions(AccessOptions):
+    """Options of the NELI elector (see neli/__init__.py for what each mode promises). TLS and credentials:
+    `elect.secrets.AccessOptions` (ca, cert, key: TLS to the brokers; user with password_file or password_env: SASL
+    as `sasl_mechanism`, PLAIN or SCRAM-SHA-256/512), passed to every client and admin client the elector makes.
 
     servers: bootstrap `host:port` list. topic: the leader topic (created with `partitions` partitions
     on first use). group: the consumer group (default: the topic's name); several groups may share a
@@ -60,8 +64,12 @@ class KafkaOptions:
     rejoin_delay: float | None = None
     replication: int = -1
     protocol: Protocol = "classic"
+    sasl_mechanism: SaslMechanism | None = None
 
     def __post_init__(self) -> None:
+        self._check_access()
+        rule(bool(self.user) == bool(self.sasl_mechanism), "sasl_mechanism" if self.user else "user",
+             "SASL needs both user and sasl_mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
         rule(bool(self.servers) and all(_host_port(s) for s in self.servers), "servers",
              f"expected HOST:PORT[,HOST:PORT...], got {','.join(self.servers) or '(none)'}")
         rule(bool(_TOPIC.match(self.topic)), "topic",
@@ -130,6 +138,26 @@ class KafkaOptions:
     @property
     def bootstrap(self) -> str:
         return ",".join(self.servers)
+
+    @property
+    def security_protocol(self) -> str:
+        """Kafka's name for how a client talks to the brokers: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        return ("SASL_" if self.user else "") + ("SSL" if self.uses_tls else "PLAINTEXT")
+
+    def client_security(self) -> dict[str, str]:
+        """librdkafka's TLS and SASL settings for every client and admin client (reads the password now: the
+        dict is handed to librdkafka and never printed)."""
+        config = {"security.protocol": self.security_protocol}
+        if self.uses_tls:
+            config["ssl.endpoint.identification.algorithm"] = "https"  # the broker's certificate names its host
+            if self.ca:
+                config["ssl.ca.location"] = self.ca
+            if self.cert and self.key:
+                config |= {"ssl.certificate.location": self.cert, "ssl.key.location": self.key}
+        if self.user and self.sasl_mechanism:
+            config |= {"sasl.mechanism": self.sasl_mechanism, "sasl.username": self.user,
+                       "sasl.password": self.password() or ""}
+        return config
 
 
 def _host_port(text: str) -> bool:
