@@ -20,13 +20,15 @@ class Endpoints:
     """``host:port`` lists per service (empty when the service is not running); ``kafka_broker`` says which
     broker serves Kafka (e.g. "Apache Kafka 4.4.0 (KRaft, 3 nodes)"), so a report can name it. ``security``:
     the URL parameters a client of a secured cluster needs (CA, client certificate, user, password file: paths
-    and names only, never a password), empty for a plain one."""
+    and names only, never a password), empty for a plain one. ``secured``: a secured cluster's endpoints beside
+    this one's (not written to endpoints.json)."""
 
     kafka: tuple[str, ...] = ()
     etcd: tuple[str, ...] = ()
     zookeeper: tuple[str, ...] = ()
     kafka_broker: str = ""
     security: tuple[tuple[str, str], ...] = ()
+    secured: Endpoints | None = None  # beside a plain cluster, a secured one (the bench compares the two)
 
     def params(self, service: str) -> dict[str, str]:
         """The security parameters of a URL of `service` (Kafka adds its SASL mechanism); empty if plain."""
@@ -57,7 +59,11 @@ class Endpoints:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Endpoints:
         security = data.get("security") or {}
-        return cls(**{name: tuple(str(a) for a in data.get(name, ())) for name in ("kafka", "etcd", "zookeeper")},
+
+        def addresses(name: str) -> tuple[str, ...]:
+            return tuple(str(a) for a in data.get(name, ()))
+
+        return cls(addresses("kafka"), addresses("etcd"), addresses("zookeeper"),
                    kafka_broker=str(data.get("kafka_broker", "")),
                    security=tuple((str(k), str(v)) for k, v in security.items()))
 

@@ -417,9 +417,9 @@ class LocalCluster:
 
     def _endpoints(self, state: ClusterState) -> Endpoints:
         security = Security(self.workdir / SECURITY_DIR).params() if state.secure else {}
-        return Endpoints(**{s: tuple(m.address for m in state.of(s)) for s in SERVICES},
-                         kafka_broker=broker_label(state.broker, state.counts["kafka"]) if "kafka" in state.counts
-                         else "", security=tuple(security.items()))
+        kafka, etcd, zookeeper = (tuple(m.address for m in state.of(s)) for s in SERVICES)
+        label = broker_label(state.broker, state.counts["kafka"]) if "kafka" in state.counts else ""
+        return Endpoints(kafka, etcd, zookeeper, kafka_broker=label, security=tuple(security.items()))
 
 
 def _shape(counts: dict[str, int], broker: str, secure: bool = False) -> str:

@@ -171,7 +171,8 @@ class Implementation:
     timeout: generous bound for any one election or handover to show up. sees_successors: a draining member
     sees who took its roles over (kafka:// and pysyncobj:// cannot: they leave the group or the partition).
     observes: a member sees who leads the roles it contends for (`observe`; kafka:// and pysyncobj:// cannot).
-    renews: the method renews a leadership, so its metrics time renewals (leases, raft, NELI's fast mode)."""
+    renews: the method renews a leadership, so its metrics time renewals (leases, raft, NELI's fast mode).
+    infra: the session fixture giving the infrastructure (`infra`'s Endpoints, or a secured LocalCluster)."""
 
     name: str
     make_group: Callable[..., Group]  # (tmp_path) or, with `needs_infra`, (tmp_path, endpoints)
@@ -183,6 +184,7 @@ class Implementation:
     sees_successors: bool = True
     observes: bool = True
     renews: bool = True
+    infra: str = "infra"
 
 
 # --- kafka:// (NELI), etcd:// and zookeeper://: `elect member` processes against the session's real
@@ -231,6 +233,20 @@ class EtcdGroup(InfraGroup):
 
 class ZooKeeperGroup(InfraGroup):
     method = "zookeeper"
+
+
+# --- the same on the secured clusters (fixtures secure_etcd, secure_zookeeper, secure_kafka): TLS, client
+# certificates and passwords, URLs made by the bench's secured method variants
+class SecureEtcdGroup(InfraGroup):
+    method = "etcd-tls"
+
+
+class SecureZooKeeperGroup(InfraGroup):
+    method = "zookeeper-tls"
+
+
+class SecureKafkaGroup(InfraGroup):
+    method = "kafka-fast-sasl"
 
 
 # --- raft:// and pysyncobj://: `elect member` processes on loopback, a fixed cluster of three nodes ---
@@ -362,6 +378,10 @@ IMPLEMENTATIONS: list[Implementation] = [
                    needs_infra=True, timeout=40.0, sees_successors=False, observes=False, renews=False),
     Implementation("etcd", EtcdGroup, needs_infra=True, timeout=20.0),
     Implementation("zookeeper", ZooKeeperGroup, needs_infra=True, timeout=20.0),
+    Implementation("etcd-tls", SecureEtcdGroup, needs_infra=True, timeout=20.0, infra="secure_etcd"),
+    Implementation("zookeeper-tls", SecureZooKeeperGroup, needs_infra=True, timeout=20.0, infra="secure_zookeeper"),
+    Implementation("kafka-fast-sasl", SecureKafkaGroup, per_member_roles=False, needs_infra=True, timeout=40.0,
+                   sees_successors=False, observes=False, infra="secure_kafka"),
     Implementation("raft", RaftGroup, timeout=30.0),
     # no lease: a cut-off PySyncObj leader overlaps its successor; Revoked callbacks do hold it back
     Implementation("pysyncobj", PySyncObjGroup, exclusive=False, graceful=True, timeout=40.0, sees_successors=False,
