@@ -89,3 +89,31 @@ def test_a_refused_start_raises_access_refused_which_is_infrastructure_unavailab
     from elect.errors import InfrastructureUnavailable
 
     assert issubclass(AccessRefused, InfrastructureUnavailable)
+
+
+def test_a_token_gone_stale_is_fetched_again_and_leadership_goes_on(secure_etcd: LocalCluster) -> None:
+    """Setting a user's password (to the same one) makes etcd drop that user's tokens: the elector's next request
+    is refused as "invalid auth token", and it authenticates again within that request; it never stops leading."""
+    from elect.events import Event
+    from elect.lease.etcd_gateway import Access, Gateway
+
+    sec = secure_etcd.security
+    assert sec is not None
+    events: list[Event] = []
+    elector = elect.connect(url(secure_etcd, "etcd", _prefix("stale")), ["r0"], member="a")
+    elector.subscribe(events.append)
+    elector.start()
+    try:
+        wait_until(lambda: elector.is_leader("r0"), 10.0, what="a leader of r0")
+        gateway = elector._store._gw  # type: ignore[attr-defined]
+        before = gateway._token
+        root = Gateway(secure_etcd.endpoints.etcd, Access(sec.client_context(), "root", sec.admin_password()))
+        try:
+            root.call("auth/user/changepw", {"name": sec.user, "password": sec.password()}, 5.0)
+        finally:
+            root.close()
+        wait_until(lambda: gateway._token != before, 10.0, what="a new token after the old one was dropped")
+        wait_until(lambda: gateway.requests > 0 and elector.is_leader("r0"), 5.0, what="still leading")
+        assert [type(e).__name__ for e in events] == ["Acquired"], events
+    finally:
+        elector.stop()
