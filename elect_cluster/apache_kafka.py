@@ -149,7 +149,7 @@ class ApacheKafkaService:
             config = node / "server.properties"
             settings = _properties(i + 1, host, clients[i], advertised, controllers[i], voters, count, node / "data")
             if self.security is not None:
-                settings = {**settings, **_secured(self.security, node, host, clients[i], advertised, controllers[i])}
+                settings = {**settings, **_secured(self.security, host, clients[i], advertised, controllers[i])}
             config.touch(mode=0o600)  # secured, it lists passwords
             config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
             cmd = (java, *JVM_OPTS, "-cp", f"{libs}/*")
@@ -234,11 +234,10 @@ def _format(member: Member, argv: tuple[str, ...]) -> None:
         raise ClusterError(f"formatting {member.label}'s KRaft storage failed:\n{(done.stdout + done.stderr)[-2000:]}")
 
 
-def _secured(sec: Security, node: Path, host: str, port: int, advertised: int, controller: int) -> dict[str, object]:
-    """The settings that put clients behind SASL_SSL (the broker logs in to itself with PLAIN as `admin`)."""
-    keystore = node / "server.pem"  # Kafka's PEM key store: the key and the certificate in one file
-    keystore.touch(mode=0o600)
-    keystore.write_text(sec.server_key.read_text() + sec.server_cert.read_text())
+def _secured(sec: Security, host: str, port: int, advertised: int, controller: int) -> dict[str, object]:
+    """The settings that put clients behind SASL_SSL (the broker logs in to itself with PLAIN as `admin`). The key
+    store is given inline (PEM in the properties, newlines escaped): a PEM key store *file* needs an encrypted
+    key and its password, inline PEM takes the unencrypted key `elect certs make` writes."""
     admin, user = sec.admin_password(), sec.password()
     plain = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
              f'username="{ADMIN}" password="{admin}" user_{ADMIN}="{admin}" user_{sec.user}="{user}";')
@@ -254,11 +253,17 @@ def _secured(sec: Security, node: Path, host: str, port: int, advertised: int, c
         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
         "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": keystore,
+        "ssl.keystore.key": _inline(sec.server_key.read_text()),
+        "ssl.keystore.certificate.chain": _inline(sec.server_cert.read_text()),
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": sec.ca,
         "ssl.client.auth": "none",  # SASL authenticates the client; a client certificate is not asked for
     }
+
+
+def _inline(pem: str) -> str:
+    """PEM text as one line of a Java properties file (`\\n` is read back as a newline)."""
+    return pem.strip().replace("\n", "\\n")
 
 
 def _properties(node_id: int, host: str, port: int, advertised: int, controller: int, voters: str, count: int,
