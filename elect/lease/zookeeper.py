@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -150,7 +151,7 @@ class ZooKeeperStore:
         except Exception as exc:
             self._shutdown()
             said = self._connect_error or ""
-            refused = tls_refusal(said, "ZooKeeper", where, tls=self.options.uses_tls)
+            refused = self._tls_refusal()
             if refused is not None:
                 raise AccessRefused(refused) from None
             hint = ("; it closed every connection: if it serves TLS only, give ca= (and cert=, key=)"
@@ -235,7 +236,20 @@ class ZooKeeperStore:
                                    **client_security(o, self._password, self._acl()))
         self._capture_negotiated_timeout()
         self._client.add_listener(self._on_state)
-        self._client.start(timeout=timeout)
+        started = self._client.start_async()  # as KazooClient.start, but a TLS refusal ends the wait at once
+        deadline = time.monotonic() + timeout
+        while not started.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if self._tls_refusal() is not None or time.monotonic() >= deadline:
+                break
+        if not self._client.connected:
+            raise ConnectionError(self._tls_refusal() or f"no connection within {timeout:g} s")
+
+    def _tls_refusal(self) -> str | None:
+        """What the last failed connection attempt says was refused (TLS), if anything."""
+        said = self._connect_error
+        if said is None:
+            return None
+        return tls_refusal(said, "ZooKeeper", ",".join(self.options.hosts), tls=self.options.uses_tls)
 
     def _connection_died(self) -> bool:
         """kazoo's connection thread ended although the client was not stopped: an exception inside kazoo
@@ -273,8 +287,13 @@ class ZooKeeperStore:
             return
 
         def capturing(*args: Any) -> Any:
+            from kazoo.exceptions import ConnectionDropped
+
             try:
                 read_timeout, connect_timeout = connect(*args)
+            except ssl.SSLError as exc:  # raised while reading the answer, it would end kazoo's connection loop
+                self._connect_error = f"{type(exc).__name__}: {exc}"
+                raise ConnectionDropped(f"TLS: {exc}") from exc
             except Exception as exc:  # kept: why connecting failed (a TLS refusal is named at start)
                 self._connect_error = f"{type(exc).__name__}: {exc}"
                 raise

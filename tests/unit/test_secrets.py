@@ -121,3 +121,4 @@ def test_tls_failures_are_said_in_words(said: str, words: str) -> None:
 
 def test_a_time_out_is_no_refusal() -> None:
     assert tls_refusal("timed out", "etcd", "h:1", tls=True) is None
+    assert tls_refusal("_ssl.c:980: The handshake operation timed out", "etcd", "h:1", tls=True) is None
