@@ -117,3 +117,34 @@ def test_a_token_gone_stale_is_fetched_again_and_leadership_goes_on(secure_etcd:
         assert [type(e).__name__ for e in events] == ["Acquired"], events
     finally:
         elector.stop()
+
+
+def test_elect_cluster_up_secure_prints_urls_that_name_files_not_passwords(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from elect_cluster.security import Security
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "elect", "cluster", *args, "--workdir", str(tmp_path / "c")],
+                              capture_output=True, text=True, timeout=120)
+
+    try:
+        up = cli("up", "--services", "etcd", "--secure", "--json")
+        assert up.returncode == 0, up.stderr
+        endpoints = json.loads(up.stdout)
+        password = Security(tmp_path / "c" / "security").password()
+        assert password not in up.stdout and password not in (tmp_path / "c" / "endpoints.json").read_text()
+        assert endpoints["security"]["user"] == "elect"
+        elector = elect.connect(endpoints["urls"]["etcd"], ["r0"], member="a")
+        elector.start()
+        try:
+            wait_until(lambda: elector.is_leader("r0"), 10.0, what="a leader on the CLI's secured etcd")
+        finally:
+            elector.stop()
+        status = cli("status")
+        assert status.returncode == 0 and "healthy" in status.stdout, status.stdout + status.stderr
+    finally:
+        down = cli("down")
+    assert down.returncode == 0, down.stderr
