@@ -20,8 +20,17 @@ def _prefix(name: str) -> str:
     return f"sec-{name}-{time.monotonic_ns()}"
 
 
-def test_the_right_certificate_user_and_password_lead(secure_etcd: LocalCluster) -> None:
-    elector = elect.connect(url(secure_etcd, "etcd", _prefix("ok")), ["r0"], member="a")
+@pytest.mark.parametrize("where", ["password_file", "password_env"])
+def test_the_right_certificate_user_and_password_lead(secure_etcd: LocalCluster, where: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    assert secure_etcd.security is not None
+    if where == "password_env":
+        monkeypatch.setenv("ELECT_TEST_ETCD_PASSWORD", secure_etcd.security.password())
+        group = url(secure_etcd, "etcd", _prefix("env"), drop=("password_file",),
+                    password_env="ELECT_TEST_ETCD_PASSWORD")
+    else:
+        group = url(secure_etcd, "etcd", _prefix("ok"))
+    elector = elect.connect(group, ["r0"], member="a")
     elector.start()
     try:
         wait_until(lambda: elector.is_leader("r0"), 10.0, what="the lone member leading r0")
