@@ -74,6 +74,7 @@ def partition_count(admin: AdminClient, options: KafkaOptions, deadline: float, 
             metadata: Any = admin.list_topics(timeout=min(remaining, 0.5))  # all topics: naming one may create it
             break
         except KafkaException as exc:
+            admin.poll(0)  # error callbacks are served only by poll
             refused(admin)
             if time.monotonic() + 0.01 >= deadline:
                 raise InfrastructureUnavailable(
