@@ -50,7 +50,7 @@ def tls_refusal(said: str, service: str, where: str, *, tls: bool) -> str | None
     if "CERTIFICATE_REQUIRED" in text:
         return f"{service} at {where} requires a client certificate: give cert= and key="
     if any(word in text for word in ("BAD_CERTIFICATE", "UNKNOWN_CA", "HANDSHAKE_FAILURE", "CERTIFICATE_UNKNOWN")):
-        return (f"{service} at {where} refused this client's certificate, or that there was none ({said}): give "
+        return (f"{service} at {where} refused the client certificate, or that there was none ({said}): give "
                 "cert= and key= signed by a CA the server trusts")
     if tls and "[SSL" in text:  # another of OpenSSL's refusals ("_ssl.c: ... timed out" is no refusal)
         return f"TLS with {service} at {where} failed: {said}"

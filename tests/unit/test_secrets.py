@@ -113,7 +113,7 @@ def test_elect_schemes_lists_the_security_options_without_values() -> None:
     ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed", "not trusted"),
     ("[SSL: WRONG_VERSION_NUMBER] wrong version number", "does not speak TLS"),
     ("[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] tlsv13 alert certificate required", "requires a client certificate"),
-    ("[SSL: SSLV3_ALERT_BAD_CERTIFICATE] sslv3 alert bad certificate", "refused this client's certificate"),
+    ("[SSL: SSLV3_ALERT_BAD_CERTIFICATE] sslv3 alert bad certificate", "refused the client certificate"),
 ])
 def test_tls_failures_are_said_in_words(said: str, words: str) -> None:
     assert words in (tls_refusal(said, "etcd", "https://h:1", tls=True) or "")
