@@ -426,7 +426,7 @@ def characteristics(options: ZooKeeperOptions) -> Characteristics:
     return Characteristics(exclusive=True, max_overlap=0.0,
                            max_failover=options.session_timeout + options.interval, graceful_handover=True,
                            token="ZooKeeper creation zxid of the role's node", observes_leaders=True,
-                           transfers=True)
+                           transfers=True, weights=options.fair)
 
 
 def create(options: ZooKeeperOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:
