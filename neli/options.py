@@ -12,11 +12,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from elect.options import port_number, rule
+from elect.shares import refuse_capacity
 
 Mode = Literal["fast", "full"]
 Protocol = Literal["classic", "consumer"]
 Assignment = Literal["cooperative-sticky", "range", "roundrobin"]
 
+UNWEIGHED = ("NELI leads what the consumer group assigns, and the assignor is librdkafka's (range, roundrobin, "
+             "cooperative-sticky: classic protocol) or the broker's (KIP-848), none of which weighs or caps members; "
+             "confluent-kafka cannot plug in an assignor of our own")
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 DEFAULT_PARTITIONS = 12  # divisible by 1, 2, 3, 4 and 6 members, so small groups share roles evenly
 
@@ -41,6 +45,8 @@ class KafkaOptions:
     protocol: the consumer group protocol: `classic` (JoinGroup / SyncGroup, the client's assignor and
     timeouts) or `consumer` (KIP-848, Apache Kafka 4.0+: the broker assigns, and the group's session timeout
     and heartbeat interval are group configs the elector sets on the broker before joining).
+    weight, max_roles: accepted only as 1 and unset (`UNWEIGHED` says why), so a configuration shared with the
+    methods that honour them fails here with the reason rather than as an unknown parameter.
     """
 
     servers: tuple[str, ...] = ("127.0.0.1:9092",)
@@ -60,8 +66,11 @@ class KafkaOptions:
     rejoin_delay: float | None = None
     replication: int = -1
     protocol: Protocol = "classic"
+    weight: float = 1.0
+    max_roles: int | None = None
 
     def __post_init__(self) -> None:
+        refuse_capacity("kafka", self.weight, self.max_roles, UNWEIGHED)
         rule(bool(self.servers) and all(_host_port(s) for s in self.servers), "servers",
              f"expected HOST:PORT[,HOST:PORT...], got {','.join(self.servers) or '(none)'}")
         rule(bool(_TOPIC.match(self.topic)), "topic",
