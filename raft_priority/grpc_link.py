@@ -285,7 +285,7 @@ class Transport:
                     if batch.cluster != self.cluster and batch.src in self.links:
                         self._once.warn(f"cluster {batch.src}", f"raft://{self.node}: drops batches from "
                                         f"{batch.src!r} of another cluster (its peers or their addresses differ from "
-                                        "this node's, or its cluster= name does)")
+                                        "this node's, or its cluster= name or its weights= do)")
                     continue
                 if names is not None and batch.src not in names:
                     self.rejected += 1
