@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from elect.errors import NotSupported
+from elect.errors import ConfigError, NotSupported
 from elect.metrics import FAILOVER, LEADER_GAUGE, RENEWAL, TRANSITIONS, scrape
 from elect_bench.members import DRAINED, LEADER, METRICS, TRANSFERRED, WORK, Line, Member
 from elect_cluster.waiting import wait_until
@@ -355,3 +355,71 @@ def test_members_serve_their_metrics(group: Group, impl: Implementation) -> None
     survivor.log.wait_for(is_event("acquired", NAMES[0]), impl.timeout, start=mark, what="the takeover")
     wait_until(lambda: (_count(urls[survivor.member_id], FAILOVER) or 0) > before, impl.timeout,
                what=f"{survivor.member_id}'s takeover timed as a failover")
+
+
+# numbered roles: on raft's 16 partitions, roles 0..7 are partitions 0..7 (elect.roles.partition_of)
+WEIGHED = [str(r) for r in range(8)]
+
+
+def led(members: Sequence[Member]) -> dict[str, int]:
+    return {m.member_id: len(m.log.leading()) for m in members if m.alive}
+
+
+def _holds(members: Sequence[Member], check: Callable[[], bool], seconds: float) -> None:
+    """`check()` stays true for `seconds`: an invariant over a window, not a wait for a condition."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        assert check(), {m.member_id: sorted(m.log.leading()) for m in members}
+        time.sleep(0.05)
+
+
+def test_weights_set_each_members_share(group: Group, impl: Implementation) -> None:
+    """`weight`: of 8 roles a member of weight 2 leads twice as many as each of two of weight 1 (4, 2, 2), and it
+    stays so. The leases and memory:// by each member's fair share, raft:// by its priority table (`weights` given
+    to every node). A method that cannot steer it promises nothing (`weights` False) and refuses the option with
+    a ConfigError naming `weight` and saying why."""
+    weights = {"a": 2.0, "b": 1.0, "c": 1.0}
+    options = group.weigh(weights)
+    probe = group.elector("a", WEIGHED)  # not started: it only says what it can do
+    if not probe.characteristics.weights:
+        with pytest.raises(ConfigError, match=rf"{probe.scheme}:// cannot weigh members: .+") as info:
+            group.elector("a", WEIGHED, **options["a"])
+        assert info.value.parameter == "weight"
+        return
+    members = [group.start(name, [int(r) for r in WEIGHED], options=options[name]) for name in ("b", "a", "c")]
+    all_started(group, members, impl.timeout)
+    expected = {"a": 4, "b": 2, "c": 2}
+
+    def balanced() -> bool:
+        return led(members) == expected and all(len(holders(members, r)) == 1 for r in WEIGHED)
+
+    wait_until(balanced, 2 * impl.timeout, what=f"the weighted distribution {expected}")
+    _holds(members, balanced, 2.0)
+
+
+def test_max_roles_is_a_soft_cap(group: Group, impl: Implementation) -> None:
+    """`max_roles`: a member capped at 1 that contends for roles 0..7, beside two that contend for 0..5, leads
+    only 6 and 7: none of the roles the others can take, though it started first and led them all, and both of
+    those nobody else can (the cap is soft: past it rather than leaderless). When one of the others stops, its
+    roles go to the other, not to the capped member. A method that cannot cap promises nothing (`weights` False)
+    and refuses the option with a ConfigError naming `max_roles` and saying why."""
+    probe = group.elector("a", WEIGHED)
+    if not probe.characteristics.weights:
+        with pytest.raises(ConfigError, match=rf"{probe.scheme}:// cannot cap a member's roles: .+") as info:
+            group.elector("a", WEIGHED, max_roles=1)
+        assert info.value.parameter == "max_roles"
+        return
+    capped = group.start("a", list(range(8)), options={"max_roles": 1})
+    others = [group.start(name, list(range(6))) for name in ("b", "c")]
+    members = [capped, *others]
+    all_started(group, members, impl.timeout)
+
+    def settled(alive: Sequence[Member]) -> bool:
+        return capped.log.leading() == {"6", "7"} and all(len(holders(alive, r)) == 1 for r in WEIGHED)
+
+    wait_until(lambda: settled(members), 2 * impl.timeout, what="a leading only the roles nobody else can take")
+    _holds(members, lambda: settled(members), 2.0)
+    others[1].stop()
+    wait_until(lambda: settled(members[:2]) and led(members[:2]) == {"a": 2, "b": 6}, impl.timeout,
+               what="the stopped member's roles taken by the uncapped one")
+    _holds(members, lambda: settled(members[:2]), 1.0)
