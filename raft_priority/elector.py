@@ -253,24 +253,31 @@ class RaftElector(BaseElector):
         self._wait_callbacks(dones)
 
     def _on_transfer(self, role: Role, to: str) -> None:
+        """Refuse at once what cannot change (not leading, not a replica); give a target that has not answered
+        this term's heartbeats yet (it just started, or its link is reconnecting) up to an election timeout."""
         driver = self._require_driver()
         p = partition_of(role, self.options.partitions)
+        where = f"raft://{self.member}: cannot transfer {role!r} (partition {p}) to {to!r}"
 
-        def begin(now: float) -> list[threading.Event]:
+        def begin(now: float) -> list[threading.Event] | str:
             g = self._host().groups.get(p)
-            where = f"raft://{self.member}: cannot transfer {role!r} (partition {p}) to {to!r}"
             if g is None or g.state is not RaftState.LEADER or not g.serving or p in self._giving_up:
                 raise NotLeader(f"{where}: this node does not lead the partition now")
             if to not in g.peers:
                 raise TransferRefused(f"{where}: not a replica of the partition (its replicas: "
                                       f"{', '.join(sorted((self.member, *g.peers)))})")
             if g.heard.get(to, -INF) < now - self.options.election_timeout:
-                raise TransferRefused(f"{where}: not heard from within an election timeout")
+                return "not heard from within an election timeout"
             if not _contends(g.positions.get(to, (-1, -1))):
-                raise TransferRefused(f"{where}: it contends for no role on the partition")
+                return "it contends for no role on the partition"
             return self._give_up(p, now, to, pin=True)
 
-        self._wait_callbacks(driver.call(begin, timeout=10))
+        limit = time.monotonic() + self.options.election_timeout
+        while isinstance(begun := driver.call(begin, timeout=10), str):
+            if time.monotonic() >= limit:
+                raise TransferRefused(f"{where}: {begun}")
+            time.sleep(0.02)  # the target's next heartbeat ack changes the answer; the limit bounds the wait
+        self._wait_callbacks(begun)
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         P = self.options.partitions
