@@ -282,6 +282,8 @@ class _Deferred:
 
     def start(self) -> None:
         self._group.pending.append(self)
+        if self._group.launched:  # a member started (again) after the group's nodes came up
+            self.proc.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         self._group.launch()

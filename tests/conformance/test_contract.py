@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 
@@ -423,3 +424,40 @@ def test_max_roles_is_a_soft_cap(group: Group, impl: Implementation) -> None:
     wait_until(lambda: settled(members[:2]) and led(members[:2]) == {"a": 2, "b": 6}, impl.timeout,
                what="the stopped member's roles taken by the uncapped one")
     _holds(members, lambda: settled(members[:2]), 1.0)
+
+
+def test_a_returning_member_gets_its_roles_back_within_the_rebalance_limit(group: Group, impl: Implementation) -> None:
+    """`rebalance_limit=1&rebalance_window=W`: of two members, one stops and comes back; the other, which led
+    everything meanwhile, hands roles back (raft: partitions whose primary returned, after the hysteresis; the
+    leases: down to the fair share) no faster than one per W, until both lead their share again. Methods whose
+    balancing is not elect's policy (kafka://: the group's assignor; pysyncobj://; memory://) have no such option
+    and refuse it with a ConfigError naming it."""
+    window = 2.0
+    limit = {"rebalance_limit": 1, "rebalance_window": window}
+    try:
+        group.elector("a", NAMES, **limit)
+    except ConfigError as exc:
+        assert "rebalance_limit" in str(exc), exc
+        return
+    roles = list(range(6))
+    keeper = group.start("a", roles, options=limit)
+    leaver = group.start("c", roles, options=limit)
+    members = [keeper, leaver]
+    all_started(group, members, impl.timeout)
+    all_led_once(members, [str(r) for r in roles], impl.timeout)
+    leaver.stop()
+    wait_until(lambda: led([keeper]) == {"a": len(roles)}, impl.timeout, what="a leading every role alone")
+    back = group.start("c", roles, options=limit)
+    began = time.monotonic()
+    share = led([keeper])["a"]
+
+    def settled() -> bool:
+        counts = led([keeper, back])
+        return counts.get("c", 0) >= 2 and all(len(holders([keeper, back], str(r))) == 1 for r in roles) and \
+            counts["a"] + counts["c"] == len(roles) and counts["a"] < share
+    wait_until(settled, 4 * impl.timeout, what="the returning member leading roles again")
+    _holds([keeper, back], lambda: led([keeper, back]).get("c", 0) >= 2, 2.0)
+    taken = sorted(line["mono"] for line in back.log.lines if line["event"] == "acquired" and line["mono"] >= began)
+    assert len(taken) >= 2, back.log.lines
+    gaps = [b - a for a, b in itertools.pairwise(taken) if b - a > 0.05]  # roles of one partition: together
+    assert gaps and min(gaps) >= 0.9 * window, (taken, gaps)
