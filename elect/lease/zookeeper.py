@@ -405,7 +405,7 @@ class ZooKeeperStore:
         if isinstance(action, Publish):
             try:
                 data = encode_record(action.record)
-                client.set_data_async(self._member_path(self.session), data).get(timeout=timeout)
+                client.set_async(self._member_path(self.session), data).get(timeout=timeout)
             except NoNodeError:
                 raise SessionLost(f"membership node of session {self.session} is gone") from None
             return []
