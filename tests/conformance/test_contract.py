@@ -263,10 +263,7 @@ def test_transfer_hands_a_role_to_the_named_member(group: Group, impl: Implement
         done = _transferred(group, old, role, target.member_id, reports)
         assert done.get("confirmed") is True, done
         # it stays: neither the bystander took it in between, nor does balancing move it back for a while
-        end = time.monotonic() + 2.0
-        while time.monotonic() < end:  # an invariant over a window, not a wait for a condition
-            assert holders(members, role) == [target.member_id], holders(members, role)
-            time.sleep(0.05)
+        _holds(members, lambda target=target: holders(members, role) == [target.member_id], 2.0)
         assert not [x for x in bystander.log.lines[marks[bystander.member_id]:] if is_event("acquired", role)(x)]
     # refusals: not the leader; a target that does not contend
     start = len(group.reports(first, TRANSFERRED))
