@@ -1,8 +1,9 @@
-"""ZooKeeper: standalone, or an ensemble of N nodes, from the Debian ``zookeeper`` package's jars.
-
-tickTime is 200 ms so sessions of about 1 s are allowed (minimum session timeout = 2 ticks) and a dead
-client's ephemeral nodes vanish quickly (docs/architecture.md). The AdminServer is disabled so no node grabs
-port 8080, and all four-letter words are enabled because the health probe uses ``srvr``.
+"""ZooKeeper: standalone, or an ensemble of N nodes, from the Debian ``zookeeper`` package's jars. tickTime is 50
+ms: the server expires sessions in buckets of one tick, rounding each expiry up to the next tick, so a dead
+client's ephemeral nodes vanish at most one tick after its session timeout (at 200 ms ticks, up to 0.2 s after
+it). Session timeouts are allowed from 200 ms to 60 s (set explicitly: the defaults, 2 and 20 ticks, would cap
+sessions at 1 s). The AdminServer is disabled so no node grabs port 8080, and all four-letter words are enabled
+because the health probe uses ``srvr``.
 
 Secured (``security``): the nodes serve clients only on ZooKeeper's secure client port (Netty, TLS with the
 server certificate in PEM, a client certificate of the cluster's CA required: ``ssl.clientAuth=need``), and
@@ -24,7 +25,7 @@ from .security import Security, context_of
 from .service import Member, find_program
 
 _FIX = "apt-get install zookeeper default-jre-headless (Debian/Ubuntu), or run ./setup"
-TICK_MS = 200
+TICK_MS = 50
 JVM_OPTS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.jmx.log4j.disable=true",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -108,8 +109,10 @@ class ZooKeeperService:
             cfg = node / "zoo.cfg"
             cfg.write_text("\n".join([
                 f"tickTime={TICK_MS}",
-                "initLimit=50",  # 10 s for a follower to connect and sync: generous on a loaded machine
-                "syncLimit=15",  # 3 s of silence before a follower is dropped
+                f"initLimit={10_000 // TICK_MS}",  # 10 s for a follower to connect and sync: generous when loaded
+                f"syncLimit={3_000 // TICK_MS}",  # 3 s of silence before a follower is dropped
+                "minSessionTimeout=200",
+                "maxSessionTimeout=60000",
                 f"dataDir={data}",
                 *(self._client_port(node, host, clients[i])),
                 "admin.enableServer=false",

@@ -13,12 +13,16 @@ from typing import Literal
 
 from elect.options import port_number, rule
 from elect.secrets import AccessOptions
+from elect.shares import refuse_capacity
 
 Mode = Literal["fast", "full"]
 Protocol = Literal["classic", "consumer"]
 Assignment = Literal["cooperative-sticky", "range", "roundrobin"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
+UNWEIGHED = ("NELI leads what the consumer group assigns, and the assignor is librdkafka's (range, roundrobin, "
+             "cooperative-sticky: classic protocol) or the broker's (KIP-848), none of which weighs or caps members; "
+             "confluent-kafka cannot plug in an assignor of our own")
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 DEFAULT_PARTITIONS = 12  # divisible by 1, 2, 3, 4 and 6 members, so small groups share roles evenly
 
@@ -45,6 +49,8 @@ class KafkaOptions(AccessOptions):
     protocol: the consumer group protocol: `classic` (JoinGroup / SyncGroup, the client's assignor and
     timeouts) or `consumer` (KIP-848, Apache Kafka 4.0+: the broker assigns, and the group's session timeout
     and heartbeat interval are group configs the elector sets on the broker before joining).
+    weight, max_roles: accepted only as 1 and unset (`UNWEIGHED` says why), so a configuration shared with the
+    methods that honour them fails here with the reason rather than as an unknown parameter.
     """
 
     servers: tuple[str, ...] = ("127.0.0.1:9092",)
@@ -65,11 +71,14 @@ class KafkaOptions(AccessOptions):
     replication: int = -1
     protocol: Protocol = "classic"
     sasl_mechanism: SaslMechanism | None = None
+    weight: float = 1.0
+    max_roles: int | None = None
 
     def __post_init__(self) -> None:
         self._check_access()
         rule(bool(self.user) == bool(self.sasl_mechanism), "sasl_mechanism" if self.user else "user",
              "SASL needs both user and sasl_mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+        refuse_capacity("kafka", self.weight, self.max_roles, UNWEIGHED)
         rule(bool(self.servers) and all(_host_port(s) for s in self.servers), "servers",
              f"expected HOST:PORT[,HOST:PORT...], got {','.join(self.servers) or '(none)'}")
         rule(bool(_TOPIC.match(self.topic)), "topic",

@@ -86,7 +86,7 @@ def etcd_cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 
 @pytest.fixture(scope="session")
 def zookeeper_ensemble3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """A real three-node ZooKeeper ensemble (tickTime 200 ms)."""
+    """A real three-node ZooKeeper ensemble (tickTime 50 ms)."""
     yield from _started(tmp_path_factory.mktemp("zk3"), services=("zookeeper",), zookeeper_nodes=3)
 
 

@@ -343,7 +343,7 @@ def characteristics(options: EtcdOptions) -> Characteristics:
     one renew interval for the last renewal to be seen."""
     return Characteristics(exclusive=True, max_overlap=0.0, max_failover=options.ttl + options.interval,
                            graceful_handover=True, token="etcd creation revision of the role's key",
-                           observes_leaders=True, transfers=True)
+                           observes_leaders=True, transfers=True, weights=options.fair)
 
 
 def create(options: EtcdOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:

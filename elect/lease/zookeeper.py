@@ -99,6 +99,10 @@ class _NodeWatch:
         """The node is known to be gone (seen by another request): report it now."""
         self._deliver(None, None)
 
+    def seen(self, data: bytes, stat: Any) -> None:
+        """The node as another request read it: report it now (an older read is ordered out by its rev)."""
+        self._deliver(data, stat)
+
     def _deliver(self, data: bytes | None, stat: Any) -> None:
         if self.stopped:
             return
@@ -393,28 +397,34 @@ class ZooKeeperStore:
         return report
 
     def _gone_after_holder(self, role: Role, session: str, rev: int) -> None:
-        """Report a freed role, but first whether its holder's session still lives. A session's expiry
-        deletes its role and member nodes at once, and their watches report in either order; seen role
-        first, the dead holder would still count as a live member below its fair share, for which the
-        survivors leave the role free for `fair_delay`: a quarter of the TTL added to every failover. The
-        server answers this session's requests in order, so an `exists` sent now sees the expiry too."""
+        """Report a freed role, but first what became of its holder: its member node, read now. A session's
+        expiry deletes its role and member nodes at once, and a graceful stop rewrites the member's record
+        (contending for nothing) just before it deletes its role nodes; their watches report in either order,
+        and a member watch reads the new record only in a round trip of its own. Seen role first, the holder
+        would still count as a live member below its fair share wanting the role, for which the survivors leave
+        it free for `fair_delay`: a quarter of the TTL added to every failover and every handover. The server
+        answers this session's requests in order, so a read sent now sees the expiry, or the new record."""
         with self._lock:
             watch = self._member_watches.get(session)
         if watch is None or self._client is None:
             self._emit(RoleSeen(role, None, rev))
             return
 
-        def checked(result: Any) -> None:
+        def read(result: Any) -> None:
+            from kazoo.exceptions import NoNodeError
+
             try:
-                gone = result.get() is None
-            except Exception:
-                gone = False  # connection trouble: the member watch reports it once re-armed
-            if gone:
+                data, stat = result.get()
+            except NoNodeError:
                 watch.gone()
+            except Exception:
+                pass  # connection trouble: the member watch reports it once re-armed
+            else:
+                watch.seen(data or b"", stat)
             self._emit(RoleSeen(role, None, rev))
 
         self.count()
-        self._client.exists_async(self._member_path(session)).rawlink(checked)
+        self._client.get_async(self._member_path(session)).rawlink(read)
 
     def _member_report(self, session: str) -> Report:
         def report(data: bytes | None, stat: Any, rev: int) -> None:
@@ -480,7 +490,7 @@ class ZooKeeperStore:
         if isinstance(action, Publish):
             try:
                 data = encode_record(action.record)
-                client.set_data_async(self._member_path(self.session), data).get(timeout=timeout)
+                client.set_async(self._member_path(self.session), data).get(timeout=timeout)
             except NoNodeError:
                 raise SessionLost(f"membership node of session {self.session} is gone") from None
             return []
@@ -524,7 +534,7 @@ def characteristics(options: ZooKeeperOptions) -> Characteristics:
     return Characteristics(exclusive=True, max_overlap=0.0,
                            max_failover=options.session_timeout + options.interval, graceful_handover=True,
                            token="ZooKeeper creation zxid of the role's node", observes_leaders=True,
-                           transfers=True)
+                           transfers=True, weights=options.fair)
 
 
 def create(options: ZooKeeperOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:

@@ -263,9 +263,10 @@ func (m *member) role(ctx context.Context, sess *concurrency.Session, role strin
 	case <-m.root.Done():
 	}
 	if m.root.Err() != nil {
-		// SIGTERM: give the role up the way the API does, by deleting our leader key
-		m.resign(e, role)
+		// SIGTERM: the application stops leading first, then gives the role up the way the API does, by
+		// deleting its leader key (the other order would let the successor start while we still claim it)
 		emit(m.id, role, "revoked", token)
+		m.resign(e, role)
 		return
 	}
 	emit(m.id, role, "revoked", token)
