@@ -415,12 +415,17 @@ def test_max_roles_is_a_soft_cap(group: Group, impl: Implementation) -> None:
     def settled(alive: Sequence[Member]) -> bool:
         return capped.log.leading() == {"6", "7"} and all(len(holders(alive, r)) == 1 for r in WEIGHED)
 
+    def capped_and_exclusive(alive: Sequence[Member]) -> bool:
+        """What must hold from then on; b and c may still even out their share between them (a role in handover
+        between them is briefly unheld), so a gap is no failure here."""
+        return capped.log.leading() == {"6", "7"} and all(len(holders(alive, r)) <= 1 for r in WEIGHED)
+
     wait_until(lambda: settled(members), 2 * impl.timeout, what="a leading only the roles nobody else can take")
-    _holds(members, lambda: settled(members), 2.0)
+    _holds(members, lambda: capped_and_exclusive(members), 2.0)
     others[1].stop()
     wait_until(lambda: settled(members[:2]) and led(members[:2]) == {"a": 2, "b": 6}, impl.timeout,
                what="the stopped member's roles taken by the uncapped one")
-    _holds(members, lambda: settled(members[:2]), 1.0)
+    _holds(members, lambda: settled(members[:2]), 1.0)  # b alone: nothing left to even out
 
 
 def test_a_returning_member_gets_its_roles_back_within_the_rebalance_limit(group: Group, impl: Implementation) -> None:
