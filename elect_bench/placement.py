@@ -4,22 +4,21 @@ The trial logic is the same everywhere; only these few operations differ:
 - `LocalPlacement`: processes on this machine; faults are signals.
 - `NetnsPlacement`: each member on its own network-namespace host; network faults act on its link (a cut,
   a one-way cut, loss, a slow link).
-- `DockerPlacement`: each member in a container of cluster/docker-compose.yml; faults go through the
-  container engine (`docker kill`, `docker pause`, `docker network disconnect`); the lesser network
-  faults and restarts are not done there.
+- `DockerPlacement`: each member in a container on the compose cluster's network; faults go through the
+  container engine (kill, pause) and iptables in the container's network namespace (cuts, loss); a slow
+  link and restarts are not done there.
 """
 
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from elect_cluster.netns import Direction, Hosts
 
-Runner = Callable[[Sequence[str]], None]
+if TYPE_CHECKING:
+    from elect_cluster.containers import Engine
 
 
 class Signalled(Protocol):
@@ -41,10 +40,6 @@ class Restartable(Signalled, Protocol):
     @property
     def alive(self) -> bool: ...
     def restart(self) -> None: ...
-
-
-def _run(argv: Sequence[str]) -> None:
-    subprocess.run(list(argv), check=True, capture_output=True, timeout=60)
 
 
 class Placement(Protocol):
@@ -155,60 +150,78 @@ class NetnsPlacement(LocalPlacement):
 
 
 class DockerPlacement:
-    """Members in containers of a compose project; the local process is the `docker compose run` client."""
+    """Members in containers on the compose project's network, one container per member (`podman run -i` or
+    `docker run -i`: the local process is the engine's client, whose stdin and stdout are the member's); faults
+    go through the engine (kill, pause) and through iptables in the member's network namespace (cut, one-way
+    cut, loss). The trial's work folder is mounted at the same path, so a member's state on disk (Raft's term
+    and vote) is where the harness put it. A member is reached by its container's name on the network.
+    """
 
     can_cut = True
     python = "python3"
 
-    def __init__(self, compose_file: str, project: str = "elect", network: str = "elect_net",
-                 runner: Runner = _run) -> None:
-        self.compose = ["docker", "compose", "-f", compose_file, "-p", project]
+    def __init__(self, workdir: str, *, image: str = "elect-member:local", project: str = "elect",
+                 network: str = "elect_net", engine: Engine | None = None) -> None:
+        from elect_cluster.containers import Engine as _Engine
+
+        self.engine = engine or _Engine()
+        self.workdir = workdir
+        self.image = image
         self.project = project
         self.network = network
-        self.run = runner
+        self._named: set[str] = set()
 
     def container(self, member: str) -> str:
         return f"{self.project}-member-{member}"
 
     def prefix(self, member: str) -> list[str]:
-        return [*self.compose, "run", "--rm", "-T", "--name", self.container(member), "--entrypoint", "", "member"]
+        name = self.container(member)
+        self.engine.remove(name)  # a container left by a client that was killed would hold the name
+        self._named.add(name)
+        return [self.engine.tool, "run", "--rm", "-i", "--init", "--name", name, "--hostname", name,
+                "--network", self.network, "--label", f"com.docker.compose.project={self.project}",
+                "--label", "org.elect.role=member", "-e", "PYTHONUNBUFFERED=1",
+                "-v", f"{self.workdir}:{self.workdir}", "--entrypoint", "", self.image]
 
     def address(self, member: str) -> str:
         return self.container(member)  # container names resolve on the compose network
 
     def kill(self, proc: Signalled) -> None:
-        self.run(["docker", "kill", "--signal", "KILL", self.container(proc.member_id)])
+        self.engine.run("kill", "--signal", "KILL", self.container(proc.member_id))
 
     def pause(self, proc: Signalled) -> None:
-        self.run(["docker", "pause", self.container(proc.member_id)])
+        self.engine.run("pause", self.container(proc.member_id))
 
     def resume(self, proc: Signalled) -> None:
-        self.run(["docker", "unpause", self.container(proc.member_id)])
+        self.engine.run("unpause", self.container(proc.member_id), check=False)  # no-op on a running one
 
     def stop(self, proc: Signalled) -> None:
-        self.run(["docker", "kill", "--signal", "TERM", self.container(proc.member_id)])
+        self.engine.run("kill", "--signal", "TERM", self.container(proc.member_id))
 
     def cut(self, member: str) -> None:
-        self.run(["docker", "network", "disconnect", "--force", self.network, self.container(member)])
+        self.engine.cut(self.container(member))
 
     def heal(self, member: str) -> None:
-        self.run(["docker", "network", "connect", self.network, self.container(member)])
+        self.engine.heal(self.container(member))
 
     def block(self, member: str, direction: Direction) -> None:
-        raise NotImplementedError("one-way cuts are not done with containers (they would need iptables and "
-                                  "NET_ADMIN in each member's container): use the local placement")
+        self.engine.cut(self.container(member), direction)
 
     def lossy(self, member: str, probability: float) -> None:
-        raise NotImplementedError("packet loss is not done with containers (it would need iptables and NET_ADMIN "
-                                  "in each member's container): use the local placement")
+        self.engine.lossy(self.container(member), probability)
 
     def slow(self, member: str) -> None:
-        raise NotImplementedError("a slow link is not done with containers (it would need tc and NET_ADMIN in each "
-                                  "member's container): use the local placement")
+        raise NotImplementedError("a slow link is not done with containers (it needs a token bucket on both ends "
+                                  "of the member's veth): use the local placement")
 
     def restart(self, proc: Signalled) -> None:
-        raise NotImplementedError("restarting a member is not done with containers (`docker compose run --rm` "
-                                  "would have to wait for the killed one's removal): use the local placement")
+        raise NotImplementedError("restarting a member is not done with containers (`run --rm` would have to "
+                                  "wait for the killed one's removal): use the local placement")
 
     def sent(self, member: str) -> tuple[int, int] | None:
         return None
+
+    def close(self) -> None:
+        """Remove every member container this placement named (a client killed hard leaves its container)."""
+        self.engine.remove(*sorted(self._named))
+        self._named.clear()

@@ -56,7 +56,7 @@ BASE = Image("elect-base", "base", "elect-rootfs")
 ETCD = Image("elect-etcd", "etcd", "elect-base")
 ZOOKEEPER = Image("elect-zookeeper", "zookeeper", "elect-base")
 KAFKA = Image("elect-kafka", "kafka", "elect-base")
-MEMBER = Image("elect-member", ".", "elect-base", containerfile="Dockerfile")
+MEMBER = Image("elect-member", ".", "elect-base", containerfile="cluster/Dockerfile")
 IMAGES = {i.name: i for i in (ROOTFS, BASE, ETCD, ZOOKEEPER, KAFKA, MEMBER)}
 
 
@@ -156,7 +156,8 @@ def pip_settings() -> str:
     """pip's configuration as this machine has it: /etc/pip.conf, the user's pip.conf, and PIP_* variables
     (each one as the [global] option it stands for), in pip's own order of precedence."""
     config = configparser.ConfigParser()
-    config.read([Path("/etc/pip.conf"), Path.home() / ".config" / "pip" / "pip.conf", Path.home() / ".pip" / "pip.conf"])
+    home = Path.home()
+    config.read([Path("/etc/pip.conf"), home / ".config" / "pip" / "pip.conf", home / ".pip" / "pip.conf"])
     if not config.has_section("global"):
         config.add_section("global")
     for name, value in sorted(os.environ.items()):
