@@ -93,8 +93,10 @@ class Engine:
         return self.run("ps", "-a", "-q", *filters).split()
 
     def remove(self, *containers: str) -> None:
-        if containers:
-            self.run("rm", "-f", *containers, timeout=120, check=False)
+        """Remove the containers, running or not; one call each (Podman 4.3 removes none of a list that names
+        one it does not have, and says nothing)."""
+        for container in containers:
+            self.run("rm", "-f", container, timeout=120, check=False)
 
 
 def _answers(path: Path) -> bool:

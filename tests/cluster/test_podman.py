@@ -57,7 +57,8 @@ def test_images_are_cached_by_their_inputs(engine: Engine) -> None:
 def test_a_cut_between_containers_really_cuts_and_heals(engine: Engine, network: ComposeCluster,
                                                         tmp_path: Path) -> None:
     placement = DockerPlacement(str(tmp_path), project="elect-test", engine=engine)
-    server = subprocess.Popen([*placement.prefix("server"), "python3", "-c", SERVER], stdout=subprocess.PIPE,
+    server = subprocess.Popen([*placement.prefix("server"), "python3", "-c", SERVER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE,
                               text=True)
     try:
         assert server.stdout is not None
@@ -66,7 +67,7 @@ def test_a_cut_between_containers_really_cuts_and_heals(engine: Engine, network:
 
         def connect() -> str:
             done = subprocess.run([*placement.prefix("client"), "python3", "-c", CLIENT, placement.address("server"),
-                                   port], capture_output=True, text=True, timeout=120)
+                                   port], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
             return done.stdout.strip() or done.stderr.strip()
 
         assert wait_until(lambda: connect() == "ok", 60, 0.5, what="the client reaching the server by name")
