@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from elect_cluster.netns import Direction, Hosts
@@ -65,6 +66,10 @@ class Placement(Protocol):
     def sent(self, member: str) -> tuple[int, int] | None:
         """(packets, bytes) the member's host has sent so far, or None where it cannot be counted."""
         ...
+    def process_id(self, proc: Signalled, local_pid: int) -> int:
+        """The pid, on this machine, of the member's own process (its CPU and memory are read there), given the
+        pid of the process the harness started (the member itself, or the engine's client)."""
+        ...
 
 
 class LocalPlacement:
@@ -114,6 +119,9 @@ class LocalPlacement:
 
     def sent(self, member: str) -> tuple[int, int] | None:
         return None
+
+    def process_id(self, proc: Signalled, local_pid: int) -> int:
+        return local_pid
 
 
 class NetnsPlacement(LocalPlacement):
@@ -170,6 +178,7 @@ class DockerPlacement:
         self.project = project
         self.network = network
         self._named: set[str] = set()
+        self._image_id: str | None = None
 
     def container(self, member: str) -> str:
         return f"{self.project}-member-{member}"
@@ -178,10 +187,13 @@ class DockerPlacement:
         name = self.container(member)
         self.engine.remove(name)  # a container left by a client that was killed would hold the name
         self._named.add(name)
+        if self._image_id is None:  # pinned for the run: an image built again meanwhile does not change members
+            found = self.engine.run("image", "inspect", "--format", "{{.Id}}", self.image, check=False).strip()
+            self._image_id = found or self.image
         return [self.engine.tool, "run", "--rm", "-i", "--init", "--name", name, "--hostname", name,
                 "--network", self.network, "--label", f"com.docker.compose.project={self.project}",
                 "--label", "org.elect.role=member", "-e", "PYTHONUNBUFFERED=1",
-                "-v", f"{self.workdir}:{self.workdir}", "--entrypoint", "", self.image]
+                "-v", f"{self.workdir}:{self.workdir}", "--entrypoint", "", self._image_id]
 
     def address(self, member: str) -> str:
         return self.container(member)  # container names resolve on the compose network
@@ -220,6 +232,15 @@ class DockerPlacement:
 
     def sent(self, member: str) -> tuple[int, int] | None:
         return None
+
+    def process_id(self, proc: Signalled, local_pid: int) -> int:
+        """The member under the container's init (`--init`), as this machine numbers it; 0 when it is gone."""
+        try:
+            init = self.engine.pid(self.container(proc.member_id))
+            children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
+        except (OSError, ValueError, RuntimeError):
+            return 0
+        return int(children[0]) if init > 0 and children else 0
 
     def close(self) -> None:
         """Remove every member container this placement named (a client killed hard leaves its container)."""
