@@ -28,9 +28,10 @@ TAG = "local"
 LABEL = "org.elect.inputs"
 SUITE = "bookworm"
 ENGINE_ENV = "ELECT_ENGINE"
-PODMAN_FIX = ("apt-get update && apt-get install -y podman runc iptables debootstrap docker-compose, and in "
+PODMAN_FIX = ("apt-get update && apt-get install -y podman runc netavark aardvark-dns catatonit iptables debootstrap "
+              "docker-compose, and in "
               "/etc/containers/containers.conf: [containers] default_ulimits = [] and pids_limit = 0, "
-              "[engine] runtime = \"runc\" (./setup --containers does both)")
+              "[engine] runtime = \"runc\" (./setup does both)")
 #: The project's files the member image is built from (cluster/Dockerfile copies each).
 PROJECT = ("pyproject.toml", "README.md", "elect", "neli", "raft_priority", "proto", "elect_cluster", "elect_bench",
            "elect_cli", "cluster", "bench")
