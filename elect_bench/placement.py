@@ -46,6 +46,9 @@ class Restartable(Signalled, Protocol):
 class Placement(Protocol):
     can_cut: bool
     python: str  # the interpreter that runs `-m elect member` where the member runs
+    #: members run on other kernels than the harness: their lines' `mono` are carried onto the harness's clock
+    #: (elect_bench.members.ClockAlignment); False where one kernel's monotonic clock serves all
+    separate_clocks: bool
 
     def prefix(self, member: str) -> list[str]: ...
     def address(self, member: str) -> str: ...
@@ -77,6 +80,7 @@ class LocalPlacement:
 
     can_cut = False
     python = sys.executable
+    separate_clocks = False
 
     def prefix(self, member: str) -> list[str]:
         return []
@@ -167,6 +171,7 @@ class DockerPlacement:
 
     can_cut = True
     python = "python3"
+    separate_clocks = False  # one engine on this machine: one kernel, one monotonic clock
 
     def __init__(self, workdir: str, *, image: str = "elect-member:local", project: str = "elect",
                  network: str = "elect_net", engine: Engine | None = None) -> None:

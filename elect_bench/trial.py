@@ -142,6 +142,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         workload.open(store_host(env.placement) if workload.active else "127.0.0.1")
         procs += [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
                                 prefix=env.placement.prefix(i), python=env.placement.python,
+                                align_clock=env.placement.separate_clocks,
                                 extra_args=workload.member_args(i),
                                 command=spec.method.launch(urls[i], i, range(spec.roles), env.placement.python))
                   for i in ids]
