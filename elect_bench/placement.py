@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -167,65 +168,77 @@ class DockerPlacement:
     go through the engine (kill, pause) and through iptables in the member's network namespace (cut, one-way
     cut, loss). The trial's work folder is mounted at the same path, so a member's state on disk (Raft's term
     and vote) is where the harness put it. A member is reached by its container's name on the network.
+
+    `hosts` puts members on other hosts' engines (member id -> engine URL, e.g. ssh://user@host): there the
+    network must span the hosts (an attachable overlay network), the image must be on each host, state on disk
+    stays on that host, and the members' clocks are carried onto this machine's (`separate_clocks`).
     """
 
     can_cut = True
     python = "python3"
-    separate_clocks = False  # one engine on this machine: one kernel, one monotonic clock
 
     def __init__(self, workdir: str, *, image: str = "elect-member:local", project: str = "elect",
-                 network: str = "elect_net", engine: Engine | None = None) -> None:
+                 network: str = "elect_net", engine: Engine | None = None,
+                 hosts: Mapping[str, str] | None = None) -> None:
         from elect_cluster.containers import Engine as _Engine
 
         self.engine = engine or _Engine()
+        self.engines = {m: _Engine(self.engine.tool, url, helper=image) for m, url in (hosts or {}).items()}
+        self.separate_clocks = bool(self.engines)  # another host: another kernel, another monotonic clock
         self.workdir = workdir
         self.image = image
         self.project = project
         self.network = network
-        self._named: set[str] = set()
+        self._named: dict[str, Engine] = {}
         self._image_id: str | None = None
 
     def container(self, member: str) -> str:
         return f"{self.project}-member-{member}"
 
+    def engine_of(self, member: str) -> Engine:
+        return self.engines.get(member, self.engine)
+
     def prefix(self, member: str) -> list[str]:
-        name = self.container(member)
-        self.engine.remove(name)  # a container left by a client that was killed would hold the name
-        self._named.add(name)
-        if self._image_id is None:  # pinned for the run: an image built again meanwhile does not change members
-            found = self.engine.run("image", "inspect", "--format", "{{.Id}}", self.image, check=False).strip()
-            self._image_id = found or self.image
-        return [self.engine.tool, "run", "--rm", "-i", "--init", "--name", name, "--hostname", name,
+        name, engine = self.container(member), self.engine_of(member)
+        engine.remove(name)  # a container left by a client that was killed would hold the name
+        self._named[name] = engine
+        image = self.image
+        if engine.url is None:  # pinned for the run: an image built again meanwhile does not change members
+            if self._image_id is None:
+                found = engine.run("image", "inspect", "--format", "{{.Id}}", self.image, check=False).strip()
+                self._image_id = found or self.image
+            image = self._image_id
+        mount = ["-v", f"{self.workdir}:{self.workdir}"] if engine.url is None else []
+        return [*engine.command, "run", "--rm", "-i", "--init", "--name", name, "--hostname", name,
                 "--network", self.network, "--label", f"com.docker.compose.project={self.project}",
-                "--label", "org.elect.role=member", "-e", "PYTHONUNBUFFERED=1",
-                "-v", f"{self.workdir}:{self.workdir}", "--entrypoint", "", self._image_id]
+                "--label", "org.elect.role=member", "-e", "PYTHONUNBUFFERED=1", *mount, "--entrypoint", "", image]
 
     def address(self, member: str) -> str:
         return self.container(member)  # container names resolve on the compose network
 
     def kill(self, proc: Signalled) -> None:
-        self.engine.run("kill", "--signal", "KILL", self.container(proc.member_id))
+        self.engine_of(proc.member_id).run("kill", "--signal", "KILL", self.container(proc.member_id))
 
     def pause(self, proc: Signalled) -> None:
-        self.engine.run("pause", self.container(proc.member_id))
+        self.engine_of(proc.member_id).run("pause", self.container(proc.member_id))
 
-    def resume(self, proc: Signalled) -> None:
-        self.engine.run("unpause", self.container(proc.member_id), check=False)  # no-op on a running one
+    def resume(self, proc: Signalled) -> None:  # a no-op on a running one
+        self.engine_of(proc.member_id).run("unpause", self.container(proc.member_id), check=False)
 
     def stop(self, proc: Signalled) -> None:
-        self.engine.run("kill", "--signal", "TERM", self.container(proc.member_id))
+        self.engine_of(proc.member_id).run("kill", "--signal", "TERM", self.container(proc.member_id))
 
     def cut(self, member: str) -> None:
-        self.engine.cut(self.container(member))
+        self.engine_of(member).cut(self.container(member))
 
     def heal(self, member: str) -> None:
-        self.engine.heal(self.container(member))
+        self.engine_of(member).heal(self.container(member))
 
     def block(self, member: str, direction: Direction) -> None:
-        self.engine.cut(self.container(member), direction)
+        self.engine_of(member).cut(self.container(member), direction)
 
     def lossy(self, member: str, probability: float) -> None:
-        self.engine.lossy(self.container(member), probability)
+        self.engine_of(member).lossy(self.container(member), probability)
 
     def slow(self, member: str) -> None:
         raise NotImplementedError("a slow link is not done with containers (it needs a token bucket on both ends "
@@ -239,7 +252,10 @@ class DockerPlacement:
         return None
 
     def process_id(self, proc: Signalled, local_pid: int) -> int:
-        """The member under the container's init (`--init`), as this machine numbers it; 0 when it is gone."""
+        """The member under the container's init (`--init`), as this machine numbers it; 0 when it is gone or on
+        another host."""
+        if proc.member_id in self.engines:
+            return 0
         try:
             init = self.engine.pid(self.container(proc.member_id))
             children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
@@ -249,5 +265,6 @@ class DockerPlacement:
 
     def close(self) -> None:
         """Remove every member container this placement named (a client killed hard leaves its container)."""
-        self.engine.remove(*sorted(self._named))
+        for name, engine in sorted(self._named.items()):
+            engine.remove(name)
         self._named.clear()

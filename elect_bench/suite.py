@@ -170,7 +170,8 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
     With `scenario.meter` every member dials through counting relays (bench.metering).
     With placement "docker" the infrastructure is the compose cluster's (cluster/docker-compose.yml with the
     images built here; "docker-official": the official images), brought up for the run and down after it, and
-    members are containers on its network.
+    members are containers on its network; `ELECT_MEMBER_HOSTS` (m0=ssh://host,m1=...) starts members through
+    other hosts' engines, `ELECT_COMPOSE_OVERRIDES` (comma-separated files) adds compose files.
     """
     if placement in ("docker", "docker-official"):
         yield from _compose_environment(scenario, workdir, local=placement == "docker")
@@ -213,9 +214,11 @@ def _compose_environment(scenario: Scenario, workdir: Path, *, local: bool) -> I
     from elect_cluster import compose
     from elect_cluster.containers import ComposeCluster
 
-    cluster = ComposeCluster(local=local)
+    overrides = [Path(f) for f in os.environ.get("ELECT_COMPOSE_OVERRIDES", "").split(",") if f]
+    cluster = ComposeCluster(local=local, overrides=overrides)
+    hosts = dict(pair.split("=", 1) for pair in os.environ.get("ELECT_MEMBER_HOSTS", "").split(",") if "=" in pair)
     placement = DockerPlacement(str(workdir), image="elect-member:local" if local else "elect-member:latest",
-                                engine=cluster.engine)
+                                engine=cluster.engine, hosts=hosts)
     try:
         cluster.up(scenario.needs)
         yield Environment(compose.endpoints(), workdir, placement, DockerInfra(engine=cluster.engine))

@@ -39,24 +39,41 @@ SERVICES = {"kafka": ("kafka1", "kafka2", "kafka3"), "etcd": ("etcd1", "etcd2", 
 
 
 class Engine:
-    """One container engine's command line (`podman` or `docker`, which take the same words for all used here)."""
+    """One container engine's command line (`podman` or `docker`, which take the same words for all used here).
 
-    def __init__(self, tool: str | None = None) -> None:
+    With `url` it drives another host's engine (`docker -H URL`, `podman --remote --url URL`); network faults are
+    then iptables in a helper container that joins the target's network namespace (`--network container:NAME`,
+    NET_ADMIN, the `helper` image's iptables), since that host's pids are not this machine's to nsenter.
+    """
+
+    def __init__(self, tool: str | None = None, url: str | None = None, helper: str = "elect-member:local") -> None:
         self.tool = tool or engine()
         self.podman = Path(self.tool).name == "podman"
+        self.url = url
+        self.helper = helper
+
+    @property
+    def command(self) -> list[str]:
+        if self.url is None:
+            return [self.tool]
+        return [self.tool, "--remote", "--url", self.url] if self.podman else [self.tool, "-H", self.url]
 
     def run(self, *args: str, timeout: float = 60.0, check: bool = True) -> str:
-        done = subprocess.run([self.tool, *args], capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([*self.command, *args], capture_output=True, text=True, timeout=timeout)
         if check and done.returncode != 0:
             raise ClusterError(f"{Path(self.tool).name} {' '.join(args)}: {done.stderr.strip()[-1500:]}")
         return done.stdout
 
     def pid(self, container: str) -> int:
-        """The host pid of the container's first process (0 when it is not running)."""
+        """The pid of the container's first process on its host (0 when it is not running)."""
         return int(self.run("inspect", "--format", "{{.State.Pid}}", container).strip() or 0)
 
     def in_netns(self, container: str, *argv: str) -> None:
-        """Run a host program (iptables) in the container's network namespace."""
+        """Run iptables in the container's network namespace: this machine's, or a helper container's."""
+        if self.url is not None:
+            self.run("run", "--rm", "--network", f"container:{container}", "--cap-add", "NET_ADMIN",
+                     "--entrypoint", "", self.helper, *argv)
+            return
         pid = self.pid(container)
         if pid <= 0:
             raise ClusterError(f"{container} is not running")
@@ -64,16 +81,19 @@ class Engine:
         if done.returncode != 0:
             raise ClusterError(f"in {container}'s network namespace, {' '.join(argv)}: {done.stderr.strip()}")
 
+    def _iptables(self) -> str:
+        return iptables() if self.url is None else "iptables"
+
     def cut(self, container: str, direction: str = "both") -> None:
         """Drop what the container receives ("in"), sends ("out"), or both, on its eth0 (loopback untouched)."""
-        ipt = iptables()
+        ipt = self._iptables()
         if direction in ("in", "both"):
             self.in_netns(container, ipt, "-A", "INPUT", "-i", "eth0", "-j", "DROP")
         if direction in ("out", "both"):
             self.in_netns(container, ipt, "-A", "OUTPUT", "-o", "eth0", "-j", "DROP")
 
     def lossy(self, container: str, probability: float) -> None:
-        ipt = iptables()
+        ipt = self._iptables()
         for chain, flag in (("INPUT", "-i"), ("OUTPUT", "-o")):
             self.in_netns(container, ipt, "-A", chain, flag, "eth0", "-m", "statistic", "--mode", "random",
                           "--probability", f"{probability:g}", "-j", "DROP")
@@ -83,7 +103,7 @@ class Engine:
         if self.pid(container) <= 0:
             return
         for chain in ("INPUT", "OUTPUT"):
-            self.in_netns(container, iptables(), "-F", chain)
+            self.in_netns(container, self._iptables(), "-F", chain)
 
     def containers(self, project: str, service: str | None = None) -> list[str]:
         """Ids of the compose project's containers (of one service), running or not."""
@@ -122,12 +142,14 @@ def compose_command() -> list[str]:
 
 
 class ComposeCluster:
-    """The compose project (cluster/docker-compose.yml, with the local images' override when `local`)."""
+    """The compose project (cluster/docker-compose.yml, with the local images' override when `local`, then any
+    `overrides`, e.g. cluster/docker-compose.swarm.yml)."""
 
-    def __init__(self, *, local: bool = True, project: str = compose.PROJECT, tool: str | None = None) -> None:
+    def __init__(self, *, local: bool = True, project: str = compose.PROJECT, tool: str | None = None,
+                 overrides: Sequence[Path] = ()) -> None:
         self.engine = Engine(tool)
         self.project = project
-        self.files = [compose.COMPOSE_FILE, *([compose.LOCAL_FILE] if local else [])]
+        self.files = [compose.COMPOSE_FILE, *([compose.LOCAL_FILE] if local else []), *overrides]
         self.local = local
         self._service: subprocess.Popen[bytes] | None = None
         self._own_network = False

@@ -14,7 +14,7 @@ import pytest
 from elect_bench import scenario, suite
 from elect_bench.placement import DockerPlacement
 from elect_cluster import images
-from elect_cluster.containers import ComposeCluster, Engine
+from elect_cluster.containers import PODMAN_SOCKET, ComposeCluster, Engine
 from elect_cluster.errors import MissingBinary
 from elect_cluster.waiting import wait_until
 
@@ -54,9 +54,19 @@ def test_images_are_cached_by_their_inputs(engine: Engine) -> None:
     assert not any(o.built for o in outcomes)
 
 
-def test_a_cut_between_containers_really_cuts_and_heals(engine: Engine, network: ComposeCluster,
-                                                        tmp_path: Path) -> None:
-    placement = DockerPlacement(str(tmp_path), project="elect-test", engine=engine)
+@pytest.mark.parametrize("through", ["nsenter", "remote"])
+def test_a_cut_between_containers_really_cuts_and_heals(engine: Engine, network: ComposeCluster, tmp_path: Path,
+                                                        through: str) -> None:
+    """`remote`: both containers through the engine's API, as on another host, cut by a helper container that
+    joins the server's network namespace."""
+    hosts = None
+    if through == "remote":
+        if not engine.podman:
+            pytest.skip("the remote path is tried here through Podman's own API service")
+        network.api()
+        hosts = {m: f"unix://{PODMAN_SOCKET}" for m in ("server", "client")}
+    placement = DockerPlacement(str(tmp_path), project="elect-test", engine=engine, hosts=hosts)
+    assert placement.separate_clocks == (through == "remote")
     server = subprocess.Popen([*placement.prefix("server"), "python3", "-c", SERVER], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE,
                               text=True)
