@@ -119,7 +119,8 @@ def _digest(root: Path, names: Sequence[str], extra: str = "") -> str:
 
 
 def debian_mirror() -> str:
-    """The machine's Debian mirror: the first apt source whose URI ends in /debian (deb822 or one-line)."""
+    """The machine's Debian mirror: the first apt source whose URI ends in /debian (deb822 or one-line), read
+    from /etc/apt (`$ELECT_APT_DIR` elsewhere)."""
     apt = Path(os.environ.get("ELECT_APT_DIR", "/etc/apt"))
     files = [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*.sources")),
              *sorted((apt / "sources.list.d").glob("*.list"))]
