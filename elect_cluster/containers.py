@@ -153,6 +153,7 @@ class ComposeCluster:
         self.local = local
         self._service: subprocess.Popen[bytes] | None = None
         self._own_network = False
+        self._composed = False  # compose made containers and a network: `compose down` removes them
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -186,6 +187,7 @@ class ComposeCluster:
                 self._own_network = True
             return
         self.api()
+        self._composed = True
         self.compose("up", "-d", "--no-build", *names)
         self.probe(services, timeout)
 
@@ -209,9 +211,10 @@ class ComposeCluster:
     def down(self) -> None:
         """Remove the project's containers and network; stop the API service if this object started it."""
         try:
-            if self._service is not None or "DOCKER_HOST" in self._env():
+            if self._composed:
                 with contextlib.suppress(ClusterError):
                     self.compose("down", "-v", "--remove-orphans", "-t", "5", timeout=300)
+                self._composed = False
             self.engine.remove(*self.engine.containers(self.project))
             if self._own_network:
                 self.engine.run("network", "rm", compose.NETWORK, check=False)
