@@ -281,10 +281,13 @@ def build(names: Sequence[str] = tuple(IMAGES), *, tool: str | None = None, forc
                 outcomes.append(Outcome(image.ref, False, time.monotonic() - began))
                 continue
             say(f"building {image.ref}")
+            before = _engine_run([tool, "image", "inspect", "--format", "{{.Id}}", image.ref]).stdout.strip()
             if image.folder is None:
                 _debootstrap(tool, label, say)
             else:
                 _build(tool, image, Path(tmp), label)
+            if before:  # the image this one replaces, untagged now: removed unless a container still uses it
+                _engine_run([tool, "rmi", before])
         outcomes.append(Outcome(image.ref, True, time.monotonic() - began))
         say(f"built {image.ref} in {outcomes[-1].seconds:.0f} s")
     return outcomes
