@@ -16,6 +16,7 @@ ZooKeeper), behind one contract, with a harness that measures how each hands ove
 from elect.config import ElectorSpec, connect, from_config, parse_url, spec_from_config, spec_from_url
 from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements, Transferred
 from elect.errors import (
+    AccessRefused,
     ConfigError,
     ElectError,
     InfrastructureUnavailable,
@@ -33,7 +34,8 @@ from elect.roles import Role, partition_of
 from elect.work import Running
 
 __all__ = [
-    "Acquired", "Characteristics", "ConfigError", "Drained", "ElectError", "Elector", "ElectorSpec", "Event",
+    "AccessRefused", "Acquired", "Characteristics", "ConfigError", "Drained", "ElectError", "Elector", "ElectorSpec",
+    "Event",
     "Fenced", "InfrastructureUnavailable", "LeaderChanged", "Leadership", "MissingExtra", "NotLeader", "NotStarted",
     "NotSupported", "Requirements", "Revoked", "Role", "Running", "TransferRefused", "Transferred", "UnknownScheme",
     "UnsatisfiedRequirement", "connect", "from_config", "parse_url", "partition_of", "spec_from_config",

@@ -106,6 +106,9 @@ class Characteristics:
     it (and the failover histogram of `metrics` is measured); False (the default: nothing is promised unless an
     implementation says so): `observe` raises `NotSupported`.
     transfers: `transfer(role, to=member)` can direct a role to a named member (False: it raises `NotSupported`).
+    weights: the options `weight` (a member's capacity: weight 2 leads twice the roles of weight 1) and `max_roles`
+    (a soft cap) shape how roles spread (False: the method cannot steer that, and giving either is a ConfigError
+    saying why; raft:// with priority zeebe or off is the exception: no weights, but it honours max_roles).
     """
 
     exclusive: bool
@@ -116,6 +119,7 @@ class Characteristics:
     notes: str = ""
     observes_leaders: bool = False
     transfers: bool = False
+    weights: bool = False
 
     @property
     def has_token(self) -> bool:
@@ -133,6 +137,7 @@ class Requirements:
     graceful_handover: bool | None = None
     observes_leaders: bool | None = None
     transfers: bool | None = None
+    weights: bool | None = None
 
     @classmethod
     def coerce(cls, value: Requirements | Mapping[str, Any] | None) -> Requirements:
@@ -160,6 +165,8 @@ class Requirements:
             missing.append("observation of who leads (a member cannot see other members' leadership)")
         if self.transfers and not have.transfers:
             missing.append("transfer to a named member (the method cannot direct a role to one member)")
+        if self.weights and not have.weights:
+            missing.append("weights and caps (the method cannot steer how many roles a member leads)")
         if self.max_overlap is not None:
             bound = math.inf if have.max_overlap is None else have.max_overlap
             if bound > self.max_overlap:

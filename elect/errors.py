@@ -31,6 +31,12 @@ class InfrastructureUnavailable(ElectError, ConnectionError):
     """The broker, store or peers could not be reached within the configured time."""
 
 
+class AccessRefused(InfrastructureUnavailable):
+    """The broker or store answered but refused this client: a wrong user or password, a client certificate
+    missing or not trusted, TLS on one side only, or no permission. The message names what was refused and never
+    the secret; trying again with the same settings will not help."""
+
+
 class NotStarted(ElectError, RuntimeError):
     """An operation needs a started elector."""
 

@@ -5,6 +5,13 @@ one contending member (the one leading fewest roles, so roles spread), keeps a t
 and on an orderly handover waits for the old leader's `Revoked` callbacks before the successor gets
 `Acquired` — the whole contract, with no infrastructure. The group tells every member each change of a
 role's owner, so `observe` sees the role without a leader during a handover and the successor after it.
+
+Weights and caps: a free role goes to the contender below its `max_roles` leading fewest roles per `weight`.
+Nothing moves when a member joins, unless some member of the group has a weight other than 1 or a cap: then a
+join, a leave or a change of roles also hands roles over (orderly) from members above their fair share
+(`elect.shares`, the rule the lease electors apply) to members below theirs, so the steady distribution follows
+the weights as it does on etcd and ZooKeeper. An unweighted group keeps first-come assignment, which tests and
+examples rely on.
 """
 
 from __future__ import annotations
@@ -17,20 +24,26 @@ from elect.contract import Characteristics
 from elect.errors import ConfigError, TransferRefused
 from elect.registry import Plugin
 from elect.roles import Role
+from elect.shares import Capacity, check_capacity, shares
 
 
 @dataclass(frozen=True)
 class MemoryOptions:
-    """group: the name members meet under. revoke_timeout: longest wait for blocking Revoked callbacks."""
+    """group: the name members meet under. revoke_timeout: longest wait for blocking Revoked callbacks.
+    weight: this member's capacity relative to the others' (> 0). max_roles: a soft cap on the roles it leads
+    (see the module)."""
 
     group: str = "default"
     revoke_timeout: float = 30.0
+    weight: float = 1.0
+    max_roles: int | None = None
 
     def __post_init__(self) -> None:
         if not self.group:
             raise ConfigError("cannot be empty", parameter="group")
         if self.revoke_timeout <= 0:
             raise ConfigError("must be > 0", parameter="revoke_timeout")
+        check_capacity(self.weight, self.max_roles)
 
 
 class _Group:
@@ -62,6 +75,7 @@ class _Group:
             if not self.members:
                 _GROUPS.pop(self.name, None)
             self.assign_free()
+        self.rebalance()
 
     def hand_over(self, role: Role, leader: MemoryElector, exclude_leader: bool = True, to: str | None = None) -> None:
         """Orderly handover of `role` from `leader`: Revoked (waited for), then Acquired on a successor (`to`
@@ -101,16 +115,59 @@ class _Group:
                 return
             preferred = ([m for m in contenders if m.member == prefer] or
                          [m for m in contenders if m.member != avoid] or contenders)
-            load = {m.member: 0 for m in preferred}
-            for owner in self.owner.values():
-                if owner in load:
-                    load[owner] += 1
-            chosen = min(preferred, key=lambda m: load[m.member])  # min() keeps join order on ties
+            load = self.load()
+
+            def rank(m: MemoryElector) -> tuple[bool, float]:  # below its cap first, then fewest roles per weight
+                n, capacity = load.get(m.member, 0), m.capacity
+                return capacity.max_roles is not None and n >= capacity.max_roles, n / capacity.weight
+
+            chosen = min(preferred, key=rank)  # min() keeps join order on ties
             token = self.tokens.get(role, 0) + 1
             self.tokens[role] = token
             self.owner[role] = chosen.member
             chosen._acquire(role, token)
             self.tell(role, chosen.member)
+
+    def load(self) -> dict[str, int]:
+        """Roles led per member."""
+        with self.lock:
+            load = dict.fromkeys(self.members, 0)
+            for owner in self.owner.values():
+                load[owner] = load.get(owner, 0) + 1
+            return load
+
+    def rebalance(self) -> None:
+        """In a weighted or capped group, hand roles from members above their fair share to members below theirs
+        that contend for them, one orderly handover at a time, until no such move is left. Each move lowers the
+        total excess over the shares by one, so this ends; the bound is only a guard against members joining and
+        leaving meanwhile."""
+        for _ in range(1 + len(self.owner) * max(1, len(self.members))):
+            with self.lock:
+                move = self._move()
+            if move is None:
+                return
+            role, leader, to = move
+            self.hand_over(role, leader, to=to)
+
+    def _move(self) -> tuple[Role, MemoryElector, str] | None:
+        members = [m for m in self.members.values() if m.wanted()]
+        if not any(m.capacity != Capacity() for m in members):
+            return None
+        universe = {r for m in members for r in m.wanted()}
+        share = shares(len(universe), {m.member: m.capacity for m in members})
+        load = self.load()
+        for m in members:
+            if load[m.member] <= share[m.member]:
+                continue
+            led = sorted((r for r, owner in self.owner.items() if owner == m.member and r not in m.handing_over),
+                         key=str)
+            for role in led:
+                takers = [t for t in members if t is not m and load[t.member] < share[t.member] and
+                          role in t.wanted() and role not in t.handing_over]
+                if takers:
+                    to = max(takers, key=lambda t: share[t.member] - load[t.member])  # the furthest below
+                    return role, m, to.member
+        return None
 
     def tell(self, role: Role, owner: str | None) -> None:
         """Every member learns who owns `role` now (each keeps it only if it contends for the role)."""
@@ -152,12 +209,14 @@ class MemoryElector(BaseElector):
         self.options = options
         self.revoke_timeout = options.revoke_timeout
         self.handing_over: set[Role] = set()
+        self.capacity = Capacity(options.weight, options.max_roles)
         self._group: _Group | None = None
 
     @property
     def characteristics(self) -> Characteristics:
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=0.0, graceful_handover=True,
-                               token="per-role counter in the group", observes_leaders=True, transfers=True)
+                               token="per-role counter in the group", observes_leaders=True, transfers=True,
+                               weights=True)
 
     def wanted(self) -> frozenset[Role]:
         return self.roles if self.running else frozenset()  # a draining member contends for nothing
@@ -165,6 +224,7 @@ class MemoryElector(BaseElector):
     def _on_start(self) -> None:
         self._group = group(self.options.group)
         self._group.join(self)
+        self._group.rebalance()
 
     def _on_stop(self, timeout: float | None) -> None:
         if self._group is not None:
@@ -187,6 +247,7 @@ class MemoryElector(BaseElector):
             self._group.hand_over(role, self)
         self._group.show(self)
         self._group.assign_free()
+        self._group.rebalance()
 
     def _on_drain(self) -> bool:
         assert self._group is not None

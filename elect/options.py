@@ -73,6 +73,11 @@ def build(cls: type[T], raw: Mapping[str, Any], *, scheme: str) -> T:
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - set(fields))
+    inline = [name for name in ("password", "sasl_password") if name in unknown and "password_file" in fields]
+    if inline:  # say where a password goes instead (and never echo it)
+        raise ConfigError("a password is never taken from the URL or the configuration text (they get printed): "
+                          "name a file with password_file=PATH or an environment variable with password_env=NAME",
+                          parameter=inline[0])
     if unknown:
         raise ConfigError(f"unknown parameter(s) {', '.join(unknown)} for {scheme}://; "
                           f"known: {', '.join(sorted(fields))}", parameter=unknown[0])

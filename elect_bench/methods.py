@@ -54,6 +54,7 @@ class Method:
     needs: tuple[str, ...]
     params: Callable[[float], dict[str, str]]
     build: Callable[[Group, Mapping[str, str]], dict[str, str]]
+    secure: bool = False  # runs on a secured cluster (`Endpoints.secured`): TLS, client certificates, passwords
 
     def member_urls(self, group: Group, budget: float, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         return self.build(group, {**self.params(budget), **(overrides or {})})
@@ -180,6 +181,22 @@ def _jraft(group: Group, params: Mapping[str, str]) -> dict[str, str]:
         "data_dir": f"{state}/{i}", **params}) for i in group.ids}
 
 
+def _secured(build: Callable[[Group, Mapping[str, str]], dict[str, str]],
+             service: str) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
+    """The URLs of `build` on the secured cluster (`group.endpoints.secured`, or the endpoints themselves when they
+    are a secured cluster's), with its CA, client certificate, user and password file: what security costs."""
+
+    def secured(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+        endpoints = group.endpoints
+        found = endpoints.secured if endpoints is not None and endpoints.secured is not None else endpoints
+        if found is None or not found.security:
+            raise ValueError(f"this method needs a secured {service} (LocalCluster(secure=True), elect cluster up "
+                             "--secure)")
+        return build(replace(group, endpoints=found), {**found.params(service), **params})
+
+    return secured
+
+
 def _secs(value: float) -> str:
     return f"{value:g}"
 
@@ -209,6 +226,13 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("etcd", "etcd", "CAS lease on etcd", ("etcd",), lambda b: {"ttl": _secs(b)}, _etcd),
     Method("zookeeper", "zookeeper", "ephemeral node on ZooKeeper", ("zookeeper",),
            lambda b: {"session_timeout": _secs(b)}, _zookeeper),
+    # The same methods secured (a second, secured cluster): what TLS, client certificates and passwords cost.
+    Method("etcd-tls", "etcd", "CAS lease on etcd over HTTPS, client certificate and user/password", ("etcd",),
+           lambda b: {"ttl": _secs(b)}, _secured(_etcd, "etcd"), secure=True),
+    Method("zookeeper-tls", "zookeeper", "ephemeral node on ZooKeeper's TLS port, client certificate, digest ACLs",
+           ("zookeeper",), lambda b: {"session_timeout": _secs(b)}, _secured(_zookeeper, "zookeeper"), secure=True),
+    Method("kafka-fast-sasl", "kafka", "NELI fast over SASL_SSL (SCRAM-SHA-256)", ("kafka",),
+           lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _secured(_kafka, "kafka"), secure=True),
     # The anchors: the well-known implementations' own code (bench/anchors), at the same detection budget.
     Method("kazoo", "kazoo", "anchor: kazoo's Election recipe on ZooKeeper (session timeout = D)", ("zookeeper",),
            lambda b: {"session_timeout": _secs(b)}, _kazoo),

@@ -109,7 +109,7 @@ def _table(result: Result) -> tuple[list[str], list[list[str]]]:
 
 def _restarted(result: RunResult) -> bool:
     """Whether any cell restarted its victim (the time-to-balance columns are shown only then)."""
-    return any(c.fault.kills_process for c in result.cells)
+    return any(c.fault.kills_process and c.fault.healed_as is not None for c in result.cells)
 
 
 def _wrote(result: RunResult) -> bool:

@@ -77,12 +77,29 @@ class Scenario:
                               "use workload: none", parameter="workload")
         if self.meter and (anchored := [m for m in self.methods if method_spec(m).anchor and not method_spec(m).needs]):
             raise ConfigError(f"{', '.join(anchored)}: peer traffic of an anchor is not counted", parameter="meter")
+        secured = [m for m in self.methods if method_spec(m).secure]
+        if secured and self.meter:
+            raise ConfigError(f"{', '.join(secured)}: the relays that count requests cannot read TLS",
+                              parameter="meter")
+        if secured and (faults := [str(f) for f in self.faults if f.infrastructure]):
+            raise ConfigError(f"{', '.join(faults)} strikes the plain cluster only; run {', '.join(secured)} with "
+                              "member faults", parameter="faults")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
 
     @property
     def needs(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s for m in self.methods for s in method_spec(m).needs))
+
+    @property
+    def plain_needs(self) -> tuple[str, ...]:
+        """The services of the methods that run on the plain cluster."""
+        return tuple(dict.fromkeys(s for m in self.methods if not method_spec(m).secure for s in method_spec(m).needs))
+
+    @property
+    def secure_needs(self) -> tuple[str, ...]:
+        """The services of the methods that run on a secured cluster (`Method.secure`)."""
+        return tuple(dict.fromkeys(s for m in self.methods if method_spec(m).secure for s in method_spec(m).needs))
 
     def with_flags(self, **flags: Any) -> Scenario:
         """Command-line flags override the file; None means not given."""

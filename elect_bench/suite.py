@@ -7,6 +7,7 @@ trials do not leak into each other; the infrastructure is shared by the whole ru
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -31,6 +32,7 @@ from elect_bench.placement import DockerPlacement, NetnsPlacement
 from elect_bench.relays import Meter
 from elect_bench.scenario import Scenario
 from elect_bench.trial import Environment, TrialResult, TrialSpec, run_trial
+from elect_cluster.endpoints import Endpoints
 from elect_cluster.local import LocalCluster
 from elect_cluster.ports import free_ports
 
@@ -65,7 +67,7 @@ class Cell:
             "after_balanced": _share([t.after_balanced for t in ok]) if self.fault.injects else math.nan,
             "rebalance_p50": Summary.of([t.rebalance for t in ok if t.rebalance is not None]).p50,
             "rebalance_max": Summary.of([t.rebalance for t in ok if t.rebalance is not None]).max,
-            "unbalanced": sum(1 for t in ok if t.rebalance is None) if self.fault.kills_process else math.nan,
+            "unbalanced": sum(1 for t in ok if t.rebalance is None) if self.fault.kills_process and self.fault.healed_as else math.nan,
             "violations": sum(len(t.violations) for t in ok),
             "stale_tokens": sum(1 for t in ok for v in t.violations if v.startswith("token ")),
             "startup_p50": Summary.of([t.startup for t in ok]).p50,
@@ -188,9 +190,10 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
     try:
         endpoints = None
         cluster = None
-        if scenario.needs:
-            front = free_ports(1, host)[0] if router and "kafka" in scenario.needs else None
-            cluster = LocalCluster(workdir / "infra", services=scenario.needs,
+        secured = None
+        if scenario.plain_needs:
+            front = free_ports(1, host)[0] if router and "kafka" in scenario.plain_needs else None
+            cluster = LocalCluster(workdir / "infra", services=scenario.plain_needs,
                                    etcd_members=scenario.store_members, zookeeper_nodes=scenario.store_members,
                                    host=host, kafka_advertised_port=front, broker=scenario.broker,
                                    kafka_brokers=scenario.brokers)
@@ -198,9 +201,16 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
             if router and front is not None:
                 router.front_kafka(f"{host}:{cluster.members('kafka')[0].ports['listen']}", front, members)
         try:
+            if scenario.secure_needs:  # the secured methods' own cluster, beside the plain one
+                secured = LocalCluster(workdir / "infra-secure", services=scenario.secure_needs,
+                                       etcd_members=scenario.store_members, zookeeper_nodes=scenario.store_members,
+                                       host=host, secure=True)
+                endpoints = dataclasses.replace(endpoints or Endpoints(), secured=secured.up())
             yield Environment(endpoints, workdir, NetnsPlacement(hosts) if hosts is not None else None,
                               LocalInfra(cluster) if cluster is not None else None, router)
         finally:
+            if secured is not None:
+                secured.down()
             if cluster is not None:
                 cluster.down()
     finally:

@@ -1,5 +1,7 @@
 """`elect certs make DIR --members a,b,c`: a CA and a certificate per member, for mutual TLS in tests and quick
-starts (elect_cluster.certs). Then `raft://a@...?ca=DIR/ca.crt&cert=DIR/a.crt&key=DIR/a.key`."""
+starts (elect_cluster.certs). Then `raft://a@...?ca=DIR/ca.crt&cert=DIR/a.crt&key=DIR/a.key`; the same files
+serve etcd://, zookeeper:// and kafka:// (`ca=`, `cert=`, `key=`), servers' certificates made with `--hosts`, and
+clients of an etcd with authentication on need `--no-common-name`."""
 
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ def register(sub: Any) -> None:
     make.add_argument("--hosts", default="",
                       help="comma-separated extra host names or IPs every certificate is valid for "
                            "(servers dialled by host: etcd, ZooKeeper, Kafka), e.g. localhost,127.0.0.1")
+    make.add_argument("--no-common-name", action="store_true",
+                      help="put each name in the DNS name and organization only: etcd's JSON gateway refuses client "
+                           "certificates with a common name while authentication is on")
     make.set_defaults(run=run)
 
 
@@ -31,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise MissingExtra("elect certs needs the cryptography package: pip install 'elect[tls]'") from exc
     hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
-    ca, issued = make_certs(args.dir, members, hosts=hosts)
+    ca, issued = make_certs(args.dir, members, hosts=hosts, common_name=not args.no_common_name)
     print(f"CA: {ca.cert} (key {ca.key}: keep it to issue more, or delete it)")
     for one in issued:
         print(f"{one.name}: cert={one.cert} key={one.key}")

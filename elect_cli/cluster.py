@@ -43,6 +43,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument("--zookeeper-nodes", type=int, choices=(1, 3, 5), default=1)
     up.add_argument("--host", default="127.0.0.1", help="address every service binds to")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for health (default 90)")
+    up.add_argument("--secure", action="store_true",
+                    help="TLS and passwords everywhere (tests of the secured methods): etcd over HTTPS with client "
+                         "certificates and auth on, ZooKeeper's TLS port only, Apache Kafka behind SASL_SSL; the "
+                         "certificates and password files are in WORKDIR/security, and the URLs printed name them")
     up.add_argument("--json", action="store_true", help="print the endpoints as JSON")
 
     down = actions.add_parser("down", help="stop every process the cluster started")
@@ -101,7 +105,7 @@ def _services(text: str) -> list[str]:
 def _up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.workdir, services=args.services, etcd_members=args.etcd_members,
                            zookeeper_nodes=args.zookeeper_nodes, host=args.host, broker=args.broker,
-                           kafka_brokers=args.brokers)
+                           kafka_brokers=args.brokers, secure=args.secure)
     already = cluster.running_endpoints() is not None
     began = time.monotonic()
     endpoints = cluster.up(timeout=args.timeout)

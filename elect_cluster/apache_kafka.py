@@ -17,6 +17,13 @@ elector asks for and not by broker defaults:
 - ``broker.session.timeout.ms`` lowered so a dead broker's partitions move within seconds.
 
 The JVM runs with the serial collector and C1 only: the broker's work here is light and starts in ~3 s.
+
+Secured (``security``, one node): clients reach the broker only through a SASL_SSL listener (the server
+certificate in PEM; PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 enabled). PLAIN users are listed in the listener's
+JAAS configuration, SCRAM credentials are written into the KRaft metadata when the storage is formatted
+(``--add-scram``); both for the user ``elect``. The controller listener stays plaintext on the loopback host
+(docs/architecture.md, Threat model). The probe asks ApiVersions over TLS (answered before authentication);
+``configure`` waits until the user can log in with SCRAM and read the metadata.
 """
 
 from __future__ import annotations
@@ -32,13 +39,15 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
-from neli.kafka_wire import KafkaWireError, find_coordinator, metadata_brokers
+from neli.kafka_wire import METADATA, KafkaWireError, api_versions, find_coordinator, metadata_brokers
 
 from .errors import ClusterError, MissingBinary, NotReady
 from .kafka_broker import probe_broker
 from .ports import free_ports
 from .process import ProcessSpec
+from .security import ADMIN, SCRAM, Security, context_of
 from .service import Member, find_program
+from .waiting import WaitTimeout, wait_until
 
 _FIX = "apt-get install -y openjdk-17-jre-headless maven (then ./setup resolves the jars)"
 JVM_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true")
@@ -110,8 +119,9 @@ class ApacheKafkaService:
     name = "kafka"
     max_members = 3
 
-    def __init__(self, advertised_port: int | None = None) -> None:
+    def __init__(self, advertised_port: int | None = None, security: Security | None = None) -> None:
         self.advertised_port = advertised_port
+        self.security = security
 
     def preflight(self) -> None:
         find_program("java", "ELECT_JAVA", _FIX, "/usr/bin/java")
@@ -122,6 +132,8 @@ class ApacheKafkaService:
             raise ClusterError("Apache Kafka runs here as 1 or 3 nodes (a KRaft quorum needs a majority)")
         if self.advertised_port is not None and count != 1:
             raise ClusterError("an advertised relay port is supported for a single broker only")
+        if self.security is not None and count != 1:
+            raise ClusterError("a secured Apache Kafka runs here as one node")
         java, libs = find_program("java", "ELECT_JAVA", _FIX, "/usr/bin/java"), ensure_jars()
         ports = free_ports(2 * count, host)
         clients, controllers = ports[:count], ports[count:]
@@ -135,21 +147,61 @@ class ApacheKafkaService:
             node.mkdir(parents=True)
             advertised = self.advertised_port or clients[i]
             config = node / "server.properties"
-            config.write_text(_properties(i + 1, host, clients[i], advertised, controllers[i], voters, count,
-                                          node / "data"))
+            settings = _properties(i + 1, host, clients[i], advertised, controllers[i], voters, count, node / "data")
+            if self.security is not None:
+                settings = {**settings, **_secured(self.security, host, clients[i], advertised, controllers[i])}
+            config.touch(mode=0o600)  # secured, it lists passwords
+            config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
             cmd = (java, *JVM_OPTS, "-cp", f"{libs}/*")
             spec = ProcessSpec(argv=(*cmd, "kafka.Kafka", str(config)), cwd=str(node), log=str(node / "kafka.log"),
                                env={"KAFKA_HEAP_OPTS": ""}, drop_env=("KAFKA_", "CLASSPATH", "JAVA_TOOL_OPTIONS"))
             ports_of = {"client": advertised, "listen": clients[i], "controller": controllers[i]}
-            members.append(Member("kafka", i, host, ports_of, spec))
+            extra = {"security": str(self.security.root)} if self.security is not None else {}
+            members.append(Member("kafka", i, host, ports_of, spec, extra=extra))
+            scram: tuple[str, ...] = () if self.security is None else tuple(
+                word for mechanism in (SCRAM, "SCRAM-SHA-512") for word in
+                ("--add-scram", f"{mechanism}=[name={self.security.user},password={self.security.password()}]"))
             formats.append((members[-1], (*cmd, "kafka.tools.StorageTool", "format", "-t", ident, "-c", str(config),
-                                          *(("--standalone",) if count == 1 else ()))))
+                                          *(("--standalone",) if count == 1 else ()), *scram)))
         with ThreadPoolExecutor(count) as pool:
             list(pool.map(lambda job: _format(*job), formats))
         return members
 
     def probe(self, member: Member, timeout: float) -> str:
-        return probe_broker(member, timeout)
+        context = context_of(member.extra)
+        if context is None:
+            return probe_broker(member, timeout)
+        try:  # before authentication a broker answers ApiVersions only: the rest waits for `configure`
+            if METADATA not in api_versions(member.host, member.ports["listen"], timeout, context):
+                raise NotReady("broker does not offer the Metadata API")
+        except KafkaWireError as exc:
+            raise NotReady(str(exc)) from exc
+        return "broker"
+
+    def configure(self, members: list[Member], timeout: float) -> None:
+        """Secured: wait until the user logs in with SCRAM and reads the metadata (the SCRAM credentials are in
+        the metadata log, which the broker has read once this works)."""
+        sec = self.security
+        if sec is None:
+            return
+        from confluent_kafka.admin import AdminClient
+
+        servers = ",".join(m.address for m in members)
+        admin = AdminClient({"bootstrap.servers": servers, "security.protocol": "SASL_SSL",
+                             "ssl.ca.location": str(sec.ca), "sasl.mechanism": SCRAM, "sasl.username": sec.user,
+                             "sasl.password": sec.password(), "log_level": 3})
+
+        def listed() -> bool:
+            try:
+                admin.list_topics(timeout=2.0)
+            except Exception:
+                return False
+            return True
+
+        try:
+            wait_until(listed, timeout, 0.2, what=f"user {sec.user!r} logging in to Kafka with {SCRAM}")
+        except WaitTimeout as exc:
+            raise ClusterError(f"the secured Kafka broker did not let {sec.user!r} in: {exc}") from None
 
     def probe_group(self, members: list[Member], timeout: float) -> None:
         if len(members) < 2:
@@ -163,6 +215,8 @@ class ApacheKafkaService:
 
     def leader(self, members: list[Member], timeout: float) -> int | None:
         """The broker that coordinates every group (one offsets partition), as the fault to hit."""
+        if self.security is not None:  # one node, and FindCoordinator would need a login
+            return members[0].index if members else None
         for m in members:
             try:
                 node = find_coordinator(m.host, m.ports["listen"], "elect", timeout)
@@ -180,8 +234,40 @@ def _format(member: Member, argv: tuple[str, ...]) -> None:
         raise ClusterError(f"formatting {member.label}'s KRaft storage failed:\n{(done.stdout + done.stderr)[-2000:]}")
 
 
+def _secured(sec: Security, host: str, port: int, advertised: int, controller: int) -> dict[str, object]:
+    """The settings that put clients behind SASL_SSL (the broker logs in to itself with PLAIN as `admin`). The key
+    store is given inline (PEM in the properties, newlines escaped): a PEM key store *file* needs an encrypted
+    key and its password, inline PEM takes the unencrypted key `elect certs make` writes."""
+    admin, user = sec.admin_password(), sec.password()
+    plain = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+             f'username="{ADMIN}" password="{admin}" user_{ADMIN}="{admin}" user_{sec.user}="{user}";')
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    return {
+        "listeners": f"SASL_SSL://{host}:{port},CONTROLLER://{host}:{controller}",
+        "advertised.listeners": f"SASL_SSL://{host}:{advertised}",
+        "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "SASL_SSL",
+        "sasl.enabled.mechanisms": f"PLAIN,{SCRAM},SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.key": _inline(sec.server_key.read_text()),
+        "ssl.keystore.certificate.chain": _inline(sec.server_cert.read_text()),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": sec.ca,
+        "ssl.client.auth": "none",  # SASL authenticates the client; a client certificate is not asked for
+    }
+
+
+def _inline(pem: str) -> str:
+    """PEM text as one line of a Java properties file (`\\n` is read back as a newline)."""
+    return pem.strip().replace("\n", "\\n")
+
+
 def _properties(node_id: int, host: str, port: int, advertised: int, controller: int, voters: str, count: int,
-                data: Path) -> str:
+                data: Path) -> dict[str, object]:
     replicas = min(count, 3)
     settings = {
         "process.roles": "broker,controller",
@@ -214,4 +300,4 @@ def _properties(node_id: int, host: str, port: int, advertised: int, controller:
         "broker.heartbeat.interval.ms": 500,
         "broker.session.timeout.ms": 3000,
     }
-    return "".join(f"{k}={v}\n" for k, v in settings.items())
+    return settings

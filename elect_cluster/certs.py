@@ -37,9 +37,14 @@ class Authority:
     cert: Path
     key: Path
 
-    def issue(self, name: str, out: Path, *, hosts: Iterable[str] = (), days: int = 365) -> Issued:
+    def issue(self, name: str, out: Path, *, hosts: Iterable[str] = (), days: int = 365,
+              common_name: bool = True) -> Issued:
         """A certificate for `name` (common name and DNS name), also valid for `hosts` (DNS names or IPs), usable
-        as a server's and as a client's (mutual TLS), signed by this CA, written to OUT/NAME.crt and .key."""
+        as a server's and as a client's (mutual TLS), signed by this CA, written to OUT/NAME.crt and .key.
+
+        `common_name=False`: the name only in the DNS name and the subject's organization, for a client of etcd's
+        JSON gateway, which refuses a client certificate with a common name while authentication is on (the common
+        name would name an etcd user the gateway cannot pass on; etcd's fix of CVE-2018-16886)."""
         ca_key = serialization.load_pem_private_key(self.key.read_bytes(), password=None)
         ca_cert = x509.load_pem_x509_certificate(self.cert.read_bytes())
         assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
@@ -52,7 +57,8 @@ class Authority:
                 alt.append(x509.DNSName(host))
         now = datetime.datetime.now(datetime.UTC)
         cert = (x509.CertificateBuilder()
-                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME if common_name
+                                                            else NameOID.ORGANIZATION_NAME, name)]))
                 .issuer_name(ca_cert.subject)
                 .public_key(key.public_key())
                 .serial_number(x509.random_serial_number())
@@ -88,11 +94,12 @@ def make_authority(out: Path, name: str = "elect-ca", days: int = 3650) -> Autho
     return Authority(issued.cert, issued.key)
 
 
-def make_certs(out: Path, members: Sequence[str], *, hosts: Iterable[str] = ()) -> tuple[Authority, list[Issued]]:
+def make_certs(out: Path, members: Sequence[str], *, hosts: Iterable[str] = (),
+               common_name: bool = True) -> tuple[Authority, list[Issued]]:
     """A CA and one certificate per member in `out` (what `elect certs make` writes)."""
     ca = make_authority(out)
     extra = list(hosts)
-    return ca, [ca.issue(m, out, hosts=extra) for m in members]
+    return ca, [ca.issue(m, out, hosts=extra, common_name=common_name) for m in members]
 
 
 def _write(out: Path, name: str, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> Issued:

@@ -4,20 +4,29 @@ Election timeout 500 ms / heartbeat 50 ms by default: etcd grants at least ceil(
 as a lease TTL, so only with these settings is a 1 s TTL granted as asked (docs/architecture.md). Health is
 checked over HTTP with the standard library: ``/health`` on every member and, for a cluster, the
 gRPC gateway's ``/v3/maintenance/status`` to see that all members agree on one leader.
+
+Secured (``security``): clients and peers speak TLS (``--client-cert-auth``: a client must show a certificate of
+the cluster's CA; peers likewise), and once the members serve, ``configure`` turns authentication on: a root user
+(the administrator's password) and the user ``elect`` with read-write on every key. Probes then speak HTTPS
+with the client certificate (``/health`` and the status need no user).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+import ssl
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .errors import NotReady
+from elect.lease.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64
+
+from .errors import ClusterError, NotReady
 from .ports import free_ports
 from .process import ProcessSpec
+from .security import Security, context_of
 from .service import Member, find_program
 
 _FIX = "apt-get install etcd-server (Debian/Ubuntu), or run ./setup"
@@ -30,11 +39,12 @@ def find_etcd() -> str:
     return find_program("etcd", "ELECT_ETCD_BIN", _FIX, "/usr/bin/etcd", "/usr/local/bin/etcd")
 
 
-def _http_json(url: str, timeout: float, body: bytes | None = None) -> tuple[int, dict[str, Any]]:
+def _http_json(url: str, timeout: float, body: bytes | None = None,
+               context: ssl.SSLContext | None = None) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET",
                                      headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
             code, raw = int(response.status), response.read()
     except urllib.error.HTTPError as exc:  # /health answers 503 with a JSON body when unhealthy
         code, raw = exc.code, exc.read()
@@ -49,16 +59,20 @@ def _http_json(url: str, timeout: float, body: bytes | None = None) -> tuple[int
     return code, data
 
 
-def health(address: str, timeout: float = 2.0) -> None:
+def _scheme(context: ssl.SSLContext | None) -> str:
+    return "https" if context is not None else "http"
+
+
+def health(address: str, timeout: float = 2.0, context: ssl.SSLContext | None = None) -> None:
     """Raise NotReady unless ``GET /health`` on this member says it is healthy."""
-    code, data = _http_json(f"http://{address}/health", timeout)
+    code, data = _http_json(f"{_scheme(context)}://{address}/health", timeout, context=context)
     if code != 200 or str(data.get("health")) != "true":
         raise NotReady(f"etcd {address} /health: HTTP {code} {data}")
 
 
-def status(address: str, timeout: float = 2.0) -> dict[str, Any]:
+def status(address: str, timeout: float = 2.0, context: ssl.SSLContext | None = None) -> dict[str, Any]:
     """The member's ``/v3/maintenance/status``: its own id (header.member_id), leader id, raft term."""
-    code, data = _http_json(f"http://{address}/v3/maintenance/status", timeout, b"{}")
+    code, data = _http_json(f"{_scheme(context)}://{address}/v3/maintenance/status", timeout, b"{}", context)
     if code != 200 or "header" not in data:
         raise NotReady(f"etcd {address} status: HTTP {code} {data}")
     return data
@@ -76,9 +90,10 @@ class EtcdService:
     max_members = 7
 
     def __init__(self, election_timeout_ms: int = ELECTION_TIMEOUT_MS,
-                 heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS) -> None:
+                 heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS, security: Security | None = None) -> None:
         self.election_timeout_ms = election_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.security = security
 
     def preflight(self) -> None:
         find_etcd()
@@ -88,13 +103,20 @@ class EtcdService:
         ports = free_ports(2 * count, host)
         clients, peers = ports[:count], ports[count:]
         names = [f"etcd-{i}" for i in range(count)]
-        initial = ",".join(f"{n}=http://{host}:{p}" for n, p in zip(names, peers, strict=True))
+        sec = self.security
+        scheme = "https" if sec is not None else "http"
+        tls: tuple[str, ...] = () if sec is None else (
+            "--cert-file", str(sec.server_cert), "--key-file", str(sec.server_key),
+            "--trusted-ca-file", str(sec.ca), "--client-cert-auth",
+            "--peer-cert-file", str(sec.server_cert), "--peer-key-file", str(sec.server_key),
+            "--peer-trusted-ca-file", str(sec.ca), "--peer-client-cert-auth")
+        initial = ",".join(f"{n}={scheme}://{host}:{p}" for n, p in zip(names, peers, strict=True))
         token = f"elect-{secrets.token_hex(4)}"  # a fresh token keeps members of an old run out
         members = []
         for i, name in enumerate(names):
             data = root / name
             data.mkdir(parents=True, exist_ok=True)
-            client, peer = f"http://{host}:{clients[i]}", f"http://{host}:{peers[i]}"
+            client, peer = f"{scheme}://{host}:{clients[i]}", f"{scheme}://{host}:{peers[i]}"
             argv = (binary, "--name", name, "--data-dir", str(data / "data"),
                     "--listen-client-urls", client, "--advertise-client-urls", client,
                     "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -102,18 +124,44 @@ class EtcdService:
                     "--initial-cluster-state", "new",
                     "--election-timeout", str(self.election_timeout_ms),
                     "--heartbeat-interval", str(self.heartbeat_interval_ms),
-                    "--logger", "zap", "--log-outputs", "stderr")
+                    "--logger", "zap", "--log-outputs", "stderr", *tls)
             spec = ProcessSpec(argv=argv, cwd=str(data), log=str(root / f"{name}.log"), drop_env=("ETCD",))
-            members.append(Member("etcd", i, host, {"client": clients[i], "peer": peers[i]}, spec))
+            extra = {"security": str(sec.root)} if sec is not None else {}
+            members.append(Member("etcd", i, host, {"client": clients[i], "peer": peers[i]}, spec, extra=extra))
         return members
 
+    def configure(self, members: list[Member], timeout: float) -> None:
+        """Secured: create the root user and the user `elect` (read-write on every key), then enable auth."""
+        sec = self.security
+        if sec is None or not members:
+            return
+        gateway = Gateway(tuple(m.address for m in members), Access(sec.client_context()))
+        steps: list[tuple[str, dict[str, Any]]] = [
+            ("auth/user/add", {"name": "root", "password": sec.admin_password()}),
+            ("auth/user/grant", {"user": "root", "role": "root"}),
+            ("auth/role/add", {"name": sec.user}),
+            ("auth/role/grant", {"name": sec.user, "perm": {"permType": "READWRITE", "key": b64("\0"),
+                                                             "range_end": b64("\0")}}),
+            ("auth/user/add", {"name": sec.user, "password": sec.password()}),
+            ("auth/user/grant", {"user": sec.user, "role": sec.user}),
+            ("auth/enable", {}),
+        ]
+        try:
+            for path, body in steps:
+                gateway.call(path, body, timeout)
+        except (GatewayError, Unreachable, Refused) as exc:
+            raise ClusterError(f"enabling authentication on etcd failed at {path}: {exc}") from exc
+        finally:
+            gateway.close()
+
     def probe(self, member: Member, timeout: float) -> str:
-        health(member.address, timeout)
-        data = status(member.address, timeout)
+        context = context_of(member.extra)
+        health(member.address, timeout, context)
+        data = status(member.address, timeout, context)
         return "leader" if _member_id(data) == str(data.get("leader")) else "follower"
 
     def probe_group(self, members: list[Member], timeout: float) -> None:
-        leaders = {str(status(m.address, timeout).get("leader", "0")) for m in members}
+        leaders = {str(status(m.address, timeout, context_of(m.extra)).get("leader", "0")) for m in members}
         if len(leaders) != 1 or leaders <= {"0", ""}:
             raise NotReady(f"etcd members do not agree on one leader: {sorted(leaders)}")
 
@@ -122,7 +170,7 @@ class EtcdService:
         votes: dict[str, int] = {}
         for m in members:
             try:
-                data = status(m.address, timeout)
+                data = status(m.address, timeout, context_of(m.extra))
             except NotReady:
                 continue
             ids[_member_id(data)] = m.index

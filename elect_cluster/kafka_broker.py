@@ -64,6 +64,9 @@ class KafkaService:
     def __init__(self, advertised_port: int | None = None) -> None:
         self.advertised_port = advertised_port
 
+    def configure(self, members: list[Member], timeout: float) -> None:
+        """Nothing to set up on a running Tansu."""
+
     def preflight(self) -> None:
         find_tansu()
 

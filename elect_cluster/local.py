@@ -28,12 +28,14 @@ from .errors import ClusterError, NotReady
 from .etcd import EtcdService
 from .kafka_broker import KafkaService
 from .process import is_running, signal_group, spawn, stop_group, tail
+from .security import Security
 from .service import Member, Service
 from .state import ClusterState
 from .waiting import WaitTimeout, wait_until
 from .zookeeper import ZooKeeperService
 
 SERVICES = ("kafka", "etcd", "zookeeper")
+SECURITY_DIR = "security"  # a secured cluster's certificates and password files, inside the workdir
 BROKERS = ("apache", "tansu")  # the Kafka broker behind the "kafka" service: Apache Kafka, or the light Tansu
 
 
@@ -63,13 +65,17 @@ class LocalCluster:
     Any ``LocalCluster`` pointed at the same workdir (in any process) sees the same cluster; the
     constructor's service choices only matter for ``up``. ``kafka_advertised_port``: the broker tells
     clients to connect there (where the caller puts a relay) instead of its own port. ``broker``: Apache
-    Kafka (``apache``, 1 or 3 ``kafka_brokers``) or the light in-memory Tansu (``tansu``, one).
+    Kafka (``apache``, 1 or 3 ``kafka_brokers``) or the light in-memory Tansu (``tansu``, one). ``secure``: every
+    service speaks TLS only and authenticates (elect_cluster.security; Apache Kafka only): a SASL_SSL listener,
+    etcd with client certificates and auth enabled, ZooKeeper's secure client port; the endpoints carry the URL
+    parameters a client needs.
     """
 
     def __init__(self, workdir: Path | str | None = None, services: Iterable[str] = SERVICES,
                  etcd_members: int = 1, zookeeper_nodes: int = 1, host: str = "127.0.0.1",
                  etcd_election_timeout_ms: int = 500, etcd_heartbeat_interval_ms: int = 50,
-                 kafka_advertised_port: int | None = None, broker: str = "apache", kafka_brokers: int = 1) -> None:
+                 kafka_advertised_port: int | None = None, broker: str = "apache", kafka_brokers: int = 1,
+                 secure: bool = False) -> None:
         self.workdir = Path(workdir) if workdir is not None else default_workdir()
         self.workdir = self.workdir.expanduser().absolute()
         wanted = list(dict.fromkeys(services))
@@ -78,12 +84,18 @@ class LocalCluster:
             raise ClusterError(f"unknown services {unknown or wanted}; choose from {', '.join(SERVICES)}")
         if broker not in BROKERS:
             raise ClusterError(f"unknown broker {broker!r}; choose from {', '.join(BROKERS)}")
+        if secure and broker != "apache" and "kafka" in wanted:
+            raise ClusterError("a secured cluster (TLS, SASL) runs Apache Kafka; the light Tansu broker has no TLS")
         self.host = host
         self.broker = broker
+        self.secure = secure
+        self.security = Security(self.workdir / SECURITY_DIR) if secure else None
+        kafka: Service = (ApacheKafkaService(kafka_advertised_port, security=self.security) if broker == "apache"
+                          else KafkaService(kafka_advertised_port))
         self._services: dict[str, Service] = {
-            "kafka": (ApacheKafkaService if broker == "apache" else KafkaService)(kafka_advertised_port),
-            "etcd": EtcdService(etcd_election_timeout_ms, etcd_heartbeat_interval_ms),
-            "zookeeper": ZooKeeperService(),
+            "kafka": kafka,
+            "etcd": EtcdService(etcd_election_timeout_ms, etcd_heartbeat_interval_ms, security=self.security),
+            "zookeeper": ZooKeeperService(security=self.security),
         }
         counts = {"kafka": kafka_brokers, "etcd": etcd_members, "zookeeper": zookeeper_nodes}
         self.counts = {s: counts[s] for s in SERVICES if s in wanted}
@@ -112,8 +124,10 @@ class LocalCluster:
             for service in self.counts:
                 self._services[service].preflight()  # fail before starting anything
             self._clean()
-            state = ClusterState(self.host, dict(self.counts), broker=self.broker)
+            state = ClusterState(self.host, dict(self.counts), broker=self.broker, secure=self.secure)
             try:
+                if self.security is not None:
+                    Security.make(self.security.root, self.host)
                 for service, count in self.counts.items():
                     state.members += self._services[service].plan(self.workdir / service, self.host, count)
                 statefile.save(self.workdir, state)
@@ -122,6 +136,8 @@ class LocalCluster:
                     self._spawn(member)
                     statefile.save(self.workdir, state)  # so down() finds whatever was started
                 self._await_healthy(state, state.members, began, timeout)
+                for service in self.counts:
+                    self._services[service].configure(state.of(service), max(5.0, timeout - (time.monotonic() - began)))
             except BaseException:
                 self._down_locked()
                 raise
@@ -277,9 +293,11 @@ class LocalCluster:
         if not running:
             return None  # stale state of a cluster that is gone: start afresh
         hint = f"run `elect cluster down --workdir {self.workdir}` first"
-        if state.counts != self.counts or ("kafka" in self.counts and state.broker != self.broker):
+        if state.counts != self.counts or ("kafka" in self.counts and state.broker != self.broker) or \
+                state.secure != self.secure:
             raise ClusterError(f"a different cluster is already up in {self.workdir} "
-                               f"({_shape(state.counts, state.broker)}, asked for {_shape(self.counts, self.broker)})"
+                               f"({_shape(state.counts, state.broker, state.secure)}, asked for "
+                               f"{_shape(self.counts, self.broker, self.secure)})"
                                f"; {hint}")
         if len(running) != len(state.members):
             stopped = ", ".join(m.label for m in state.members if m not in running)
@@ -296,12 +314,12 @@ class LocalCluster:
         """
         marker = self.workdir / statefile.MARKER_FILE
         if not marker.exists():
-            foreign = [s for s in SERVICES if (self.workdir / s).exists()]
+            foreign = [s for s in (*SERVICES, SECURITY_DIR) if (self.workdir / s).exists()]
             if foreign:
                 raise ClusterError(f"{self.workdir} already holds {', '.join(foreign)} directories that elect "
                                    f"did not create; choose another --workdir")
             marker.write_text("state, logs and data of `elect cluster up`\n")
-        for service in SERVICES:
+        for service in (*SERVICES, SECURITY_DIR):
             shutil.rmtree(self.workdir / service, ignore_errors=True)
         statefile.remove(self.workdir)
 
@@ -397,15 +415,16 @@ class LocalCluster:
             raise ClusterError("could not stop: " + "; ".join(failures))
         statefile.remove(self.workdir)
 
-    @staticmethod
-    def _endpoints(state: ClusterState) -> Endpoints:
-        return Endpoints(**{s: tuple(m.address for m in state.of(s)) for s in SERVICES},
-                         kafka_broker=broker_label(state.broker, state.counts["kafka"]) if "kafka" in state.counts
-                         else "")
+    def _endpoints(self, state: ClusterState) -> Endpoints:
+        security = Security(self.workdir / SECURITY_DIR).params() if state.secure else {}
+        kafka, etcd, zookeeper = (tuple(m.address for m in state.of(s)) for s in SERVICES)
+        label = broker_label(state.broker, state.counts["kafka"]) if "kafka" in state.counts else ""
+        return Endpoints(kafka, etcd, zookeeper, kafka_broker=label, security=tuple(security.items()))
 
 
-def _shape(counts: dict[str, int], broker: str) -> str:
-    return ", ".join(f"{name}{f' ({broker})' if name == 'kafka' else ''} x{count}" for name, count in counts.items())
+def _shape(counts: dict[str, int], broker: str, secure: bool = False) -> str:
+    shape = ", ".join(f"{name}{f' ({broker})' if name == 'kafka' else ''} x{count}" for name, count in counts.items())
+    return ("secured: " if secure else "") + shape
 
 
 def broker_label(broker: str, nodes: int) -> str:

@@ -70,6 +70,9 @@ class Service(Protocol):
     def leader(self, members: list[Member], timeout: float) -> int | None:
         """Index of the member that leads now according to the service itself, or None."""
 
+    def configure(self, members: list[Member], timeout: float) -> None:
+        """Once every member serves: what only a running service can be told (e.g. etcd's users), else nothing."""
+
 
 def find_program(name: str, env_var: str, fix: str, *candidates: str) -> str:
     """Locate an executable: ``$env_var`` if set, else PATH, else fixed candidates; else MissingBinary."""

@@ -33,6 +33,7 @@ class ClusterState:
     counts: dict[str, int]
     members: list[Member] = field(default_factory=list)
     broker: str = "apache"  # which Kafka broker the "kafka" service is (elect_cluster.local.BROKERS)
+    secure: bool = False  # TLS and authentication (elect_cluster.security), files in WORKDIR/security
 
     def of(self, service: str) -> list[Member]:
         return [m for m in self.members if m.service == service]
@@ -46,12 +47,14 @@ class ClusterState:
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": 1, "host": self.host, "counts": dict(self.counts), "broker": self.broker,
+                "secure": self.secure,
                 "members": [m.to_dict() for m in self.members]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterState:
         return cls(host=str(data["host"]), counts={str(k): int(v) for k, v in data["counts"].items()},
-                   members=[Member.from_dict(m) for m in data["members"]], broker=str(data.get("broker", "tansu")))
+                   members=[Member.from_dict(m) for m in data["members"]], broker=str(data.get("broker", "tansu")),
+                   secure=bool(data.get("secure", False)))
 
 
 def load(workdir: Path) -> ClusterState | None:

@@ -50,7 +50,7 @@ from elect.roles import Role
 from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Unassigned
 from neli.group import configure_group, speaks_consumer_protocol
 from neli.heartbeat import Heartbeat
-from neli.kafka_errors import config_error
+from neli.kafka_errors import config_error, refusal
 from neli.options import KafkaOptions
 from neli.topic import admin_client, ensure_parking_topic, ensure_topic, partition_count
 
@@ -375,7 +375,7 @@ class KafkaElector(BaseElector):
         if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and self._core is not None:
             self._restore_topics()
             return
-        problem = config_error(err, self.options)
+        problem: ElectError | None = config_error(err, self.options) or refusal(err, self.options)
         if problem is not None:
             log.error("neli: %s: %s", self.member, problem)
             if not self._joined.is_set():
@@ -429,7 +429,7 @@ class KafkaElector(BaseElector):
                 # a topic created again (see _restore_topics) is noticed within this, not librdkafka's 5 min
                 "topic.metadata.refresh.interval.ms": round(5000 * o.session_timeout),
                 "reconnect.backoff.max.ms": 500, "socket.connection.setup.timeout.ms": int(o.connect_timeout * 1000),
-                "error_cb": self._on_kafka_error, "logger": kafka_log}
+                "error_cb": self._on_kafka_error, "logger": kafka_log, **o.client_security()}
 
     def _consumer_config(self) -> dict[str, Any]:
         o = self.options

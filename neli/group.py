@@ -36,10 +36,11 @@ def group_settings(options: KafkaOptions) -> dict[str, str]:
 def speaks_consumer_protocol(options: KafkaOptions) -> bool | None:
     """Whether the first broker that answers offers KIP-848's ConsumerGroupHeartbeat (Apache Kafka 4.0+);
     None if none answers."""
+    tls = options.ssl_context()  # ApiVersions is answered before SASL: no password needed
     for server in options.servers:
         host, _, port = server.rpartition(":")
         try:
-            return CONSUMER_GROUP_HEARTBEAT in api_versions(host.strip("[]"), int(port), options.connect_timeout)
+            return CONSUMER_GROUP_HEARTBEAT in api_versions(host.strip("[]"), int(port), options.connect_timeout, tls)
         except KafkaWireError:
             continue
     return None

@@ -9,8 +9,25 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from elect.errors import ConfigError
+from elect.errors import AccessRefused, ConfigError
 from neli.options import KafkaOptions
+
+
+def refusal(err: KafkaError, options: KafkaOptions) -> AccessRefused | None:
+    """The refusal `err` tells of (SASL authentication, TLS, a security protocol the listener does not speak), said
+    with what was refused; None if it tells of none. librdkafka's text names no password."""
+    code, said = err.code(), err.str()
+    where = f"Kafka at {options.bootstrap}"
+    if code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+        if options.user:
+            return AccessRefused(f"{where} refused the user {options.user!r} ({options.sasl_mechanism}): {said}")
+        return AccessRefused(f"{where} requires authentication: give user=, sasl_mechanism= and password_file= "
+                             f"(or password_env=) ({said})")
+    if code == KafkaError._SSL or "SSL handshake failed" in said:
+        return AccessRefused(f"TLS with {where} failed: {said}")
+    if "security.protocol" in said:  # librdkafka's guess after a listener hung up on the first request
+        return AccessRefused(f"{where} hung up at once ({options.security_protocol}): {said}")
+    return None
 
 
 def config_error(err: KafkaError, options: KafkaOptions) -> ConfigError | None:

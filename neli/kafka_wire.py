@@ -3,12 +3,14 @@
 What confluent-kafka does not expose: which APIs a broker offers (ApiVersions: does it speak KIP-848's
 ConsumerGroupHeartbeat?), the brokers it advertises (Metadata) and a group's coordinator
 (FindCoordinator). The elector asks before joining; `elect_cluster` uses the same requests to probe the
-brokers it starts.
+brokers it starts. With a TLS context the socket speaks TLS first; ApiVersions is answered before any SASL
+authentication (the broker must say which SASL handshake versions it takes), so it needs no password.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 
 API_VERSIONS = 18
@@ -58,9 +60,11 @@ class _Reader:
         return text
 
 
-def _call(host: str, port: int, timeout: float, api_key: int, version: int, body: bytes) -> _Reader:
+def _call(host: str, port: int, timeout: float, api_key: int, version: int, body: bytes,
+          tls: ssl.SSLContext | None = None) -> _Reader:
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            sock = tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw
             return _Reader(_request(sock, api_key, version, 1, body))
     except OSError as exc:
         raise KafkaWireError(f"no Kafka broker at {host}:{port}: {exc}") from exc
@@ -68,9 +72,10 @@ def _call(host: str, port: int, timeout: float, api_key: int, version: int, body
         raise KafkaWireError(f"malformed answer from {host}:{port}: {exc}") from exc
 
 
-def api_versions(host: str, port: int, timeout: float = 2.0) -> dict[int, tuple[int, int]]:
+def api_versions(host: str, port: int, timeout: float = 2.0,
+                 tls: ssl.SSLContext | None = None) -> dict[int, tuple[int, int]]:
     """ApiVersions v0: the broker's supported (min, max) version per API key."""
-    r = _call(host, port, timeout, API_VERSIONS, 0, b"")
+    r = _call(host, port, timeout, API_VERSIONS, 0, b"", tls)
     error = r.take(">h")
     if error != 0:
         raise KafkaWireError(f"ApiVersions returned error code {error}")

@@ -20,7 +20,8 @@ class KafkaObserver:
 
         self.options = options
         self._admin: Any = AdminClient({"bootstrap.servers": options.bootstrap, "client.id": "elect-watch",
-                                        "socket.connection.setup.timeout.ms": int(options.connect_timeout * 1000)})
+                                        "socket.connection.setup.timeout.ms": int(options.connect_timeout * 1000),
+                                        **options.client_security()})
 
     def claims(self, timeout: float) -> list[Claim]:
         from confluent_kafka import KafkaException

@@ -12,18 +12,26 @@ from dataclasses import dataclass
 from typing import Literal
 
 from elect.options import port_number, rule
+from elect.secrets import AccessOptions
+from elect.shares import refuse_capacity
 
 Mode = Literal["fast", "full"]
 Protocol = Literal["classic", "consumer"]
 Assignment = Literal["cooperative-sticky", "range", "roundrobin"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
+UNWEIGHED = ("NELI leads what the consumer group assigns, and the assignor is librdkafka's (range, roundrobin, "
+             "cooperative-sticky: classic protocol) or the broker's (KIP-848), none of which weighs or caps members; "
+             "confluent-kafka cannot plug in an assignor of our own")
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 DEFAULT_PARTITIONS = 12  # divisible by 1, 2, 3, 4 and 6 members, so small groups share roles evenly
 
 
 @dataclass(frozen=True)
-class KafkaOptions:
-    """Options of the NELI elector (see neli/__init__.py for what each mode promises).
+class KafkaOptions(AccessOptions):
+    """Options of the NELI elector (see neli/__init__.py for what each mode promises). TLS and credentials:
+    `elect.secrets.AccessOptions` (ca, cert, key: TLS to the brokers; user with password_file or password_env: SASL
+    as `sasl_mechanism`, PLAIN or SCRAM-SHA-256/512), passed to every client and admin client the elector makes.
 
     servers: bootstrap `host:port` list. topic: the leader topic (created with `partitions` partitions
     on first use). group: the consumer group (default: the topic's name); several groups may share a
@@ -41,6 +49,8 @@ class KafkaOptions:
     protocol: the consumer group protocol: `classic` (JoinGroup / SyncGroup, the client's assignor and
     timeouts) or `consumer` (KIP-848, Apache Kafka 4.0+: the broker assigns, and the group's session timeout
     and heartbeat interval are group configs the elector sets on the broker before joining).
+    weight, max_roles: accepted only as 1 and unset (`UNWEIGHED` says why), so a configuration shared with the
+    methods that honour them fails here with the reason rather than as an unknown parameter.
     """
 
     servers: tuple[str, ...] = ("127.0.0.1:9092",)
@@ -60,8 +70,15 @@ class KafkaOptions:
     rejoin_delay: float | None = None
     replication: int = -1
     protocol: Protocol = "classic"
+    sasl_mechanism: SaslMechanism | None = None
+    weight: float = 1.0
+    max_roles: int | None = None
 
     def __post_init__(self) -> None:
+        self._check_access()
+        rule(bool(self.user) == bool(self.sasl_mechanism), "sasl_mechanism" if self.user else "user",
+             "SASL needs both user and sasl_mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+        refuse_capacity("kafka", self.weight, self.max_roles, UNWEIGHED)
         rule(bool(self.servers) and all(_host_port(s) for s in self.servers), "servers",
              f"expected HOST:PORT[,HOST:PORT...], got {','.join(self.servers) or '(none)'}")
         rule(bool(_TOPIC.match(self.topic)), "topic",
@@ -130,6 +147,26 @@ class KafkaOptions:
     @property
     def bootstrap(self) -> str:
         return ",".join(self.servers)
+
+    @property
+    def security_protocol(self) -> str:
+        """Kafka's name for how a client talks to the brokers: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        return ("SASL_" if self.user else "") + ("SSL" if self.uses_tls else "PLAINTEXT")
+
+    def client_security(self) -> dict[str, str]:
+        """librdkafka's TLS and SASL settings for every client and admin client (reads the password now: the
+        dict is handed to librdkafka and never printed)."""
+        config = {"security.protocol": self.security_protocol}
+        if self.uses_tls:
+            config["ssl.endpoint.identification.algorithm"] = "https"  # the broker's certificate names its host
+            if self.ca:
+                config["ssl.ca.location"] = self.ca
+            if self.cert and self.key:
+                config |= {"ssl.certificate.location": self.cert, "ssl.key.location": self.key}
+        if self.user and self.sasl_mechanism:
+            config |= {"sasl.mechanism": self.sasl_mechanism, "sasl.username": self.user,
+                       "sasl.password": self.password() or ""}
+        return config
 
 
 def _host_port(text: str) -> bool:

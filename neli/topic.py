@@ -16,14 +16,43 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from elect.errors import ConfigError, InfrastructureUnavailable
+from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
+from neli.kafka_errors import refusal
 from neli.options import DEFAULT_PARTITIONS, KafkaOptions
+
+
+class Refusals:
+    """An admin client's error callback that keeps what the brokers refused (authentication, TLS), so a wait on
+    the client ends with that instead of a time-out."""
+
+    def __init__(self, options: KafkaOptions) -> None:
+        self.options = options
+        self.refused: AccessRefused | None = None
+
+    def __call__(self, err: KafkaError) -> None:
+        self.refused = refusal(err, self.options) or self.refused
+
+    def check(self) -> None:
+        if self.refused is not None:
+            raise self.refused
 
 
 def admin_client(options: KafkaOptions) -> AdminClient:
     timeout_ms = int(options.connect_timeout * 1000)
-    return AdminClient({"bootstrap.servers": options.bootstrap, "socket.connection.setup.timeout.ms": timeout_ms,
-                        "reconnect.backoff.max.ms": 500, "log_level": 3})
+    refusals = Refusals(options)
+    config: dict[str, Any] = {"bootstrap.servers": options.bootstrap, "socket.connection.setup.timeout.ms": timeout_ms,
+                              "reconnect.backoff.max.ms": 500, "log_level": 3, "error_cb": refusals,
+                              **options.client_security()}
+    admin = AdminClient(config)
+    admin.elect_refusals = refusals  # type: ignore[attr-defined]  # read by `refused`
+    return admin
+
+
+def refused(admin: AdminClient) -> None:
+    """Raise what the brokers refused `admin` (AccessRefused), if they refused it anything."""
+    found = getattr(admin, "elect_refusals", None)
+    if isinstance(found, Refusals):
+        found.check()
 
 
 PARKING_SUFFIX = ".parked"
@@ -39,13 +68,18 @@ def partition_count(admin: AdminClient, options: KafkaOptions, deadline: float, 
     """Partitions of `topic` (default: the leader topic), or None if it does not exist;
     InfrastructureUnavailable by `deadline`."""
     topic = options.topic if topic is None else topic
-    remaining = max(0.1, deadline - time.monotonic())
-    try:
-        metadata: Any = admin.list_topics(timeout=remaining)  # all topics: naming one might auto-create it
-    except KafkaException as exc:
-        raise InfrastructureUnavailable(
-            f"no Kafka broker answered at {options.bootstrap} within {options.connect_timeout:g} s "
-            f"(connect_timeout): {_words(exc)}") from None
+    while True:  # in slices, so that a refusal (a wrong password, TLS) ends the wait at once
+        remaining = max(0.1, deadline - time.monotonic())
+        try:
+            metadata: Any = admin.list_topics(timeout=min(remaining, 0.5))  # all topics: naming one may create it
+            break
+        except KafkaException as exc:
+            admin.poll(0)  # error callbacks are served only by poll
+            refused(admin)
+            if time.monotonic() + 0.01 >= deadline:
+                raise InfrastructureUnavailable(
+                    f"no Kafka broker answered at {options.bootstrap} within {options.connect_timeout:g} s "
+                    f"(connect_timeout): {_words(exc)}") from None
     found = metadata.topics.get(topic)
     if found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
         return None

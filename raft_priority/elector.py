@@ -21,6 +21,16 @@ How it keeps the contract:
   never elect a less "up to date" candidate, so a node with no role on a partition can vote there but
   cannot win it while an interested node is reachable, and a leader that lost interest hands over
   to an interested follower.
+* **Weights and caps**: `weights` (cluster-wide) shape the priority table, so a node of weight 2 is the
+  primary of twice as many partitions and leads them while it lives (`raft_priority.priorities`). `max_roles`
+  is a third level of interest, *capped* = position (0, 1): between the two, so a node at its cap cannot win a
+  partition while a node below its cap (interested) is reachable, but beats a node with no role there, and wins
+  when no interested node can (the cap is soft, as elsewhere). A node counts the roles of the partitions it leads
+  (first those nobody else can take: pinned by a transfer, or no live peer interested; then by its priority),
+  publishes *capped* on every other partition whose roles would take it past the cap, and hands the partitions it
+  leads beyond the cap to an interested follower (as rebalancing does: Revoked first, within the same budget).
+  Only positions change, which decide whom voters prefer, never how many leaders a term may have: safety is
+  untouched, and a cap needs no agreement between nodes.
 
 Roles that share a partition move together; a member that removes one role of a partition it leads
 while it still contends for another role there revokes the removed role and keeps the partition.
@@ -61,7 +71,18 @@ from raft_priority.storage import HardStateLog
 log = logging.getLogger("elect.raft")
 INF = math.inf
 INTERESTED = (0, 1)  # (last_log_index, last_log_term) of a node that contends for a role on the partition
+CAPPED = (1, 0)      # ... that contends, but is at its max_roles: wins only where no interested node can
 UNINTERESTED = (0, 0)
+
+
+def _keen(position: tuple[int, int]) -> bool:
+    """A peer's position as a leader records it, (term, index): interested (below its cap, if any)."""
+    return position >= (INTERESTED[1], INTERESTED[0])
+
+
+def _contends(position: tuple[int, int]) -> bool:
+    """... interested or capped: it contends for a role on the partition."""
+    return position >= (CAPPED[1], CAPPED[0])
 
 Action = Callable[[float], None]
 
@@ -114,8 +135,9 @@ class RaftElector(BaseElector):
         self.nodes = options.nodes(member)
         self.replication = options.replication_for(len(self.nodes))
         self.config = raft_config(options)
-        self.assignment = assign_priorities(self.nodes, options.partitions, self.replication, options.strategy)
-        self.cluster = options.cluster_id(member)
+        self.assignment = assign_priorities(self.nodes, options.partitions, self.replication, options.strategy,
+                                            options.weight_map() or None)
+        self.cluster = options.wire_id(member)
         self._by_part: dict[int, list[Role]] = {}
         for role in self._roles:
             self._by_part.setdefault(partition_of(role, options.partitions), []).append(role)
@@ -127,6 +149,7 @@ class RaftElector(BaseElector):
         self._handovers: list[_Handover] = []
         self._giving_up: set[int] = set()
         self._uninterested: set[int] = set()
+        self._capped: set[int] = set()  # partitions this node leaves to nodes below their cap (max_roles)
         self._stopping = False
         self._next_sweep = 0.0
         self._next_interest = 0.0
@@ -154,10 +177,11 @@ class RaftElector(BaseElector):
         if not o.check_quorum:  # a cut-off leader leads on until it hears a newer term: no bound on overlap
             return Characteristics(exclusive=False, max_overlap=None, max_failover=round(failover, 3),
                                        graceful_handover=True, token="raft term of the role's partition",
-                                   notes="check_quorum=off: no leader lease", observes_leaders=True, transfers=True)
+                                   notes="check_quorum=off: no leader lease", observes_leaders=True, transfers=True,
+                                   weights=o.priority == "balanced")
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=round(failover, 3),
                                graceful_handover=True, token="raft term of the role's partition",
-                               observes_leaders=True, transfers=True)
+                               observes_leaders=True, transfers=True, weights=o.priority == "balanced")
 
     def _on_start(self) -> None:
         o = self.options
@@ -169,6 +193,7 @@ class RaftElector(BaseElector):
             if self.member in prios:
                 host.add_group(GroupSpec(p, prios), now, states.get(p))
         self.host = host
+        self._recount(now)
         for p in host.groups:
             self._set_interest(p)
         peers = o.peer_map()
@@ -228,24 +253,31 @@ class RaftElector(BaseElector):
         self._wait_callbacks(dones)
 
     def _on_transfer(self, role: Role, to: str) -> None:
+        """Refuse at once what cannot change (not leading, not a replica); give a target that has not answered
+        this term's heartbeats yet (it just started, or its link is reconnecting) up to an election timeout."""
         driver = self._require_driver()
         p = partition_of(role, self.options.partitions)
+        where = f"raft://{self.member}: cannot transfer {role!r} (partition {p}) to {to!r}"
 
-        def begin(now: float) -> list[threading.Event]:
+        def begin(now: float) -> list[threading.Event] | str:
             g = self._host().groups.get(p)
-            where = f"raft://{self.member}: cannot transfer {role!r} (partition {p}) to {to!r}"
             if g is None or g.state is not RaftState.LEADER or not g.serving or p in self._giving_up:
                 raise NotLeader(f"{where}: this node does not lead the partition now")
             if to not in g.peers:
                 raise TransferRefused(f"{where}: not a replica of the partition (its replicas: "
                                       f"{', '.join(sorted((self.member, *g.peers)))})")
             if g.heard.get(to, -INF) < now - self.options.election_timeout:
-                raise TransferRefused(f"{where}: not heard from within an election timeout")
-            if g.positions.get(to, (-1, -1)) < (INTERESTED[1], INTERESTED[0]):
-                raise TransferRefused(f"{where}: it contends for no role on the partition")
+                return "not heard from within an election timeout"
+            if not _contends(g.positions.get(to, (-1, -1))):
+                return "it contends for no role on the partition"
             return self._give_up(p, now, to, pin=True)
 
-        self._wait_callbacks(driver.call(begin, timeout=10))
+        limit = time.monotonic() + self.options.election_timeout
+        while isinstance(begun := driver.call(begin, timeout=10), str):
+            if time.monotonic() >= limit:
+                raise TransferRefused(f"{where}: {begun}")
+            time.sleep(0.02)  # the target's next heartbeat ack changes the answer; the limit bounds the wait
+        self._wait_callbacks(begun)
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         P = self.options.partitions
@@ -283,7 +315,7 @@ class RaftElector(BaseElector):
                     continue
                 if g.leader is not None and g.leader != self.member:
                     seen[role] = g.leader
-                elif not any(g.heard.get(peer, -INF) >= live and g.positions.get(peer, (-1, -1)) > (0, 0)
+                elif not any(g.heard.get(peer, -INF) >= live and _contends(g.positions.get(peer, (-1, -1)))
                              for peer in g.peers):
                     seen[role] = None
             return seen
@@ -337,6 +369,8 @@ class RaftElector(BaseElector):
         for seen in ready.seen:
             for role in self._roles_on(cast(int, seen.role)):
                 self._saw(role, seen.leader, seen.token)
+        if ready.changes:
+            self._recount(now)
 
     def on_idle(self, driver: Driver, now: float) -> float:
         if self._handovers:
@@ -362,18 +396,53 @@ class RaftElector(BaseElector):
             return list(self._by_part.get(p, ()))
 
     def _set_interest(self, p: int) -> bool:
-        """Publish whether this node contends for a role on partition ``p``; True when it does."""
+        """Publish whether this node contends for a role on partition ``p`` (and whether it is at its cap there);
+        True when it contends."""
         host = self._host()
         if p not in host.groups:
             return False
         interested = bool(self._roles_on(p))
-        index, term = INTERESTED if interested else UNINTERESTED
+        index, term = (CAPPED if p in self._capped else INTERESTED) if interested else UNINTERESTED
         host.set_log_position(p, index, term)
         if interested:
             self._uninterested.discard(p)
         else:
             self._uninterested.add(p)
         return interested
+
+    def _recount(self, now: float) -> None:
+        """With `max_roles`: which partitions to leave to nodes below their cap (see the module). The roles of the
+        partitions this node leads count first where nobody else can take them (pinned by a transfer, or no live
+        peer known to be interested), then by this node's priority there, while they fit under the cap; the rest
+        of those it leads, and every partition it does not lead whose roles would not fit, are capped."""
+        cap = self.options.max_roles
+        if cap is None:
+            return
+        groups = self._host().groups
+        live = now - self.options.election_timeout
+
+        def only_here(p: int) -> bool:
+            g = groups[p]
+            if g.pinned:
+                return True
+            peers = [peer for peer in g.peers if g.heard.get(peer, -INF) >= live]
+            known = all(g.positions.get(peer, (-1, -1)) != (-1, -1) for peer in peers)  # unknown: maybe keen
+            return known and not any(_keen(g.positions[peer]) for peer in peers)
+
+        led = {p: len(roles) for p, g in groups.items() if (roles := self._roles_on(p)) and
+               g.state is RaftState.LEADER and g.serving and p not in self._giving_up}
+        first = {p: only_here(p) for p in led}
+        load, capped = 0, set()
+        for p in sorted(led, key=lambda p: (not first[p], -groups[p].priority, p)):
+            if first[p] or load + led[p] <= cap:
+                load += led[p]
+            else:
+                capped.add(p)
+        capped |= {p for p in groups if p not in led and (n := len(self._roles_on(p))) and load + n > cap}
+        changed = capped ^ self._capped
+        self._capped = capped
+        for p in changed:
+            self._set_interest(p)
 
     def _take(self, role: Role, p: int, term: int, lease: float) -> None:
         self._acquire(role, term, None if lease == INF else lease)
@@ -458,23 +527,30 @@ class RaftElector(BaseElector):
                         self._renewed(now - groups[p].quorum_ack)
                 else:
                     self._leased.pop(role, None)
-        if now < self._next_interest or not self._uninterested:
+        if now < self._next_interest or not (self._uninterested or self.options.max_roles is not None):
             return
         self._next_interest = now + self.options.election_timeout / 4
-        for p in list(self._uninterested):
+        self._recount(now)
+        live = now - self.options.election_timeout
+        for p in sorted(self._uninterested | self._capped):
             g = groups.get(p)
             if g is None or not g.is_leader(now) or g.transfer_to is not None or p in self._giving_up:
                 continue
-            live = now - self.options.election_timeout
-            to = next((peer for peer in g.peers
-                       if g.heard.get(peer, -INF) >= live and g.positions.get(peer, (-1, -1)) > (0, 0)), None)
-            if to is not None:
-                host.transfer(p, to, now)
+            # no role here: to any node that has one; beyond the cap: to one below its own (rate-limited as
+            # rebalancing is); peers are in priority order
+            over = p not in self._uninterested
+            to = next((peer for peer in g.peers if g.heard.get(peer, -INF) >= live and
+                       (_keen if over else _contends)(g.positions.get(peer, (-1, -1)))), None)
+            if to is None or (over and g.budget.left(now) <= 0):
+                continue
+            if host.transfer(p, to, now) and over:
+                g.budget.spend(now)
 
     def _apply_roles(self, added: tuple[Role, ...], removed: tuple[Role, ...], now: float) -> list[threading.Event]:
         host = self._host()
         P = self.options.partitions
         touched = {partition_of(r, P) for r in (*added, *removed)}
+        self._recount(now)
         for p in touched:
             self._set_interest(p)
         for role in added:
@@ -506,7 +582,7 @@ class RaftElector(BaseElector):
             if not g.is_leader(now) or p not in self._uninterested:
                 return
             to = self._best_successor(p, now)
-            if to is not None and self._host().groups[p].positions.get(to, (-1, -1)) > (0, 0):
+            if to is not None and _contends(self._host().groups[p].positions.get(to, (-1, -1))):
                 self._host().transfer(p, to, now)
 
         return act

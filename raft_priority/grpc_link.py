@@ -18,12 +18,17 @@ slot each), not with the number of partitions.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+# gRPC's core would log every failed handshake at every retry; this module says why once per reason instead
+# (set GRPC_VERBOSITY=INFO to see gRPC's own lines)
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 import grpc
 
@@ -216,7 +221,8 @@ class PeerLink:
             self.refused = f"TLS with {self.peer} failed: {details}"
             self._once.warn(details, f"{me}: TLS with {self.peer} at {self.address} failed (a certificate not "
                                      f"signed by the cluster's CA, or not naming {self.peer}?): {details}")
-        elif self.tls is None and code is grpc.StatusCode.UNAVAILABLE and "socket closed" in details.lower():
+        elif self.tls is None and code is grpc.StatusCode.UNAVAILABLE and any(
+                w in details.lower() for w in ("socket closed", "connection reset", "end of tcp stream")):
             self.refused = f"{self.peer} closed the connection at once"
             self._once.warn("plaintext", f"{me}: {self.peer} at {self.address} closes every connection at once: "
                                          "if the cluster uses mutual TLS, give this node ca=, cert= and key=")
@@ -285,7 +291,7 @@ class Transport:
                     if batch.cluster != self.cluster and batch.src in self.links:
                         self._once.warn(f"cluster {batch.src}", f"raft://{self.node}: drops batches from "
                                         f"{batch.src!r} of another cluster (its peers or their addresses differ from "
-                                        "this node's, or its cluster= name does)")
+                                        "this node's, or its cluster= name or its weights= do)")
                     continue
                 if names is not None and batch.src not in names:
                     self.rejected += 1

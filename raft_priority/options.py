@@ -6,11 +6,13 @@ URL before the extra is installed. Durations are seconds.
     raft://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
         &heartbeat_interval=0.1&priority=balanced|zeebe|off&improvements=on|off&data_dir=...
         &election_jitter=0.5&pre_vote=on|off&check_quorum=on|off&ca=CA.crt&cert=ME.crt&key=ME.key
+        &weights=a:2,b:1&max_roles=N
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import tempfile
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from elect.options import port_number, rule
+from elect.shares import check_capacity
 
 Priority = Literal["balanced", "zeebe", "off"]
 
@@ -117,6 +120,14 @@ class RaftOptions(PeerOptions):
     mutual TLS between the nodes (all three, or none for plaintext): the CA that signed every node's certificate,
     and this node's certificate and key; a node's certificate must name its id (common name or DNS name, as
     `elect certs make` writes them), and a peer whose certificate names another id than it claims is refused.
+    weights: ID:WEIGHT for any nodes that do not weigh 1 (URL `weights=a:2,b:0.5`, YAML a list of the same),
+    given identically to every node: a node of weight 2 is primary for twice as many partitions
+    (`raft_priority.priorities`). A cluster-wide option, not each node's own, because every node computes the
+    whole priority table by itself and they must agree; weights are part of the cluster's identity on the wire
+    (`wire_id`), so nodes given different weights do not talk to each other instead of disagreeing about who
+    should lead. weight: this node's weight, only as a check against `weights` (a configuration shared with the
+    lease methods may say it). max_roles: a soft cap on the roles this node leads, enforced through interest
+    (see raft_priority/elector.py): its own say, needing no agreement.
     """
 
     replication: int | None = None
@@ -140,6 +151,50 @@ class RaftOptions(PeerOptions):
     ca: str | None = None
     cert: str | None = None
     key: str | None = None
+    weights: tuple[str, ...] = ()
+    weight: float | None = None
+    max_roles: int | None = None
+
+    def weight_map(self) -> dict[str, float]:
+        """Node id -> weight, for the nodes `weights` names (the others weigh 1)."""
+        out: dict[str, float] = {}
+        for entry in self.weights:
+            parsed = _parse_weight(entry)
+            assert parsed is not None
+            out[parsed[0]] = parsed[1]
+        return out
+
+    @property
+    def weighted(self) -> bool:
+        """Some node weighs differently from another (equal weights are no weights)."""
+        named = self.weight_map()
+        values = set(named.values())
+        if len(named) < len(self.peers) + 1:
+            values.add(1.0)  # a node not named weighs 1
+        return len(values) > 1
+
+    def check_member(self, member: str) -> None:
+        super().check_member(member)
+        nodes = {member, *self.peer_map()}
+        named = self.weight_map()
+        unknown = sorted(set(named) - nodes)
+        rule(not unknown, "weights", f"names {', '.join(unknown)}, not a node of this cluster "
+                                     f"({', '.join(sorted(nodes))})")
+        if self.weight is not None:
+            rule(self.weight == named.get(member, 1.0), "weight",
+                 f"raft:// weighs nodes cluster-wide: give weights=ID:WEIGHT,... identically to every node (each "
+                 f"computes the whole priority table and they must agree); weight={self.weight:g} for {member!r} is "
+                 f"not what weights says ({named.get(member, 1.0):g})")
+
+    def wire_id(self, member: str) -> str:
+        """The cluster's name on the wire: `cluster_id`, and the weights when they matter, so that nodes that
+        disagree about them (and would about every partition's priorities) do not form one cluster. Terms and
+        votes stay under `cluster_id` (`state_dir`): changing the weights keeps a node's Raft state."""
+        base = self.cluster_id(member)
+        if not self.weighted:
+            return base
+        entries = sorted(f"{node}:{weight!r}" for node, weight in self.weight_map().items() if weight != 1)
+        return hashlib.blake2b(",".join([base, *entries]).encode(), digest_size=8).hexdigest()
 
     def cluster_id(self, member: str) -> str:
         """A name for this cluster, the same on every member: batches carrying another are dropped, so a
@@ -186,6 +241,19 @@ class RaftOptions(PeerOptions):
              "must be > 0 (without it every node times out together)")
         rule(self.election_jitter is None or self.priority == "off", "election_jitter",
              "is stock Raft's timeout range (priority=off); priority elections time out after a fixed ET")
+        seen: set[str] = set()
+        for entry in self.weights:
+            parsed = _parse_weight(entry)
+            rule(parsed is not None, "weights",
+                 f"expected ID:WEIGHT (a node id and a positive number, e.g. a:2), got {entry!r}")
+            assert parsed is not None
+            rule(parsed[0] not in seen, "weights", f"names node {parsed[0]!r} twice")
+            seen.add(parsed[0])
+        rule(not self.weighted or self.priority == "balanced", "weights",
+             f"need priority=balanced (the zeebe table and stock Raft take no weights), not {self.priority}")
+        if self.weight is not None:
+            check_capacity(self.weight, None)
+        check_capacity(1.0, self.max_roles)
         if self.priority == "off":
             for name in ("fast_failover", "rebalance", "rebalance_limit"):
                 rule(not getattr(self, name), name, "needs priorities (priority=balanced or zeebe, not off)")
@@ -248,3 +316,15 @@ class RaftOptions(PeerOptions):
             return Path(self.data_dir)
         base = Path(os.environ.get("ELECT_STATE_DIR") or tempfile.gettempdir()) / "elect-raft"
         return base / self.cluster_id(member)
+
+
+def _parse_weight(entry: str) -> tuple[str, float] | None:
+    """``ID:WEIGHT`` -> (id, weight > 0), or None when malformed."""
+    ident, sep, number = entry.rpartition(":")
+    if not sep or not _ID.match(ident):
+        return None
+    try:
+        weight = float(number)
+    except ValueError:
+        return None
+    return (ident, weight) if math.isfinite(weight) and weight > 0 else None

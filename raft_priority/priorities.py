@@ -12,22 +12,36 @@ at start and after failures -- is decided here, once, by arithmetic:
   secondaries of three partitions, so one of them is secondary twice); lower ranks spread replicas.
   With RF < N this also picks the members, which is what makes those bounds reachable at all.
 * ``off``: round-robin members, all of equal priority (stock Raft decides).
+
+Weights (``balanced`` only): a node of weight 2 is primary for twice as many partitions as one of weight 1.
+The primaries' counts are the weights' proportional parts by largest remainder (Hamilton), laid out so that
+each partition goes to the node furthest behind its proportional part so far (ties: the first node), which
+with equal weights is exactly the round-robin above. The failure bounds become per node: after f fails, x
+leads at most ceil(P w_x / (W - w_f)) (W the total weight), which the secondaries keep exactly; after two
+failures the tertiaries aim at ceil(P w_x / (W - w_f - w_g)); "fewest replicas" becomes fewest per weight.
+With equal weights every bound and every choice is the unweighted one, so the table is the same, byte for
+byte. Weights are read as the decimals they print as (0.1 is 1/10) and scaled to the smallest integers
+with the same ratios, so the arithmetic is exact and every node computes the same table.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 
 Strategy = str
 
 
 def assign_priorities(
-    nodes: Sequence[str], partitions: int, replication: int, strategy: Strategy = "balanced"
+    nodes: Sequence[str], partitions: int, replication: int, strategy: Strategy = "balanced",
+    weights: Mapping[str, float] | None = None,
 ) -> list[dict[str, int]]:
     """Per partition (index 0..P-1): member node -> priority; the primary has ``replication``.
 
     Members are listed best first. Deterministic: the same arguments always give the same result.
+    ``weights``: node -> weight (> 0; a node not named weighs 1); ``balanced`` only (see the module).
     """
     names = list(nodes)
     n = len(names)
@@ -37,15 +51,51 @@ def assign_priorities(
         raise ValueError(f"replication must be within 1..{n}")
     if partitions < 0:
         raise ValueError("partitions must be >= 0")
+    scaled = integer_weights([(weights or {}).get(name, 1.0) for name in names])
+    if scaled is not None and strategy != "balanced":
+        raise ValueError(f"weights need the balanced strategy, not {strategy!r}")
     if strategy == "zeebe":
         return [{names[m]: p for m, p in ranks} for ranks in _zeebe(n, partitions, replication)]
     if strategy == "off":
         return [{names[(i + k) % n]: 1 for k in range(replication)} for i in range(partitions)]
     if strategy == "balanced":
         return [
-            {names[m]: replication - k for k, m in enumerate(order)} for order in _balanced(n, partitions, replication)
+            {names[m]: replication - k for k, m in enumerate(order)}
+            for order in _balanced(n, partitions, replication, scaled or [1] * n)
         ]
     raise ValueError(f"unknown strategy {strategy!r} (balanced, zeebe, off)")
+
+
+def integer_weights(weights: Sequence[float]) -> list[int] | None:
+    """The smallest positive integers in the ratios of ``weights`` (each read as the decimal it prints as);
+    None when they are all equal, i.e. unweighted."""
+    if any(not (math.isfinite(w) and w > 0) for w in weights):
+        raise ValueError(f"weights must be positive and finite, got {list(weights)}")
+    exact = [Fraction(repr(float(w))) for w in weights]
+    if len(set(exact)) <= 1:
+        return None
+    scale = math.lcm(*(f.denominator for f in exact))
+    ints = [int(f * scale) for f in exact]
+    common = math.gcd(*ints)
+    return [i // common for i in ints]
+
+
+def _primaries(partitions: int, w: list[int]) -> list[int]:
+    """The primary of each partition: counts by largest remainder, each partition to the node furthest behind
+    its proportional part so far (see the module). With equal weights: i mod N."""
+    n, total = len(w), sum(w)
+    quota = [partitions * wx // total for wx in w]
+    by_remainder = sorted(range(n), key=lambda x: (-(partitions * w[x] % total), x))
+    for x in by_remainder[: partitions - sum(quota)]:
+        quota[x] += 1
+    count = [0] * n
+    out: list[int] = []
+    for i in range(partitions):
+        # deficit of x after i + 1 partitions, times W: w_x (i + 1) - W count_x; ties go to the first node
+        best = max((x for x in range(n) if count[x] < quota[x]), key=lambda x: (w[x] * (i + 1) - total * count[x], -x))
+        count[best] += 1
+        out.append(best)
+    return out
 
 
 def _zeebe(n: int, partitions: int, rf: int) -> list[list[tuple[int, int]]]:
@@ -67,24 +117,35 @@ def _zeebe(n: int, partitions: int, rf: int) -> list[list[tuple[int, int]]]:
     return out
 
 
-def _balanced(n: int, partitions: int, rf: int) -> list[list[int]]:
-    order: list[list[int]] = [[i % n] for i in range(partitions)]  # members, best first
+def _balanced(n: int, partitions: int, rf: int, w: list[int]) -> list[list[int]]:
+    equal = len(set(w)) == 1
+    first = [i % n for i in range(partitions)] if equal else _primaries(partitions, w)
+    order: list[list[int]] = [[x] for x in first]  # members, best first
     if rf == 1 or partitions == 0:
         return order
     primaries = [0] * n
     by_primary: list[list[int]] = [[] for _ in range(n)]
-    for i in range(partitions):
-        primaries[i % n] += 1
-        by_primary[i % n].append(i)
+    for i, x in enumerate(first):
+        primaries[x] += 1
+        by_primary[x].append(i)
     members = primaries[:]  # partitions each node is a member of, so far
-    cap1 = -(-partitions // (n - 1))  # leaders per survivor after one failure
-    cap2 = -(-partitions // (n - 2)) if n > 2 else partitions  # ... after two
-    sec = _secondaries(order, by_primary, primaries, members, cap1, cap2)
+    total = sum(w)
+    per = [math.lcm(*w) // wx for wx in w]  # replicas x per[x]: replicas per weight, in integers
+
+    def ceil_share(x: int, gone: int) -> int:  # x's proportional part once nodes of weight `gone` failed
+        return -(-partitions * w[x] // (total - gone))
+
+    # leaders per survivor x after f fails; ... after f and the heaviest other node fail
+    cap1 = [[ceil_share(x, w[f]) if x != f else 0 for x in range(n)] for f in range(n)]
+    cap2 = [[ceil_share(x, w[f] + max(w[g] for g in range(n) if g not in (f, x))) if n > 2 and x != f else partitions
+             for x in range(n)] for f in range(n)]
+    sec = _secondaries(order, by_primary, primaries, members, per, cap1, cap2)
     if rf == 2:
         return order
-    _tertiaries(order, sec, primaries, members, cap2)
+    _tertiaries(order, sec, primaries, members, per,
+                lambda f, g, x: ceil_share(x, w[f] + w[g]))
     if rf > 3:
-        _the_rest(order, members, rf)
+        _the_rest(order, members, per, rf)
     return order
 
 
@@ -93,13 +154,15 @@ def _secondaries(
     by_primary: list[list[int]],
     primaries: list[int],
     members: list[int],
-    cap1: int,
-    cap2: int,
+    per: list[int],
+    cap1: list[list[int]],
+    cap2: list[list[int]],
 ) -> list[list[int]]:
-    """For each node f, give f's partitions secondaries that keep every survivor of f's failure within
-    ``cap1`` leaders (always possible: the survivors' spare room adds up to at least f's partitions).
-    Among those, avoid nodes that would exceed ``cap2`` if f and one more primary failed, then prefer
-    the fewest replicas. Returns sec[f][x]: partitions with primary f and secondary x."""
+    """For each node f, give f's partitions secondaries that keep every survivor x of f's failure within
+    ``cap1[f][x]`` leaders (always possible: the survivors' spare room adds up to at least f's partitions).
+    Among those, avoid nodes that would exceed ``cap2[f][x]`` if f and one more primary failed, then prefer
+    the fewest replicas (per weight: ``members[x] * per[x]``). Returns sec[f][x]: partitions with primary f
+    and secondary x."""
     n = len(primaries)
     sec = [[0] * n for _ in range(n)]
     top = [[0, -1, 0] for _ in range(n)]  # per x: the largest sec[g][x], that g, the second largest
@@ -111,11 +174,11 @@ def _secondaries(
                 if x == f:
                     continue
                 led = primaries[x] + sf[x]
-                if led >= cap1 and best >= 0:
+                if led >= cap1[f][x] and best >= 0:
                     continue
                 t = top[x]
                 pair = led + 1 + (t[0] if t[1] != f else t[2])  # if f and the worst other primary fail
-                key = (int(led >= cap1), max(pair - cap2, 0), members[x], (x - f) % n)
+                key = (int(led >= cap1[f][x]), max(pair - cap2[f][x], 0), members[x] * per[x], (x - f) % n)
                 if best < 0 or key < best_key:
                     best, best_key = x, key
             order[i].append(best)
@@ -132,10 +195,11 @@ def _secondaries(
 
 
 def _tertiaries(
-    order: list[list[int]], sec: list[list[int]], primaries: list[int], members: list[int], cap2: int
+    order: list[list[int]], sec: list[list[int]], primaries: list[int], members: list[int], per: list[int],
+    cap2: Callable[[int, int, int], int],
 ) -> None:
     """For each pair {f, g} of primary and secondary, water-fill the partitions that move when both
-    fail over the survivors' leader counts in that scenario, within ``cap2`` where possible."""
+    fail over the survivors' leader counts in that scenario, within ``cap2(f, g, x)`` where possible."""
     n = len(primaries)
     by_pair: dict[tuple[int, int], list[int]] = {}
     for i, o in enumerate(order):
@@ -145,25 +209,26 @@ def _tertiaries(
         sf, sg = sec[f], sec[g]
         load = [primaries[x] + sf[x] + sg[x] for x in range(n)]
         candidates = [x for x in range(n) if x != f and x != g]
-        heap = [(members[x], (x - f - g) % n, x) for x in candidates]
+        cap = {x: cap2(f, g, x) for x in candidates}
+        heap = [(members[x] * per[x], (x - f - g) % n, x) for x in candidates]
         heapq.heapify(heap)
         for i in parts:
-            while heap and load[heap[0][2]] >= cap2:
+            while heap and load[heap[0][2]] >= cap[heap[0][2]]:
                 heapq.heappop(heap)  # full in this scenario
             if heap:
                 _, rot, x = heapq.heappop(heap)
-            else:  # nobody has room: the least loaded
-                x = min(candidates, key=lambda c: (load[c], members[c]))
+            else:  # nobody has room: the least loaded (for its weight: the furthest below its bound)
+                x = min(candidates, key=lambda c: (load[c] - cap[c], load[c], members[c] * per[c]))
                 rot = -1
             order[i].append(x)
             load[x] += 1
             members[x] += 1
             if rot >= 0:
-                heapq.heappush(heap, (members[x], rot, x))
+                heapq.heappush(heap, (members[x] * per[x], rot, x))
 
 
-def _the_rest(order: list[list[int]], members: list[int], rf: int) -> None:
-    """Ranks 4..RF (they lead only after three failures): spread replicas evenly."""
+def _the_rest(order: list[list[int]], members: list[int], per: list[int], rf: int) -> None:
+    """Ranks 4..RF (they lead only after three failures): spread replicas evenly (per weight)."""
     n = len(members)
     if rf == n:  # everybody is a member: ring order, rotated per partition
         for i, o in enumerate(order):
@@ -171,7 +236,7 @@ def _the_rest(order: list[list[int]], members: list[int], rf: int) -> None:
             start = o[0] + 1 + i // n
             o.extend(x for x in ((start + k) % n for k in range(n)) if x not in taken)
         return
-    pool = [(members[x], x) for x in range(n)]
+    pool = [(members[x] * per[x], x) for x in range(n)]
     heapq.heapify(pool)
     for o in order:
         taken = set(o)
@@ -186,6 +251,6 @@ def _the_rest(order: list[list[int]], members: list[int], rf: int) -> None:
         o.extend(chosen)
         for x in chosen:
             members[x] += 1
-            heapq.heappush(pool, (members[x], x))
+            heapq.heappush(pool, (members[x] * per[x], x))
         for item in skipped:
             heapq.heappush(pool, item)

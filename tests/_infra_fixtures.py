@@ -6,6 +6,8 @@
 - ``infra_cluster``: the LocalCluster behind ``infra`` (for status or faults; restore what you break).
 - ``etcd_cluster3`` / ``zookeeper_ensemble3``: LocalClusters of three members of only that service,
   for tests that kill a store's leader; such a test must ``start_member`` what it killed afterwards.
+- ``secure_etcd`` / ``secure_zookeeper`` / ``secure_kafka``: LocalClusters of one secured member of that service
+  (``elect cluster up --secure``: TLS with client certificates, users and passwords; elect_cluster.security).
 
 Missing infrastructure makes the tests fail with the reason (never skip): the project promises to run
 on real services, so a silent skip would hide that the promise is not being checked.
@@ -23,7 +25,8 @@ from elect_cluster.endpoints import Endpoints
 from elect_cluster.errors import ClusterError
 from elect_cluster.local import LocalCluster
 
-__all__ = ["etcd_cluster3", "infra", "infra_cluster", "kafka3", "process_alive", "tansu", "zookeeper_ensemble3"]
+__all__ = ["etcd_cluster3", "infra", "infra_cluster", "kafka3", "process_alive", "secure_etcd", "secure_kafka",
+           "secure_zookeeper", "tansu", "zookeeper_ensemble3"]
 
 START_TIMEOUT = 120.0  # generous: a busy 2-core machine can start three JVMs slowly
 
@@ -85,3 +88,21 @@ def etcd_cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 def zookeeper_ensemble3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A real three-node ZooKeeper ensemble (tickTime 50 ms)."""
     yield from _started(tmp_path_factory.mktemp("zk3"), services=("zookeeper",), zookeeper_nodes=3)
+
+
+@pytest.fixture(scope="session")
+def secure_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One etcd member serving HTTPS only, client certificates required, authentication on (user `elect`)."""
+    yield from _started(tmp_path_factory.mktemp("secure-etcd"), services=("etcd",), secure=True)
+
+
+@pytest.fixture(scope="session")
+def secure_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One ZooKeeper node serving only its secure client port (TLS, client certificates required)."""
+    yield from _started(tmp_path_factory.mktemp("secure-zk"), services=("zookeeper",), secure=True)
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One Apache Kafka broker whose clients' listener is SASL_SSL (PLAIN and SCRAM users `elect`)."""
+    yield from _started(tmp_path_factory.mktemp("secure-kafka"), services=("kafka",), secure=True)

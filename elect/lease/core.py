@@ -13,10 +13,17 @@ compare on that very entry, so a renewal that lands first defeats the takeover. 
 `renew_deadline < ttl`, the old leader has stopped by its own clock before any successor starts.
 A renewal confirms only keys it saw as still ours, so one racing a takeover extends nothing.
 
-Fair sharing: each member publishes the roles it contends for. A member leading its share
-`ceil(roles the live group contends for / live members)` leaves a free role for `fair_delay` to a live
-member below its share that wants it, and sheds (orderly) roles beyond its share to such a member once
-the imbalance has lasted `fair_delay`, at most `rebalance_limit` roles per `rebalance_window`.
+Fair sharing: each member publishes the roles it contends for, its `weight` and its `max_roles`. Every member
+computes every live member's share of the roles the live group contends for by one rule (`elect.shares`):
+ceil(roles x weight / total live weight), a cap below that being the member's share and the rest spread over
+the others by weight. With weights 1 and no caps that is `ceil(roles / live members)` for all. A member leading
+its share leaves a free role for `fair_delay` to a live member below its own share that wants it, and sheds
+(orderly) roles beyond its share to such a member once the imbalance has lasted `fair_delay`, at most
+`rebalance_limit` roles per `rebalance_window`. A cap is soft for the same reason a share is: a role nobody
+below their share wants is taken anyway, so a member past its cap leads what no one else can (a role only it
+contends for, or all of them once the others died), and hands the excess on once someone can take it. Weights
+and caps are each member's own say, published, not agreed: a member whose record is older than these fields
+reads as weight 1, no cap.
 
 Transfer: a member handing a role to a named one resigns it and publishes the hint in its record for
 `resign_backoff`; while the hint stands and the named member is live, the others leave the free role to it,
@@ -54,6 +61,7 @@ from elect.lease.model import (
 )
 from elect.options import rule
 from elect.roles import Role
+from elect.shares import Capacity, check_capacity, shares
 
 INF = math.inf
 
@@ -140,10 +148,12 @@ class LeaseCore:
     """
 
     def __init__(self, member: str, session: str, timing: Timing, roles: Iterable[Role], now: float,
-                 lease_until: float = INF) -> None:
+                 lease_until: float = INF, *, weight: float = 1.0, max_roles: int | None = None) -> None:
+        check_capacity(weight, max_roles)
         self.member = member
         self.session = session
         self.timing = timing
+        self.capacity = Capacity(weight, max_roles)
         self._wanted: tuple[Role, ...] = ()
         self._order: tuple[Role, ...] = ()
         self._roles: dict[Role, _RoleView] = {}
@@ -223,9 +233,10 @@ class LeaseCore:
         return min(self._renewed_sent + self.timing.renew_deadline, self._lease_until)
 
     def record(self, now: float) -> MemberRecord:
-        """The membership record to publish: the roles contended for now."""
+        """The membership record to publish: the roles contended for now, transfer hints, capacity."""
         return MemberRecord(self.member, frozenset(r for r in self._wanted if self._contending(r, now)),
-                            frozenset((r, to) for r, to in self._hints.items() if r in self._backoff))
+                            frozenset((r, to) for r, to in self._hints.items() if r in self._backoff),
+                            self.capacity.weight, self.capacity.max_roles)
 
     def can_take(self, role: Role, member: str, now: float) -> bool:
         """`member` is live (as this member sees the directory) and contends for `role`."""
@@ -233,9 +244,10 @@ class LeaseCore:
                    for rec in self._live_others(now, roles=frozenset((role,))).values())
 
     def share(self, now: float) -> float:
-        """ceil(roles the live group contends for / live members); infinite when fair sharing is off."""
+        """This member's share of the roles the live group contends for (with weights 1 and no caps
+        ceil(roles / live members)); infinite when fair sharing is off."""
         live = self._live_others(now)
-        return self._share_of(live, self._universe(live))
+        return self._shares_of(live, self._universe(live))[self.session]
 
     def ready(self) -> Ready[StoreAction, None]:
         """Everything decided since the last call: leadership changes, then store actions to execute."""
@@ -394,7 +406,7 @@ class LeaseCore:
         healthy = valid > now and not self._stopping
         live = self._live_others(now, wake)
         universe = self._universe(live)
-        share = self._share_of(live, universe)
+        share = self._shares_of(live, universe)  # every live member's, by session
         counts = Counter(v.holder.session for r, v in self._roles.items() if v.holder and r in universe)
         if healthy and self.timing.fair:
             self._shed(now, live, share, counts, wake)
@@ -484,15 +496,15 @@ class LeaseCore:
                 self._ready.changes.append(Acquire(role, holder.token, valid))
                 wake.append(valid)
 
-    def _shed(self, now: float, live: dict[str, MemberRecord], share: float, counts: Counter[str],
+    def _shed(self, now: float, live: dict[str, MemberRecord], share: dict[str, float], counts: Counter[str],
               wake: list[float]) -> None:
-        """Hand roles beyond the share to members below it that want them, once the imbalance has
-        lasted `fair_delay` (a passing state, say mid-handover, moves nothing). A shed role is not shed
+        """Hand roles beyond this member's share to members below theirs that want them, once the imbalance
+        has lasted `fair_delay` (a passing state, say mid-handover, moves nothing). A shed role is not shed
         again within `resign_backoff`, so a member that cannot take what it is offered causes no
         ping-pong; it is not avoided either, so the shedder stays a fallback."""
-        excess = len(self._leading) - share
-        under = {s: rec for s, rec in live.items() if counts[s] < share}
-        budget = min(excess, sum(share - counts[s] for s in under))
+        excess = len(self._leading) - share[self.session]
+        under = {s: rec for s, rec in live.items() if counts[s] < share[s]}
+        budget = min(excess, sum(share[s] - counts[s] for s in under))
         if budget <= 0:
             self._excess_since = None
             return
@@ -516,11 +528,11 @@ class LeaseCore:
                 self._shed_budget.spend(now)
                 budget -= 1
 
-    def _contend(self, now: float, live: dict[str, MemberRecord], share: float, counts: Counter[str],
+    def _contend(self, now: float, live: dict[str, MemberRecord], share: dict[str, float], counts: Counter[str],
                  wake: list[float]) -> None:
         actions = self._ready.messages
         mine = len([r for r in self._owned() if r in self._wanted_set and not self.busy(r)]) + len(self._creating)
-        under = [rec for s, rec in live.items() if counts[s] < share]
+        under = [rec for s, rec in live.items() if counts[s] < share[s]]
         created = bool(self._creating)  # one create at a time: each decision sees the last one's outcome
         for role in self._order:
             if not self._contending(role, now) or role in self._creating or role in self._expiring:
@@ -538,7 +550,7 @@ class LeaseCore:
                     continue  # being transferred to another live member: its hint goes within resign_backoff
                 if hinted == self.member:
                     self._pin.add(role)
-                elif mine >= share and any(_wants(rec, role) for rec in under):
+                elif mine >= share[self.session] and any(_wants(rec, role) for rec in under):
                     since = self._free_since.setdefault(role, now)
                     if now < since + self.timing.fair_delay:
                         wake.append(since + self.timing.fair_delay)
@@ -630,10 +642,14 @@ class LeaseCore:
             roles |= record.roles or set()
         return roles
 
-    def _share_of(self, live: dict[str, MemberRecord], universe: set[Role]) -> float:
+    def _shares_of(self, live: dict[str, MemberRecord], universe: set[Role]) -> dict[str, float]:
+        """Every live member's share (by session, this one's included; `elect.shares`), infinite when fair sharing
+        is off."""
         if not self.timing.fair:
-            return INF
-        return math.ceil(len(universe) / (1 + len(live)))
+            return {session: INF for session in (self.session, *live)}
+        members = {self.session: self.capacity}
+        members.update({s: Capacity(rec.weight, rec.max_roles) for s, rec in live.items()})
+        return {session: float(n) for session, n in shares(len(universe), members).items()}
 
     def _see_role(self, role: Role, holder: Holder | None, rev: int, now: float) -> None:
         view = self._roles.get(role)

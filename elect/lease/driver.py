@@ -167,10 +167,12 @@ class LeaseElector(BaseElector):
 
     # ------------------------------------------------------------------------------------------ hooks
     def _on_start(self) -> None:
-        record = MemberRecord(self.member, frozenset(self.roles))
-        opened = self._store.open(record, self._queue.put, self.options.connect_timeout)
+        o = self.options
+        record = MemberRecord(self.member, frozenset(self.roles), weight=o.weight, max_roles=o.max_roles)
+        opened = self._store.open(record, self._queue.put, o.connect_timeout)
         now = time.monotonic()
-        core = LeaseCore(self.member, opened.session, self._timing, self.roles, now, opened.lease_until)
+        core = LeaseCore(self.member, opened.session, self._timing, self.roles, now, opened.lease_until,
+                         weight=o.weight, max_roles=o.max_roles)
         for obs in opened.observations:
             core.step(obs, now)
         self._core = core

@@ -25,12 +25,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from elect.contract import Characteristics
-from elect.errors import InfrastructureUnavailable
+from elect.errors import AccessRefused, InfrastructureUnavailable
 from elect.lease.driver import LeaseElector, Opened, SessionLost, Sink, StoreError
 from elect.lease.etcd_gateway import (
     JSON,
+    Access,
     Gateway,
     GatewayError,
+    Refused,
     Unreachable,
     WatchStream,
     b64,
@@ -61,13 +63,18 @@ from elect.roles import Role
 log = logging.getLogger("elect.lease")
 
 
+class StoreRefused(StoreError):
+    """etcd refused this client (credentials, certificate, TLS): `open` gives up at once, a running member goes
+    on trying (its roles lapse by their deadlines)."""
+
+
 class EtcdStore:
     """The `Store` of `elect.lease.driver` on etcd."""
 
     def __init__(self, options: EtcdOptions, member: str) -> None:
         self.options = options
         self.member = member
-        self._gw = Gateway(options.endpoints)
+        self._gw = Gateway(options.endpoints, Access.of(options))
         self._prefix = options.key_prefix
         self._roles = self._prefix + "roles/"
         self._members = self._prefix + "members/"
@@ -95,12 +102,17 @@ class EtcdStore:
             try:
                 opened = self._register(record, max(0.05, deadline - time.monotonic()))
                 break
+            except StoreRefused as exc:
+                self._gw.close()
+                raise AccessRefused(str(exc)) from None
             except StoreError as exc:
                 if time.monotonic() >= deadline:
                     self._gw.close()
                     where = ",".join(self.options.endpoints)
+                    hint = ("; it closed every connection without an answer: if it serves TLS only, give ca= (and "
+                            "cert=, key=)" if not self.options.uses_tls and "without response" in str(exc) else "")
                     raise InfrastructureUnavailable(
-                        f"etcd at {where} did not answer within {timeout:g} s (connect_timeout): {exc}") from None
+                        f"etcd at {where} did not answer within {timeout:g} s (connect_timeout): {exc}{hint}") from None
                 self._closed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
         snapshot = opened.observations[0]
         assert isinstance(snapshot, Snapshot)
@@ -201,8 +213,7 @@ class EtcdStore:
         read_timeout = max(1.0, 4 * self.options.interval)
         index = self._gw.current
         while not self._closed.is_set():
-            stream = WatchStream(self._gw.endpoints[index], self._prefix, self._next_rev,
-                                 self.options.timeout, read_timeout)
+            stream = WatchStream(self._gw, index, self._prefix, self._next_rev, self.options.timeout, read_timeout)
             with self._watch_lock:
                 if self._closed.is_set():
                     return
@@ -313,6 +324,8 @@ class EtcdStore:
             raise StoreError(str(exc)) from None
         except Unreachable as exc:
             raise StoreError(f"etcd unreachable: {exc}") from None
+        except Refused as exc:
+            raise StoreRefused(str(exc)) from None
 
 
 def _compare(key: str, target: str, value: int, result: str = "EQUAL") -> JSON:
@@ -330,7 +343,7 @@ def characteristics(options: EtcdOptions) -> Characteristics:
     one renew interval for the last renewal to be seen."""
     return Characteristics(exclusive=True, max_overlap=0.0, max_failover=options.ttl + options.interval,
                            graceful_handover=True, token="etcd creation revision of the role's key",
-                           observes_leaders=True, transfers=True)
+                           observes_leaders=True, transfers=True, weights=options.fair)
 
 
 def create(options: EtcdOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:

@@ -26,8 +26,9 @@ class Holder:
 
 @dataclass(frozen=True)
 class MemberRecord:
-    """What a member publishes in the membership directory: its id, the roles it contends for now, and the
-    roles it is handing to a named member (`transfer`), as (role, member) pairs.
+    """What a member publishes in the membership directory: its id, the roles it contends for now, the
+    roles it is handing to a named member (`transfer`), as (role, member) pairs, and its capacity (`weight`,
+    `max_roles`: what the others need to compute its fair share, `elect.shares`).
 
     `roles` None means unknown (treated as "contends for everything").
     """
@@ -35,6 +36,8 @@ class MemberRecord:
     member: str
     roles: frozenset[Role] | None
     hints: frozenset[tuple[Role, str]] = frozenset()
+    weight: float = 1.0
+    max_roles: int | None = None
 
     def hinted(self, role: Role) -> str | None:
         """The member this one hands `role` to, if any."""

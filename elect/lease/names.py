@@ -2,7 +2,8 @@
 
 Shared by the etcd and ZooKeeper drivers so both stores hold the same layout:
 `<prefix>/roles/<role>` (value: holder member and session) and `<prefix>/members/<session>`
-(value: member id, the roles it contends for, and those it is transferring to a named member). A role name
+(value: member id, the roles it contends for, those it is transferring to a named member, and its weight and
+max_roles where not the defaults: a record of an older version has neither and reads as weight 1, no cap). A role name
 becomes one path segment: numbered roles as digits, names percent-encoded, and a leading `~` marks a name
 that would otherwise read as a number or as `.`/`..`, so every role maps to exactly one key and back.
 """
@@ -10,6 +11,7 @@ that would otherwise read as a number or as `.`/`..`, so every role maps to exac
 from __future__ import annotations
 
 import json
+import math
 from urllib.parse import quote, unquote
 
 from elect.lease.model import Holder, MemberRecord
@@ -57,6 +59,10 @@ def encode_record(record: MemberRecord) -> bytes:
     data: dict[str, object] = {"member": record.member, "roles": roles}
     if record.hints:
         data["hints"] = [[role, to] for role, to in sorted(record.hints, key=lambda h: (_order(h[0]), h[1]))]
+    if record.weight != 1:
+        data["weight"] = record.weight
+    if record.max_roles is not None:
+        data["max_roles"] = record.max_roles
     return json.dumps(data, separators=(",", ":")).encode()
 
 
@@ -68,6 +74,20 @@ def decode_record(raw: bytes) -> MemberRecord:
         parsed = None if roles is None else frozenset(r for r in roles if isinstance(r, (str, int)))
         hints = frozenset((h[0], h[1]) for h in data.get("hints", ()) if isinstance(h, list) and len(h) == 2
                           and isinstance(h[0], (str, int)) and isinstance(h[1], str))
-        return MemberRecord(member=str(data.get("member", "?")), roles=parsed, hints=hints)
+        cap = data.get("max_roles")
+        return MemberRecord(member=str(data.get("member", "?")), roles=parsed, hints=hints,
+                            weight=_weight(data.get("weight", 1.0)),
+                            max_roles=cap if isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1 else None)
     except (ValueError, TypeError, AttributeError):
         return MemberRecord(member="?", roles=None)
+
+
+def _weight(value: object) -> float:
+    """A published weight; anything but a positive finite number counts as the default, 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 1.0
+    try:
+        weight = float(value)
+    except OverflowError:  # an integer too large for a float
+        return 1.0
+    return weight if math.isfinite(weight) and weight > 0 else 1.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from elect.errors import InfrastructureUnavailable
-from elect.lease.etcd_gateway import Gateway, GatewayError, Unreachable, b64, range_end, unb64
+from elect.errors import AccessRefused, InfrastructureUnavailable
+from elect.lease.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64, range_end, unb64
 from elect.lease.names import decode_holder, role_of
 from elect.lease.options import EtcdOptions, ZooKeeperOptions
 from elect.observe import Claim
@@ -14,13 +14,15 @@ from elect.observe import Claim
 
 class EtcdObserver:
     def __init__(self, options: EtcdOptions) -> None:
-        self._gw = Gateway(options.endpoints)
+        self._gw = Gateway(options.endpoints, Access.of(options))
         self._roles = options.key_prefix + "roles/"
 
     def claims(self, timeout: float) -> list[Claim]:
         try:
             data = self._gw.call("kv/range", {"key": b64(self._roles), "range_end": b64(range_end(self._roles))},
                                  timeout)
+        except Refused as exc:
+            raise AccessRefused(f"etcd: {exc}") from None
         except (Unreachable, GatewayError) as exc:
             raise InfrastructureUnavailable(f"etcd: {exc}") from None
         out = []
@@ -38,8 +40,11 @@ class ZooKeeperObserver:
     def __init__(self, options: ZooKeeperOptions) -> None:
         from kazoo.client import KazooClient
 
+        from elect.lease.zookeeper import client_security
+
         self._roles = options.root + "/roles"
-        self._client: Any = KazooClient(hosts=",".join(options.hosts), timeout=max(options.session_timeout, 4.0))
+        self._client: Any = KazooClient(hosts=",".join(options.hosts), timeout=max(options.session_timeout, 4.0),
+                                        **client_security(options, options.password()))
         self._connect_timeout = options.connect_timeout
 
     def claims(self, timeout: float) -> list[Claim]:

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 from elect.lease.core import Timing, check_timing
 from elect.options import port_number, rule
+from elect.secrets import AccessOptions
+from elect.shares import check_capacity
 
 
 @dataclass(frozen=True)
-class _LeaseOptions:
-    """What both stores share.
+class _LeaseOptions(AccessOptions):
+    """What both stores share (TLS and credentials: `elect.secrets.AccessOptions`).
 
     renew_interval: renewal period (default TTL/4). renew_deadline: a leader stops when its last
     successful renewal was sent this long ago (default 3/4 TTL; must lie between renew_interval and
@@ -25,8 +27,11 @@ class _LeaseOptions:
     shed (default renew_interval). resign_backoff: how long a resigned role is left to others, and how
     soon a shed role may be shed again (default TTL). rebalance_limit, rebalance_window: a member sheds at most
     rebalance_limit roles in any rebalance_window seconds (default: no limit; window 10 TTL), so a member
-    that returns gets its share back a few roles at a time. request_timeout: one request's budget (default
-    renew_deadline - renew_interval). connect_timeout: how long start() tries to reach the store
+    that returns gets its share back a few roles at a time. weight: this member's capacity relative to the
+    others' (> 0): its fair share is ceil(roles x weight / total live weight). max_roles: a soft cap: beyond it
+    the member leaves free roles to, and sheds roles to, members below their share, but leads what nobody else
+    can take (both published in the member's record, see elect/lease/core.py). request_timeout: one request's
+    budget (default renew_deadline - renew_interval). connect_timeout: how long start() tries to reach the store
     before InfrastructureUnavailable. revoke_timeout: longest wait for blocking Revoked callbacks.
     """
 
@@ -37,6 +42,8 @@ class _LeaseOptions:
     resign_backoff: float | None = None
     rebalance_limit: int | None = None
     rebalance_window: float | None = None
+    weight: float = 1.0
+    max_roles: int | None = None
     request_timeout: float | None = None
     connect_timeout: float = 5.0
     revoke_timeout: float = 30.0
@@ -80,6 +87,10 @@ class _LeaseOptions:
             rule(value is None or value >= 0, field, "must be >= 0")
         rule(self.rebalance_limit is None or self.rebalance_limit >= 1, "rebalance_limit", "must be >= 1")
         rule(self.rebalance_window is None or self.rebalance_window > 0, "rebalance_window", "must be > 0")
+        self._check_access()
+        check_capacity(self.weight, self.max_roles)
+        rule(self.fair or self.weight == 1, "weight", "shapes fair sharing, so it needs fair=true")
+        rule(self.fair or self.max_roles is None, "max_roles", "is enforced by fair sharing, so it needs fair=true")
 
 
 def _hosts(hosts: tuple[str, ...], parameter: str) -> None:

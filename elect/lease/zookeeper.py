@@ -9,19 +9,29 @@ answer while the session lives; the session cannot expire before `session_timeou
 
 Watches are armed with kazoo's asynchronous calls and re-armed on every event and reconnection, so
 no kazoo callback ever blocks on a disconnected server.
+
+Security: TLS to ZooKeeper's secure client port (`ca`, `cert`, `key`), and with `user` a digest identity
+(`user:password`). Every node the elector creates (the group's node, `members`, `roles`, and the nodes under
+them) then carries the ACL: ALL for that identity, READ for anyone. ZooKeeper checks a delete against the
+*parent's* ACL and a create likewise, so no other client can delete, create or overwrite a role or member
+node; reading stays open because who leads a role is no secret (member ids and session ids only) and
+`elect watch` and monitoring then need no password. ZooKeeper's digest scheme has no user database (any
+user:password is a valid identity), so a wrong password shows as nodes owned by another identity: `open`
+checks the group's nodes' ACLs and refuses to run on nodes it does not own alone (`AccessRefused`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from elect.contract import Characteristics
-from elect.errors import ConfigError, InfrastructureUnavailable
+from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
 from elect.lease.driver import Gone, LeaseElector, Opened, SessionLost, Sink, StoreError, Suspended, Task
 from elect.lease.model import (
     Create,
@@ -38,6 +48,7 @@ from elect.lease.model import (
 from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name
 from elect.lease.options import ZooKeeperOptions
 from elect.roles import Role
+from elect.secrets import tls_refusal
 
 log = logging.getLogger("elect.lease")
 
@@ -88,6 +99,10 @@ class _NodeWatch:
         """The node is known to be gone (seen by another request): report it now."""
         self._deliver(None, None)
 
+    def seen(self, data: bytes, stat: Any) -> None:
+        """The node as another request read it: report it now (an older read is ordered out by its rev)."""
+        self._deliver(data, stat)
+
     def _deliver(self, data: bytes | None, stat: Any) -> None:
         if self.stopped:
             return
@@ -117,6 +132,8 @@ class ZooKeeperStore:
         self._lock = threading.Lock()
         self._children_first = threading.Event()
         self.negotiated: float | None = None
+        self._password = options.password()  # read once, at creation; in no message
+        self._connect_error: str | None = None  # the last reason a connection attempt failed (TLS refusals)
 
     @property
     def requests(self) -> int:
@@ -132,19 +149,32 @@ class ZooKeeperStore:
     # ------------------------------------------------------------------------------------------ session
     def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
         self._sink = sink
+        where = ",".join(self.options.hosts)
         try:
             self._connect(timeout)
         except Exception as exc:
             self._shutdown()
-            where = ",".join(self.options.hosts)
+            said = self._connect_error or ""
+            refused = self._tls_refusal()
+            if refused is not None:
+                raise AccessRefused(refused) from None
+            hint = ("; it closed every connection: if it serves TLS only, give ca= (and cert=, key=)"
+                    if not self.options.uses_tls and "closed" in said.lower() else "")
             raise InfrastructureUnavailable(f"ZooKeeper at {where} did not answer within {timeout:g} s "
-                                            f"(connect_timeout): {exc}") from None
+                                            f"(connect_timeout): {exc}{f' (last: {said})' if said else ''}{hint}") \
+                from None
         try:
             self._check_session_timeout()
             for path in (self._members, self._roles):
                 self._client.ensure_path_async(path).get(timeout=timeout)
+            self._check_acls(timeout)
             self.track(record.roles or ())
             return self._register(record, timeout)
+        except StoreError as exc:
+            self._shutdown()
+            if "NoAuth" in str(exc):
+                raise AccessRefused(self._not_ours(self._members, str(exc))) from None
+            raise InfrastructureUnavailable(f"ZooKeeper at {where}: {exc}") from None
         except BaseException:
             self._shutdown()
             raise
@@ -163,17 +193,67 @@ class ZooKeeperStore:
             raise StoreError("not connected to ZooKeeper")
         return self._register(record, timeout)
 
+    def _acl(self) -> list[Any] | None:
+        """ALL for this member's digest identity, READ for anyone; None without a user (ZooKeeper's open ACL)."""
+        if not self.options.user:
+            return None
+        from kazoo.security import ACL, Id, Permissions, make_digest_acl
+
+        return [make_digest_acl(self.options.user, self._password or "", all=True),
+                ACL(Permissions.READ, Id("world", "anyone"))]
+
+    def _check_acls(self, timeout: float) -> None:
+        """With a user: the group's nodes must be this identity's alone to change (else another identity, a wrong
+        password, or a group made without a user, could create or delete role nodes)."""
+        from kazoo.security import Permissions
+
+        wanted = self._acl()
+        if wanted is None:
+            return
+        mine = wanted[0].id
+        change = Permissions.CREATE | Permissions.DELETE | Permissions.WRITE
+        for path in (self.options.root, self._members, self._roles):
+            self.count()
+            acls, _ = self._client.get_acls_async(path).get(timeout=timeout)
+            ours = any(acl.id == mine and acl.perms & change == change for acl in acls)
+            others = [f"{acl.id.scheme}:{acl.id.id.split(':')[0]}" for acl in acls
+                      if acl.id != mine and acl.perms & change]
+            if not ours or others:
+                raise AccessRefused(self._not_ours(path, f"its ACL lets {', '.join(others) or 'no one else'} "
+                                                         "change it"))
+
+    def _not_ours(self, path: str, detail: str) -> str:
+        who = f"the user {self.options.user!r}" if self.options.user else "a client without user="
+        return (f"ZooKeeper at {','.join(self.options.hosts)} refused {who} on {path}: the group's nodes belong to "
+                f"another identity (a wrong user or password, or a group made without user=) ({detail})")
+
     def _connect(self, timeout: float) -> None:
         """A new client, connected within `timeout` (kazoo's own retries reconnect it after a drop)."""
         from kazoo.client import KazooClient
         from kazoo.retry import KazooRetry
 
         retry = KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5)
-        self._client = KazooClient(hosts=",".join(self.options.hosts), timeout=self.options.session_timeout,
-                                   connection_retry=retry, logger=logging.getLogger("elect.lease.kazoo"))
+        o = self.options
+        self._connect_error = None
+        self._client = KazooClient(hosts=",".join(o.hosts), timeout=o.session_timeout, connection_retry=retry,
+                                   logger=logging.getLogger("elect.lease.kazoo"),
+                                   **client_security(o, self._password, self._acl()))
         self._capture_negotiated_timeout()
         self._client.add_listener(self._on_state)
-        self._client.start(timeout=timeout)
+        started = self._client.start_async()  # as KazooClient.start, but a TLS refusal ends the wait at once
+        deadline = time.monotonic() + timeout
+        while not started.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if self._tls_refusal() is not None or time.monotonic() >= deadline:
+                break
+        if not self._client.connected:
+            raise ConnectionError(self._tls_refusal() or f"no connection within {timeout:g} s")
+
+    def _tls_refusal(self) -> str | None:
+        """What the last failed connection attempt says was refused (TLS), if anything."""
+        said = self._connect_error
+        if said is None:
+            return None
+        return tls_refusal(said, "ZooKeeper", ",".join(self.options.hosts), tls=self.options.uses_tls)
 
     def _connection_died(self) -> bool:
         """kazoo's connection thread ended although the client was not stopped: an exception inside kazoo
@@ -204,14 +284,23 @@ class ZooKeeperStore:
         return Opened(session, math.inf, [])
 
     def _capture_negotiated_timeout(self) -> None:
-        """Record the session timeout the server granted (kazoo keeps it private)."""
+        """Record the session timeout the server granted (kazoo keeps it private), and why an attempt failed."""
         connection = getattr(self._client, "_connection", None)
         connect = getattr(connection, "_connect", None)
         if connect is None:
             return
 
         def capturing(*args: Any) -> Any:
-            read_timeout, connect_timeout = connect(*args)
+            from kazoo.exceptions import ConnectionDropped
+
+            try:
+                read_timeout, connect_timeout = connect(*args)
+            except ssl.SSLError as exc:  # raised while reading the answer, it would end kazoo's connection loop
+                self._connect_error = f"{type(exc).__name__}: {exc}"
+                raise ConnectionDropped(f"TLS: {exc}") from exc
+            except Exception as exc:  # kept: why connecting failed (a TLS refusal is named at start)
+                self._connect_error = f"{type(exc).__name__}: {exc}"
+                raise
             self.negotiated = read_timeout * 1.5 / 1000.0  # kazoo reads for 2/3 of the negotiated timeout
             return read_timeout, connect_timeout
 
@@ -308,28 +397,34 @@ class ZooKeeperStore:
         return report
 
     def _gone_after_holder(self, role: Role, session: str, rev: int) -> None:
-        """Report a freed role, but first whether its holder's session still lives. A session's expiry
-        deletes its role and member nodes at once, and their watches report in either order; seen role
-        first, the dead holder would still count as a live member below its fair share, for which the
-        survivors leave the role free for `fair_delay`: a quarter of the TTL added to every failover. The
-        server answers this session's requests in order, so an `exists` sent now sees the expiry too."""
+        """Report a freed role, but first what became of its holder: its member node, read now. A session's
+        expiry deletes its role and member nodes at once, and a graceful stop rewrites the member's record
+        (contending for nothing) just before it deletes its role nodes; their watches report in either order,
+        and a member watch reads the new record only in a round trip of its own. Seen role first, the holder
+        would still count as a live member below its fair share wanting the role, for which the survivors leave
+        it free for `fair_delay`: a quarter of the TTL added to every failover and every handover. The server
+        answers this session's requests in order, so a read sent now sees the expiry, or the new record."""
         with self._lock:
             watch = self._member_watches.get(session)
         if watch is None or self._client is None:
             self._emit(RoleSeen(role, None, rev))
             return
 
-        def checked(result: Any) -> None:
+        def read(result: Any) -> None:
+            from kazoo.exceptions import NoNodeError
+
             try:
-                gone = result.get() is None
-            except Exception:
-                gone = False  # connection trouble: the member watch reports it once re-armed
-            if gone:
+                data, stat = result.get()
+            except NoNodeError:
                 watch.gone()
+            except Exception:
+                pass  # connection trouble: the member watch reports it once re-armed
+            else:
+                watch.seen(data or b"", stat)
             self._emit(RoleSeen(role, None, rev))
 
         self.count()
-        self._client.exists_async(self._member_path(session)).rawlink(checked)
+        self._client.get_async(self._member_path(session)).rawlink(read)
 
     def _member_report(self, session: str) -> Report:
         def report(data: bytes | None, stat: Any, rev: int) -> None:
@@ -395,7 +490,7 @@ class ZooKeeperStore:
         if isinstance(action, Publish):
             try:
                 data = encode_record(action.record)
-                client.set_data_async(self._member_path(self.session), data).get(timeout=timeout)
+                client.set_async(self._member_path(self.session), data).get(timeout=timeout)
             except NoNodeError:
                 raise SessionLost(f"membership node of session {self.session} is gone") from None
             return []
@@ -419,6 +514,19 @@ class ZooKeeperStore:
         return f"{self._members}/{session}"
 
 
+def client_security(options: ZooKeeperOptions, password: str | None, acl: list[Any] | None = None) -> dict[str, Any]:
+    """KazooClient's keyword arguments for the options' TLS and digest identity (and the ACL of nodes it makes)."""
+    security: dict[str, Any] = {}
+    if options.uses_tls:
+        security |= {"use_ssl": True, "ca": options.ca, "certfile": options.cert, "keyfile": options.key,
+                     "verify_certs": True, "check_hostname": True}
+    if options.user:
+        security |= {"auth_data": [("digest", f"{options.user}:{password}")]}
+    if acl is not None:
+        security |= {"default_acl": acl}
+    return security
+
+
 def characteristics(options: ZooKeeperOptions) -> Characteristics:
     """Exclusive while clocks run at one rate; a crashed leader's roles move when the server expires its
     session: session_timeout (as negotiated) plus the server's expiry tick, bounded here by one renew
@@ -426,7 +534,7 @@ def characteristics(options: ZooKeeperOptions) -> Characteristics:
     return Characteristics(exclusive=True, max_overlap=0.0,
                            max_failover=options.session_timeout + options.interval, graceful_handover=True,
                            token="ZooKeeper creation zxid of the role's node", observes_leaders=True,
-                           transfers=True)
+                           transfers=True, weights=options.fair)
 
 
 def create(options: ZooKeeperOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from elect.options import rule
 from elect.registry import Plugin
+from elect.shares import refuse_capacity
 from raft_priority.options import PeerOptions, check_nodes, split_host_port
 
 
@@ -25,15 +26,22 @@ class PySyncObjOptions(PeerOptions):
     majority for this long steps down (PySyncObj's leaderFallbackTimeout; default ET). poll_interval:
     how often leadership is read (default heartbeat_interval / 2). rejoin_delay: how long a resigned
     partition's SyncObj stays down so the others elect (default 3 ET; a node that won a partition it
-    contends no role on steps aside for ET/2 only, so it is back to vote for one that does).
+    contends no role on steps aside for ET/2 only, so it is back to vote for one that does). weight, max_roles:
+    only 1 and unset (a clear refusal rather than an unknown parameter): PySyncObj elects by randomized timeouts
+    alone.
     """
 
     heartbeat_interval: float | None = None
     leader_fallback: float | None = None
     poll_interval: float | None = None
     rejoin_delay: float | None = None
+    weight: float = 1.0
+    max_roles: int | None = None
 
     def __post_init__(self) -> None:
+        refuse_capacity("pysyncobj", self.weight, self.max_roles,
+                        "PySyncObj elects by randomized timeouts alone, with nothing to steer how many partitions a "
+                        "node leads, and the baseline is kept as PySyncObj behaves, not extended")
         check_nodes(self.listen, self.peers)
         rule(1 <= self.partitions <= 1000, "partitions", f"must be 1..1000 (one TCP port each), got {self.partitions}")
         where = split_host_port(self.listen)

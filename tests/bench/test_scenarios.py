@@ -51,3 +51,26 @@ def test_kinds_reject_what_they_cannot_run() -> None:
         NeliScenario.from_mapping({"cells": ["kafka-fast kill"], "rebalance": ["cut"]})
     with pytest.raises(ConfigError, match="need a kafka method"):
         NeliScenario.from_mapping({"cells": ["etcd kill"], "rebalance": ["kill"]})
+
+
+def test_the_secure_scenario_runs_plain_and_secured_methods_on_two_clusters() -> None:
+    from elect_bench.methods import METHODS, Group
+    from elect_cluster.endpoints import Endpoints
+
+    secure = scenario.load("secure")
+    assert secure.plain_needs == ("etcd", "zookeeper", "kafka") == secure.secure_needs
+    assert [m for m in secure.methods if METHODS[m].secure] == ["etcd-tls", "zookeeper-tls", "kafka-fast-sasl"]
+    with pytest.raises(ConfigError, match="cannot read TLS"):
+        scenario.load({"methods": ["etcd-tls"], "meter": True})
+    with pytest.raises(ConfigError, match="plain cluster only"):
+        scenario.load({"methods": ["etcd-tls"], "faults": ["infra"], "store_members": 3})
+    plain = Endpoints(etcd=("h:1",))
+    with pytest.raises(ValueError, match="secured etcd"):
+        METHODS["etcd-tls"].member_urls(Group(("a",), 2, "g", plain), 1.0)
+    secured = Endpoints(etcd=("h:2",), security=(("ca", "/s/ca.crt"), ("user", "elect"),
+                                                  ("password_file", "/s/elect.password")))
+    urls = METHODS["etcd-tls"].member_urls(Group(("a",), 2, "g", Endpoints(etcd=("h:1",), secured=secured)), 1.0)
+    from urllib.parse import unquote
+
+    assert urls["a"].startswith("etcd://h:2/g?") and "password_file=/s/elect.password" in unquote(urls["a"])
+    assert "ttl=1" in urls["a"]

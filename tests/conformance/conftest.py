@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from elect_cluster.local import LocalCluster
+
 from implementations import Group, Implementation, params
 
 
@@ -16,7 +18,11 @@ def impl(request: pytest.FixtureRequest) -> Implementation:
 @pytest.fixture
 def group(impl: Implementation, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Group]:
     # the session's real infrastructure, started only when an implementation needs it
-    g = impl.make_group(tmp_path, request.getfixturevalue("infra")) if impl.needs_infra else impl.make_group(tmp_path)
+    if impl.needs_infra:
+        infra = request.getfixturevalue(impl.infra)
+        g = impl.make_group(tmp_path, infra.endpoints if isinstance(infra, LocalCluster) else infra)
+    else:
+        g = impl.make_group(tmp_path)
     try:
         yield g
     finally:

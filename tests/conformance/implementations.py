@@ -11,7 +11,7 @@ import itertools
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,21 +40,36 @@ from elect_cluster.ports import free_port_blocks
 _counter = itertools.count()
 
 
+Options = Mapping[str, object]
+
+
 @dataclass(frozen=True)
 class Flags:
     """How a member runs beside its URL and roles, as `elect member`'s options say it: revoke_delay
-    (`--revoke-delay`), work (`--work`), observe (`--observe`), metrics (`--metrics-port 0`)."""
+    (`--revoke-delay`), work (`--work`), observe (`--observe`), metrics (`--metrics-port 0`), and options of the
+    elector beside its URL's (`--set KEY=VALUE` each, e.g. weight)."""
 
     revoke_delay: float = 0.0
     work: float | None = None
     observe: bool = False
     metrics: bool = False
+    options: tuple[tuple[str, str], ...] = ()
 
     def args(self) -> list[str]:
         return [*(["--revoke-delay", str(self.revoke_delay)] if self.revoke_delay else []),
                 *(["--work", str(self.work)] if self.work is not None else []),
                 *(["--observe"] if self.observe else []),
-                *(["--metrics-port", "0"] if self.metrics else [])]
+                *(["--metrics-port", "0"] if self.metrics else []),
+                *(arg for key, value in self.options for arg in ("--set", f"{key}={value}"))]
+
+    @property
+    def settings(self) -> dict[str, str]:
+        return dict(self.options)
+
+
+def _texts(options: Options | None) -> tuple[tuple[str, str], ...]:
+    return tuple((key, f"{value:g}" if isinstance(value, float) else str(value))
+                 for key, value in (options or {}).items())
 
 
 class Group:
@@ -72,19 +87,26 @@ class Group:
         raise NotImplementedError
 
     def start(self, member_id: str, roles: Sequence[Role], *, revoke_delay: float = 0.0,
-              work: float | None = None, observe: bool = False, metrics: bool = False) -> Member:
-        m = self.member(member_id, roles, Flags(revoke_delay, work, observe, metrics))
+              work: float | None = None, observe: bool = False, metrics: bool = False,
+              options: Options | None = None) -> Member:
+        m = self.member(member_id, roles, Flags(revoke_delay, work, observe, metrics, _texts(options)))
         self.members.append(m)
         m.start()
         return m
+
+    def weigh(self, weights: Mapping[str, float]) -> dict[str, dict[str, object]]:
+        """The options that give each member its weight (before any member starts): each member's own `weight`
+        here; a method that needs every node to know every weight also sets them group-wide."""
+        return {member: {"weight": weight} for member, weight in weights.items()}
 
     @staticmethod
     def reports(member: Member, kind: str) -> list[Line]:
         assert isinstance(member, (DrainingMember, MemberProcess, _Deferred)), member
         return member.reports(kind)
 
-    def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
-        """An elector (not started) with the URL this group gives `member_id`: to ask what it promises."""
+    def elector(self, member_id: str, roles: Sequence[Role], **options: object) -> elect.Elector:
+        """An elector (not started) with the URL this group gives `member_id` (and `options`): to ask what it
+        promises, or to see it refuse options."""
         raise NotImplementedError
 
     @staticmethod
@@ -150,11 +172,11 @@ class MemoryGroup(Group):
         super().__init__()
         self.url = f"memory://conformance-{next(_counter)}-{time.monotonic_ns()}"
 
-    def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
-        return elect.connect(self.url, roles, member=member_id)
+    def elector(self, member_id: str, roles: Sequence[Role], **options: object) -> elect.Elector:
+        return elect.connect(self.url, roles, member=member_id, **options)
 
     def member(self, member_id: str, roles: Sequence[Role], flags: Flags) -> Member:
-        m = DrainingMember(elect.connect(self.url, roles, member=member_id), flags)
+        m = DrainingMember(elect.connect(self.url, roles, member=member_id, **flags.settings), flags)
         if flags.revoke_delay:
             def hold(event: Event) -> None:
                 if isinstance(event, Revoked):
@@ -171,7 +193,8 @@ class Implementation:
     timeout: generous bound for any one election or handover to show up. sees_successors: a draining member
     sees who took its roles over (kafka:// and pysyncobj:// cannot: they leave the group or the partition).
     observes: a member sees who leads the roles it contends for (`observe`; kafka:// and pysyncobj:// cannot).
-    renews: the method renews a leadership, so its metrics time renewals (leases, raft, NELI's fast mode)."""
+    renews: the method renews a leadership, so its metrics time renewals (leases, raft, NELI's fast mode).
+    infra: the session fixture giving the infrastructure (`infra`'s Endpoints, or a secured LocalCluster)."""
 
     name: str
     make_group: Callable[..., Group]  # (tmp_path) or, with `needs_infra`, (tmp_path, endpoints)
@@ -183,6 +206,7 @@ class Implementation:
     sees_successors: bool = True
     observes: bool = True
     renews: bool = True
+    infra: str = "infra"
 
 
 # --- kafka:// (NELI), etcd:// and zookeeper://: `elect member` processes against the session's real
@@ -202,8 +226,8 @@ class InfraGroup(Group):
         urls = METHODS[self.method].member_urls(MethodGroup(("any",), 6, unique, endpoints), 1.0)
         self.url = urls["any"]  # these methods give every member the same URL
 
-    def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
-        return elect.connect(self.url, roles, member=member_id)
+    def elector(self, member_id: str, roles: Sequence[Role], **options: object) -> elect.Elector:
+        return elect.connect(self.url, roles, member=member_id, **options)
 
     def member(self, member_id: str, roles: Sequence[Role], flags: Flags) -> Member:
         return MemberProcess(self.url, member_id, roles, log_dir=self.tmp, extra_args=flags.args())
@@ -233,6 +257,20 @@ class ZooKeeperGroup(InfraGroup):
     method = "zookeeper"
 
 
+# --- the same on the secured clusters (fixtures secure_etcd, secure_zookeeper, secure_kafka): TLS, client
+# certificates and passwords, URLs made by the bench's secured method variants
+class SecureEtcdGroup(InfraGroup):
+    method = "etcd-tls"
+
+
+class SecureZooKeeperGroup(InfraGroup):
+    method = "zookeeper-tls"
+
+
+class SecureKafkaGroup(InfraGroup):
+    method = "kafka-fast-sasl"
+
+
 # --- raft:// and pysyncobj://: `elect member` processes on loopback, a fixed cluster of three nodes ---
 RAFT_IDS = ("a", "b", "c")
 RAFT_PARTITIONS = 16  # the suite's roles (and alpha, beta, 7, late) land on distinct partitions
@@ -260,6 +298,8 @@ class _Deferred:
 
     def start(self) -> None:
         self._group.pending.append(self)
+        if self._group.launched:  # a member started (again) after the group's nodes came up
+            self.proc.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         self._group.launch()
@@ -289,7 +329,8 @@ class _Deferred:
 
 
 class RaftGroup(Group):
-    """Nodes a, b, c with URLs from elect_bench.methods (what is benchmarked is what is tested)."""
+    """Nodes a, b, c with URLs from elect_bench.methods (what is benchmarked is what is tested). `common`: options
+    every node is given, witnesses included (raft's `weights`)."""
 
     method = "raft"
 
@@ -300,6 +341,13 @@ class RaftGroup(Group):
         self.witnesses: list[MemberProcess] = []
         self.launched = False
         self.urls = self.make_urls(tmp)
+        self.common: dict[str, object] = {}
+
+    def weigh(self, weights: Mapping[str, float]) -> dict[str, dict[str, object]]:
+        """raft:// weighs nodes cluster-wide: every node, witnesses included, gets `weights`; each member's own
+        `weight` is then only checked against it."""
+        self.common["weights"] = ",".join(f"{member}:{weight:g}" for member, weight in weights.items())
+        return super().weigh(weights)
 
     def make_urls(self, tmp: Path) -> dict[str, str]:
         from elect_bench.methods import METHODS
@@ -308,12 +356,15 @@ class RaftGroup(Group):
         group = MethodGroup(RAFT_IDS, RAFT_PARTITIONS, f"conformance-{next(_counter)}")
         return METHODS[self.method].member_urls(group, 1.0, {"data_dir": str(tmp / "raft-state")})
 
-    def elector(self, member_id: str, roles: Sequence[Role]) -> elect.Elector:
-        return elect.connect(self.urls[member_id], roles, member=member_id)
+    def elector(self, member_id: str, roles: Sequence[Role], **options: object) -> elect.Elector:
+        return elect.connect(self.urls[member_id], roles, member=member_id, **{**self.common, **options})
 
     def member(self, member_id: str, roles: Sequence[Role], flags: Flags) -> Member:
         return _Deferred(self, MemberProcess(self.urls[member_id], member_id, roles, log_dir=self.tmp,
-                                             extra_args=flags.args()))
+                                             extra_args=[*self._common_args(), *flags.args()]))
+
+    def _common_args(self) -> list[str]:
+        return [arg for key, value in _texts(self.common) for arg in ("--set", f"{key}={value}")]
 
     def launch(self) -> None:
         if self.launched:
@@ -322,7 +373,7 @@ class RaftGroup(Group):
         running = {m.member_id for m in self.pending}
         for node in RAFT_IDS:
             if node not in running:
-                witness = MemberProcess(self.urls[node], node, [], log_dir=self.tmp)
+                witness = MemberProcess(self.urls[node], node, [], log_dir=self.tmp, extra_args=self._common_args())
                 self.witnesses.append(witness)
                 witness.start()
         for m in self.pending:
@@ -341,6 +392,9 @@ class PySyncObjGroup(RaftGroup):
     """Partition p of a node listens on its PORT + p, so each node gets a block of free ports."""
 
     method = "pysyncobj"
+
+    def weigh(self, weights: Mapping[str, float]) -> dict[str, dict[str, object]]:
+        return Group.weigh(self, weights)  # no cluster-wide weights: each member's own, which it refuses
 
     def make_urls(self, tmp: Path) -> dict[str, str]:
         bases = free_port_blocks(len(RAFT_IDS), RAFT_PARTITIONS)
@@ -362,6 +416,10 @@ IMPLEMENTATIONS: list[Implementation] = [
                    needs_infra=True, timeout=40.0, sees_successors=False, observes=False, renews=False),
     Implementation("etcd", EtcdGroup, needs_infra=True, timeout=20.0),
     Implementation("zookeeper", ZooKeeperGroup, needs_infra=True, timeout=20.0),
+    Implementation("etcd-tls", SecureEtcdGroup, needs_infra=True, timeout=20.0, infra="secure_etcd"),
+    Implementation("zookeeper-tls", SecureZooKeeperGroup, needs_infra=True, timeout=20.0, infra="secure_zookeeper"),
+    Implementation("kafka-fast-sasl", SecureKafkaGroup, per_member_roles=False, needs_infra=True, timeout=40.0,
+                   sees_successors=False, observes=False, infra="secure_kafka"),
     Implementation("raft", RaftGroup, timeout=30.0),
     # no lease: a cut-off PySyncObj leader overlaps its successor; Revoked callbacks do hold it back
     Implementation("pysyncobj", PySyncObjGroup, exclusive=False, graceful=True, timeout=40.0, sees_successors=False,

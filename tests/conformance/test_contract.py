@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 
 import pytest
 
-from elect.errors import NotSupported
+from elect.errors import ConfigError, NotSupported
 from elect.metrics import FAILOVER, LEADER_GAUGE, RENEWAL, TRANSITIONS, scrape
 from elect_bench.members import DRAINED, LEADER, METRICS, TRANSFERRED, WORK, Line, Member
 from elect_cluster.waiting import wait_until
@@ -262,10 +263,7 @@ def test_transfer_hands_a_role_to_the_named_member(group: Group, impl: Implement
         done = _transferred(group, old, role, target.member_id, reports)
         assert done.get("confirmed") is True, done
         # it stays: neither the bystander took it in between, nor does balancing move it back for a while
-        end = time.monotonic() + 2.0
-        while time.monotonic() < end:  # an invariant over a window, not a wait for a condition
-            assert holders(members, role) == [target.member_id], holders(members, role)
-            time.sleep(0.05)
+        _holds(members, lambda target=target: holders(members, role) == [target.member_id], 2.0)
         assert not [x for x in bystander.log.lines[marks[bystander.member_id]:] if is_event("acquired", role)(x)]
     # refusals: not the leader; a target that does not contend
     start = len(group.reports(first, TRANSFERRED))
@@ -355,3 +353,108 @@ def test_members_serve_their_metrics(group: Group, impl: Implementation) -> None
     survivor.log.wait_for(is_event("acquired", NAMES[0]), impl.timeout, start=mark, what="the takeover")
     wait_until(lambda: (_count(urls[survivor.member_id], FAILOVER) or 0) > before, impl.timeout,
                what=f"{survivor.member_id}'s takeover timed as a failover")
+
+
+# numbered roles: on raft's 16 partitions, roles 0..7 are partitions 0..7 (elect.roles.partition_of)
+WEIGHED = [str(r) for r in range(8)]
+
+
+def led(members: Sequence[Member]) -> dict[str, int]:
+    return {m.member_id: len(m.log.leading()) for m in members if m.alive}
+
+
+def _holds(members: Sequence[Member], check: Callable[[], bool], seconds: float) -> None:
+    """`check()` stays true for `seconds`: an invariant over a window, not a wait for a condition."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        assert check(), {m.member_id: sorted(m.log.leading()) for m in members}
+        time.sleep(0.05)
+
+
+def test_weights_set_each_members_share(group: Group, impl: Implementation) -> None:
+    """`weight`: of 8 roles a member of weight 2 leads twice as many as each of two of weight 1 (4, 2, 2), and it
+    stays so. The leases and memory:// by each member's fair share, raft:// by its priority table (`weights` given
+    to every node). A method that cannot steer it promises nothing (`weights` False) and refuses the option with
+    a ConfigError naming `weight` and saying why."""
+    weights = {"a": 2.0, "b": 1.0, "c": 1.0}
+    options = group.weigh(weights)
+    probe = group.elector("a", WEIGHED)  # not started: it only says what it can do
+    if not probe.characteristics.weights:
+        with pytest.raises(ConfigError, match=rf"{probe.scheme}:// cannot weigh members: .+") as info:
+            group.elector("a", WEIGHED, **options["a"])
+        assert info.value.parameter == "weight"
+        return
+    members = [group.start(name, [int(r) for r in WEIGHED], options=options[name]) for name in ("b", "a", "c")]
+    all_started(group, members, impl.timeout)
+    expected = {"a": 4, "b": 2, "c": 2}
+
+    def balanced() -> bool:
+        return led(members) == expected and all(len(holders(members, r)) == 1 for r in WEIGHED)
+
+    wait_until(balanced, 2 * impl.timeout, what=f"the weighted distribution {expected}")
+    _holds(members, balanced, 2.0)
+
+
+def test_max_roles_is_a_soft_cap(group: Group, impl: Implementation) -> None:
+    """`max_roles`: a member capped at 1 that contends for roles 0..7, beside two that contend for 0..5, leads
+    only 6 and 7: none of the roles the others can take, though it started first and led them all, and both of
+    those nobody else can (the cap is soft: past it rather than leaderless). When one of the others stops, its
+    roles go to the other, not to the capped member. A method that cannot cap promises nothing (`weights` False)
+    and refuses the option with a ConfigError naming `max_roles` and saying why."""
+    probe = group.elector("a", WEIGHED)
+    if not probe.characteristics.weights:
+        with pytest.raises(ConfigError, match=rf"{probe.scheme}:// cannot cap a member's roles: .+") as info:
+            group.elector("a", WEIGHED, max_roles=1)
+        assert info.value.parameter == "max_roles"
+        return
+    capped = group.start("a", list(range(8)), options={"max_roles": 1})
+    others = [group.start(name, list(range(6))) for name in ("b", "c")]
+    members = [capped, *others]
+    all_started(group, members, impl.timeout)
+
+    def settled(alive: Sequence[Member]) -> bool:
+        return capped.log.leading() == {"6", "7"} and all(len(holders(alive, r)) == 1 for r in WEIGHED)
+
+    wait_until(lambda: settled(members), 2 * impl.timeout, what="a leading only the roles nobody else can take")
+    _holds(members, lambda: settled(members), 2.0)
+    others[1].stop()
+    wait_until(lambda: settled(members[:2]) and led(members[:2]) == {"a": 2, "b": 6}, impl.timeout,
+               what="the stopped member's roles taken by the uncapped one")
+    _holds(members, lambda: settled(members[:2]), 1.0)
+
+
+def test_a_returning_member_gets_its_roles_back_within_the_rebalance_limit(group: Group, impl: Implementation) -> None:
+    """`rebalance_limit=1&rebalance_window=W`: of two members, one stops and comes back; the other, which led
+    everything meanwhile, hands roles back (raft: partitions whose primary returned, after the hysteresis; the
+    leases: down to the fair share) no faster than one per W, until both lead their share again. Methods whose
+    balancing is not elect's policy (kafka://: the group's assignor; pysyncobj://; memory://) have no such option
+    and refuse it with a ConfigError naming it."""
+    window = 2.0
+    limit = {"rebalance_limit": 1, "rebalance_window": window}
+    try:
+        group.elector("a", NAMES, **limit)
+    except ConfigError as exc:
+        assert "rebalance_limit" in str(exc), exc
+        return
+    roles = list(range(6))
+    keeper = group.start("a", roles, options=limit)
+    leaver = group.start("c", roles, options=limit)
+    members = [keeper, leaver]
+    all_started(group, members, impl.timeout)
+    all_led_once(members, [str(r) for r in roles], impl.timeout)
+    leaver.stop()
+    wait_until(lambda: led([keeper]) == {"a": len(roles)}, impl.timeout, what="a leading every role alone")
+    back = group.start("c", roles, options=limit)
+    began = time.monotonic()
+    share = led([keeper])["a"]
+
+    def settled() -> bool:
+        counts = led([keeper, back])
+        return counts.get("c", 0) >= 2 and all(len(holders([keeper, back], str(r))) == 1 for r in roles) and \
+            counts["a"] + counts["c"] == len(roles) and counts["a"] < share
+    wait_until(settled, 4 * impl.timeout, what="the returning member leading roles again")
+    _holds([keeper, back], lambda: led([keeper, back]).get("c", 0) >= 2, 2.0)
+    taken = sorted(line["mono"] for line in back.log.lines if line["event"] == "acquired" and line["mono"] >= began)
+    assert len(taken) >= 2, back.log.lines
+    gaps = [b - a for a, b in itertools.pairwise(taken) if b - a > 0.05]  # roles of one partition: together
+    assert gaps and min(gaps) >= 0.9 * window, (taken, gaps)

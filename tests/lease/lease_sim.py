@@ -177,14 +177,16 @@ class Sim:
         self._cut_since: dict[str, float] = {}
         self._count = 0
 
-    def add(self, name: str, roles: Iterable[Role], revoke_delay: float = 0.0) -> SimMember:
+    def add(self, name: str, roles: Iterable[Role], revoke_delay: float = 0.0, *, weight: float = 1.0,
+            max_roles: int | None = None) -> SimMember:
         self._count += 1
         session = f"s{self._count}"
         roles = list(roles)
-        core = LeaseCore(name, session, self.timing, roles, self.now, lease_until=math.inf)
+        core = LeaseCore(name, session, self.timing, roles, self.now, lease_until=math.inf, weight=weight,
+                         max_roles=max_roles)
         member = SimMember(name, core, revoke_delay=revoke_delay)
         self.members[name] = member
-        self._broadcast(self.store.register(session, MemberRecord(name, frozenset(roles)), self.now))
+        self._broadcast(self.store.register(session, core.record(self.now), self.now))
         for seen in [Snapshot(dict(self.store.roles), dict(self.store.members), self.store.rev)]:
             core.step(seen, self.now)
         return member

@@ -403,3 +403,78 @@ def test_shedding_is_rate_limited() -> None:
     for t in acquired:  # never more than 2 in any 2 s window
         assert sum(1 for u in acquired if t <= u < t + 2.0) <= 2, acquired
     assert took >= 4.0  # 2 + 2 + 1: three windows
+
+
+# ---------------------------------------------------------------------------------------------- weights and caps
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_weights_2_1_1_share_20_roles_10_5_5(timing: Timing) -> None:
+    """A member of weight 2 leads twice as many roles as each of two of weight 1, whatever the joining order."""
+    roles = list(range(20))
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    for name, weight in (("b", 1.0), ("a", 2.0), ("c", 1.0)):
+        sim.add(name, roles, weight=weight)
+        sim.run(0.7)
+    sim.run_until(lambda: counts(sim) == {"a": 10, "b": 5, "c": 5}, 10.0)
+    sim.run(3.0)
+    assert counts(sim) == {"a": 10, "b": 5, "c": 5}  # and it stays so
+    assert sim.members["a"].core.share(sim.now) == 10 and sim.members["b"].core.share(sim.now) == 5
+
+
+def test_weights_follow_the_live_members() -> None:
+    """Shares are of the live weight: when the heavy member dies the others split its roles evenly."""
+    roles = list(range(12))
+    sim = Sim(ETCD)
+    for name, weight in (("a", 2.0), ("b", 1.0), ("c", 1.0)):
+        sim.add(name, roles, weight=weight)
+    sim.run_until(lambda: counts(sim) == {"a": 6, "b": 3, "c": 3}, 10.0)
+    sim.crash("a")
+    sim.run_until(lambda: {k: v for k, v in counts(sim).items() if k != "a"} == {"b": 6, "c": 6}, 5.0)
+
+
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_max_roles_caps_a_member_unless_nobody_else_can_lead(timing: Timing) -> None:
+    """max_roles=3 of 12 roles with three members: the capped member leads 3 (the others share the other 9),
+    although it came first and took everything; once the others are gone it leads all 12 (the cap is soft), and
+    when one returns it hands the excess over again."""
+    roles = list(range(12))
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    sim.add("a", roles, max_roles=3)
+    sim.run(1.0)
+    assert counts(sim) == {"a": 12}
+    sim.add("b", roles)
+    sim.add("c", roles)
+    sim.run_until(lambda: counts(sim)["a"] == 3 and sorted(counts(sim).values()) == [3, 4, 5], 10.0)
+    sim.run(3.0)
+    assert counts(sim)["a"] == 3 and sum(counts(sim).values()) == 12
+    sim.crash("b")
+    sim.crash("c")
+    sim.run_until(lambda: counts(sim) == {"a": 12}, 5.0)
+    sim.add("d", roles)
+    sim.run_until(lambda: counts(sim) == {"a": 3, "d": 9}, 10.0)
+
+
+def test_a_capped_member_keeps_the_roles_only_it_contends_for() -> None:
+    """max_roles=1, and two roles nobody else wants: the member leads those two (over its cap, soft) and none of
+    the roles the others can take."""
+    sim = Sim(ETCD)
+    sim.add("a", list(range(8)), max_roles=1)
+    sim.run(1.0)
+    for name in "bc":
+        sim.add(name, list(range(6)))
+    sim.run_until(lambda: sim.members["a"].held() == {6, 7} and sum(counts(sim).values()) == 8, 10.0)
+    sim.run(3.0)
+    assert sim.members["a"].held() == {6, 7}
+    assert all(counts(sim)[n] <= 4 for n in "bc")  # the cap's spare (8 - 1) split by weight, rounded up
+
+
+def test_shares_of_weighted_and_capped_members() -> None:
+    core = LeaseCore("a", "s1", ETCD, range(12), now=0.0, weight=2.0)
+    assert core.share(0.0) == 12
+    core.step(MemberSeen("s2", MemberRecord("b", frozenset(range(12)), weight=1.0), 1, 1), 0.0)
+    core.step(MemberSeen("s3", MemberRecord("c", frozenset(range(12)), max_roles=2), 1, 1), 0.0)
+    # c is capped below its part (3): its 1 spare role goes to a and b by weight: 10 x 2/3, 10 x 1/3
+    assert core.share(0.5) == math.ceil(20 / 3)
+    with pytest.raises(ConfigError, match="weight"):
+        LeaseCore("a", "s1", ETCD, ["x"], now=0.0, weight=0.0)
+    with pytest.raises(ConfigError, match="max_roles"):
+        LeaseCore("a", "s1", ETCD, ["x"], now=0.0, max_roles=0)

@@ -39,6 +39,13 @@ def test_zookeeper_url_fills_hosts_and_path() -> None:
     ("etcd://127.0.0.1/p", "endpoints"),
     ("etcd://127.0.0.1:2379/p?lease_ttl=0", "lease_ttl"),
     ("etcd://127.0.0.1:2379/p?fair_delay=-1", "fair_delay"),
+    ("etcd://127.0.0.1:2379/p?weight=0", "weight"),
+    ("zookeeper://127.0.0.1:2181/p?weight=-2", "weight"),
+    ("etcd://127.0.0.1:2379/p?weight=heavy", "weight"),
+    ("etcd://127.0.0.1:2379/p?max_roles=0", "max_roles"),
+    ("zookeeper://127.0.0.1:2181/p?max_roles=1.5", "max_roles"),
+    ("etcd://127.0.0.1:2379/p?fair=off&weight=2", "weight"),
+    ("zookeeper://127.0.0.1:2181/p?fair=off&max_roles=2", "max_roles"),
 ])
 def test_bad_options_name_the_parameter(url: str, parameter: str) -> None:
     with pytest.raises(ConfigError) as info:
@@ -74,3 +81,23 @@ def test_values_round_trip_and_tolerate_garbage() -> None:
     record = MemberRecord("a", frozenset({1, "x"}))
     assert decode_record(encode_record(record)) == record
     assert decode_record(b"{}").roles is None and decode_record(b"\xff").member == "?"
+
+
+def test_weight_and_max_roles_from_url_and_yaml() -> None:
+    options = spec_from_url("etcd://127.0.0.1:2379/p?weight=2.5&max_roles=3", member="m").options
+    assert isinstance(options, EtcdOptions) and (options.weight, options.max_roles) == (2.5, 3)
+    spec = elect.spec_from_config({"elector": "zookeeper", "hosts": ["h:2181"], "path": "p", "member": "m",
+                                   "weight": 2, "max_roles": 4})
+    assert isinstance(spec.options, ZooKeeperOptions) and (spec.options.weight, spec.options.max_roles) == (2.0, 4)
+
+
+def test_records_carry_weight_and_cap_and_old_records_read_as_defaults() -> None:
+    record = MemberRecord("a", frozenset({1}), weight=2.5, max_roles=3)
+    assert decode_record(encode_record(record)) == record
+    assert b"weight" not in encode_record(MemberRecord("a", frozenset({1})))  # defaults stay out: old readers
+    old = decode_record(b'{"member":"a","roles":[1]}')  # written before weights existed
+    assert (old.weight, old.max_roles) == (1.0, None)
+    for junk in (b'"weight":0', b'"weight":-1', b'"weight":"2"', b'"weight":true', b'"weight":1e999',
+                 b'"weight":' + b"9" * 400, b'"max_roles":0', b'"max_roles":2.5', b'"max_roles":"3"'):
+        odd = decode_record(b'{"member":"a","roles":[1],' + junk + b"}")
+        assert (odd.member, odd.roles, odd.weight, odd.max_roles) == ("a", frozenset({1}), 1.0, None), junk

@@ -266,3 +266,48 @@ def test_zookeeper_reports_a_dead_holders_membership_gone_before_its_freed_role(
                        for o in after[:freed]), (attempt, after)
     finally:
         store.close(5.0)
+
+
+def test_zookeeper_reports_a_leaving_holders_new_record_before_its_freed_role(infra: Endpoints) -> None:
+    """A member that stops rewrites its record (contending for nothing) and then deletes its role nodes; the
+    record's watch reads the new data in a round trip of its own, so the role's deletion may be seen first. The
+    store reads the holder's record before it reports the role free, so the survivors never see it as a live
+    member that wants the role (and leave it free for `fair_delay` on every graceful handover)."""
+    from kazoo.client import KazooClient
+
+    from elect.lease.model import MemberRecord, MemberSeen, RoleSeen
+    from elect.lease.names import encode_holder, encode_record
+    from elect.lease.options import ZooKeeperOptions
+    from elect.lease.zookeeper import ZooKeeperStore
+
+    address = infra.zookeeper[0]
+    options = ZooKeeperOptions(hosts=(address,), path="/" + unique("leave"), session_timeout=TTL)
+    seen: list[object] = []
+    store = ZooKeeperStore(options, "observer")
+    store.open(MemberRecord("observer", frozenset({"r"})), seen.append, 10.0)
+    holder = KazooClient(hosts=address, timeout=TTL)
+    holder.start(10)
+    try:
+        session = f"{holder.client_id[0]:x}"
+        member = f"{options.root}/members/{session}"
+        holder.create(member, encode_record(MemberRecord("h", frozenset({"r"}))), ephemeral=True)
+        for attempt in range(10):
+            holder.set(member, encode_record(MemberRecord("h", frozenset({"r"}))))
+            holder.create(f"{options.root}/roles/r", encode_holder("h", session), ephemeral=True)
+            wait_until(lambda: any(isinstance(o, RoleSeen) and o.holder is not None  # type: ignore[misc]
+                                   and o.holder.session == session for o in seen),
+                       10.0, what="the observer seeing the role held")
+            mark = len(seen)
+            holder.set(member, encode_record(MemberRecord("h", frozenset())))  # stopping: contends for nothing
+            holder.delete(f"{options.root}/roles/r")
+            wait_until(lambda mark=mark: any(isinstance(o, RoleSeen) and o.holder is None  # type: ignore[misc]
+                                             for o in seen[mark:]), 10.0, what="the observer seeing the role freed")
+            after = seen[mark:]
+            freed = next(i for i, o in enumerate(after) if isinstance(o, RoleSeen) and o.holder is None)
+            assert any(isinstance(o, MemberSeen) and o.session == session and o.record is not None
+                       and o.record.roles == frozenset() for o in after[:freed]), (attempt, after)
+            del seen[:]
+    finally:
+        holder.stop()
+        holder.close()
+        store.close(5.0)

@@ -50,6 +50,8 @@ def test_full_mode_below_the_session_timeout_is_exclusive() -> None:
     ("static_membership=true&rejoin_delay=0.5", "rejoin_delay", "static_membership"),
     ("replication=0", "replication", "-1"),
     ("colour=red", "colour", "unknown parameter"),
+    ("weight=2", "weight", "kafka:// cannot weigh members: NELI leads what the consumer group assigns"),
+    ("max_roles=3", "max_roles", "confluent-kafka cannot plug in an assignor"),
 ])
 def test_forbidden_combinations_are_refused_with_the_rule(query: str, parameter: str, words: str) -> None:
     with pytest.raises(ConfigError) as caught:

@@ -101,3 +101,67 @@ def test_off_and_errors() -> None:
         assign_priorities(["a", "a"], 2, 1)
     with pytest.raises(ValueError):
         assign_priorities(["a", "b"], 2, 1, "random")
+
+
+# ---------------------------------------------------------------------------------------------- weights
+def test_equal_weights_give_the_unweighted_table() -> None:
+    nodes = [f"n{i}" for i in range(5)]
+    for p, rf in itertools.product((0, 1, 7, 23), range(1, 6)):
+        plain = assign_priorities(nodes, p, rf)
+        assert assign_priorities(nodes, p, rf, weights={n: 2.5 for n in nodes}) == plain
+        assert assign_priorities(nodes, p, rf, weights={"n0": 1}) == plain
+        assert assign_priorities(nodes, p, rf, "zeebe", weights={n: 3 for n in nodes}) == \
+            assign_priorities(nodes, p, rf, "zeebe")
+
+
+def test_a_node_of_weight_2_is_primary_for_twice_as_many_partitions() -> None:
+    a = assign_priorities(["a", "b", "c"], 16, 3, weights={"a": 2})
+    assert leaders_after(a, set()) == {"a": 8, "b": 4, "c": 4}
+    assert leaders_after(a[:8], set()) == {"a": 4, "b": 2, "c": 2}  # interleaved, not in one block
+    assert leaders_after(a, {"a"}) == {"b": 8, "c": 8}
+    assert leaders_after(a, {"b"}) == {"a": 11, "c": 5}  # ceil(16 x 2/3), ceil(16 x 1/3)
+    assert leaders_after(assign_priorities(["a", "b", "c"], 10, 2, weights={"a": 0.5, "b": 0.3, "c": 0.2}),
+                         set()) == {"a": 5, "b": 3, "c": 2}
+
+
+def test_weighted_balance_for_many_n_p_rf() -> None:
+    """Primaries are the weights' proportional parts by largest remainder; after any one failure each survivor x
+    leads at most ceil(P w_x / (W - w_f)) (exact); after any two within one of ceil(P w_x / (W - w_f - w_g)),
+    and exact in most cases."""
+    pairs_exact = pairs_total = 0
+    choices = (1, 2, 3, 0.5)
+    for n in range(2, 7):
+        nodes = [str(i) for i in range(n)]
+        for k, p in enumerate(range(1, 31)):
+            w = {x: choices[(i * 7 + k) % len(choices)] for i, x in enumerate(nodes)}
+            total = sum(w.values())
+            for rf in range(1, n + 1):
+                a = assign_priorities(nodes, p, rf, weights=w)
+                assert a == assign_priorities(nodes, p, rf, weights=dict(w))
+                led = leaders_after(a, set())
+                assert sum(led.values()) == p
+                for x in nodes:
+                    assert math.floor(p * w[x] / total) <= led[x] <= math.ceil(p * w[x] / total), (n, p, rf, w)
+                if rf >= 2:
+                    for f in nodes:
+                        led = leaders_after(a, {f})
+                        assert all(led[x] <= math.ceil(p * w[x] / (total - w[f])) for x in nodes if x != f), \
+                            (n, p, rf, w, f)
+                if rf >= 3:
+                    for f, g in itertools.combinations(nodes, 2):
+                        led = leaders_after(a, {f, g})
+                        worst = max(led[x] - math.ceil(p * w[x] / (total - w[f] - w[g])) for x in nodes
+                                    if x not in (f, g))
+                        assert worst <= 1, (n, p, rf, w, f, g)
+                        pairs_exact += worst <= 0
+                        pairs_total += 1
+    assert pairs_exact / pairs_total >= 0.85, pairs_exact / pairs_total
+
+
+def test_weights_errors() -> None:
+    for strategy in ("zeebe", "off"):
+        with pytest.raises(ValueError, match="balanced"):
+            assign_priorities(["a", "b"], 4, 2, strategy, weights={"a": 2})
+    for bad in (0, -1, math.inf, math.nan):
+        with pytest.raises(ValueError, match="positive"):
+            assign_priorities(["a", "b"], 4, 2, weights={"a": bad})

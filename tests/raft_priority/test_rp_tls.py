@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
@@ -24,6 +25,7 @@ IDS = ("a", "b", "c")
 P = 6
 BOUND = 20.0  # generous: a noisy 2-core machine
 WINDOW = 3.0  # how long an intruder is watched for doing any harm
+QUIET = 4.0  # longer than the rebalance hysteresis (3 ET): a settled group has handed partitions back by then
 _unique = itertools.count()
 
 
@@ -56,6 +58,16 @@ class TlsGroup:
             return {r: v[0] for r, v in held.items()} if all(len(v) == 1 for v in held.values()) else None
 
         return wait_until(one_each, BOUND, what="exactly one leader per role")
+
+    @staticmethod
+    def quiet(on: list[MemberProcess]) -> None:
+        """Wait until none of `on` has printed an event for QUIET seconds: at start-up a node that came up first
+        may lead a partition whose higher-priority node came up later, and hands it back after the hysteresis."""
+        def idle() -> bool:
+            last = max((line["mono"] for p in on for line in p.log.lines), default=0.0)
+            return time.monotonic() - last >= QUIET
+
+        wait_until(idle, BOUND + QUIET, what=f"no event for {QUIET:g} s")
 
     def close(self) -> None:
         for p in self.procs:
@@ -101,6 +113,8 @@ def _intruder_tls(g: TlsGroup, kind: str) -> dict[str, str] | None:
 def test_a_node_the_cluster_does_not_trust_cannot_vote_or_lead(tls_group: TlsGroup, kind: str, said: str) -> None:
     g = tls_group
     a, b = g.start("a", g.tls("a")), g.start("b", g.tls("b"))
+    g.settled([a, b])
+    g.quiet([a, b])
     before = g.settled([a, b])
     marks = {p.member_id: len(p.log.lines) for p in (a, b)}
     c = g.start("c", _intruder_tls(g, kind))

@@ -199,3 +199,27 @@ def test_rebalancing_is_rate_limited_per_node() -> None:
     assert step_to(8.5) == [["a"], ["b"]]  # the first hand-back at ~8.0 s spent the budget
     assert step_to(12.9) == [["a"], ["b"]]
     assert step_to(13.5) == [["a"], ["a"]]  # a window later
+
+
+# -- max_roles: the elector's three levels of interest, as the election core sees them
+def _interest(bench: Bench, **levels: tuple[int, int]) -> None:
+    for node, (index, term) in levels.items():
+        bench[node].set_log_position(index, term)
+
+
+def test_a_capped_primary_loses_to_an_interested_node_and_beats_an_uninterested_one() -> None:
+    from raft_priority.elector import CAPPED, INTERESTED, UNINTERESTED
+
+    b = Bench(P3, REB)
+    _interest(b, a=CAPPED, b=INTERESTED, c=INTERESTED)
+    b.run_to(10.0)
+    assert b.leaders() == ["b"]  # a campaigned first and was refused; rebalancing does not hand back to it
+    b = Bench(P3, REB)
+    _interest(b, a=CAPPED, b=UNINTERESTED, c=UNINTERESTED)
+    b.run_to(2.05)
+    assert b.leaders() == ["a"]  # the cap is soft: nobody else contends
+    _interest(b, b=INTERESTED)  # a node below its cap appears: a leader at its cap hands over to it (elector)
+    b.run_to(2.5)
+    assert b["a"].transfer_leadership("b", 2.5)
+    b.run_to(10.0)
+    assert b.leaders() == ["b"]  # and is not handed back, although a's priority is higher

@@ -32,7 +32,7 @@ def test_unknown_scheme_lists_the_known_ones() -> None:
 
 
 def test_unknown_parameter_is_named_with_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match=r"sesion_timeout.*known: group, revoke_timeout") as info:
+    with pytest.raises(ConfigError, match=r"sesion_timeout.*known: group, max_roles, revoke_timeout, weight") as info:
         elect.connect("memory://g?sesion_timeout=1")
     assert info.value.parameter == "sesion_timeout"
 
