@@ -10,14 +10,13 @@ same for local processes and for containers; only these two operations differ.
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from elect_cluster.local import LocalCluster
 
-Runner = Callable[[Sequence[str]], None]
+if TYPE_CHECKING:
+    from elect_cluster.containers import Engine
 
 
 @dataclass(frozen=True)
@@ -83,12 +82,10 @@ class LocalInfra:
         return Victim(service, 0 if index is None else index)
 
 
-def _run(argv: Sequence[str]) -> None:
-    subprocess.run(list(argv), check=True, capture_output=True, timeout=60)
-
-
 class DockerInfra:
-    """Faults on the compose project's infrastructure containers (kafka1..3, etcd1..3, zk1..3).
+    """Faults on the compose project's infrastructure containers (kafka1..3, etcd1..3, zk1..3), through the
+    container engine; a container is found by its compose labels (project, service), which both engines and
+    both compose versions set, whatever they name it.
 
     The victim is the first member of the service: asking each store for its leader from outside the
     compose network is not always possible, and with three members any one costs the same quorum.
@@ -96,31 +93,37 @@ class DockerInfra:
 
     SERVICES: ClassVar[dict[str, str]] = {"kafka": "kafka", "etcd": "etcd", "zookeeper": "zk"}
 
-    def __init__(self, project: str = "elect", runner: Runner = _run) -> None:
+    def __init__(self, project: str = "elect", engine: Engine | None = None) -> None:
+        from elect_cluster.containers import Engine as _Engine
+
         self.project = project
-        self.run = runner
+        self.engine = engine or _Engine()
 
     def container(self, victim: Victim) -> str:
-        return f"{self.project}-{self.SERVICES[victim.service]}{victim.index + 1}-1"
+        service = f"{self.SERVICES[victim.service]}{victim.index + 1}"
+        found = self.engine.containers(self.project, service)
+        if not found:
+            raise ValueError(f"the compose project {self.project} has no {service} container")
+        return found[0]
 
     def members(self, service: str) -> int:
         return 3 if service in self.SERVICES else 0
 
     def kill(self, service: str) -> Victim:
         victim = self._first(service)
-        self.run(["docker", "kill", "--signal", "KILL", self.container(victim)])
+        self.engine.run("kill", "--signal", "KILL", self.container(victim))
         return victim
 
     def restart(self, victim: Victim, timeout: float) -> None:
-        self.run(["docker", "start", self.container(victim)])
+        self.engine.run("start", self.container(victim), timeout=timeout)
 
     def pause(self, service: str) -> Victim:
         victim = self._first(service)
-        self.run(["docker", "pause", self.container(victim)])
+        self.engine.run("pause", self.container(victim))
         return victim
 
     def resume(self, victim: Victim) -> None:
-        self.run(["docker", "unpause", self.container(victim)])
+        self.engine.run("unpause", self.container(victim))
 
     def _first(self, service: str) -> Victim:
         if service not in self.SERVICES:

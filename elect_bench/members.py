@@ -202,6 +202,38 @@ class SignalledProcess:
         self.signal(signal.SIGCONT)
 
 
+class ClockAlignment:
+    """Carries one member's `mono` onto this process's monotonic clock, for a member on another kernel (another
+    host) whose monotonic clock is unrelated to ours.
+
+    Each line's offset sample is *our monotonic time when the line arrived − its `mono`*: the true offset plus the
+    line's delivery delay, never less than the true offset. The smallest sample so far is the estimate, too late by
+    at most the fastest delivery seen (on one host, a pipe: well under a millisecond); `bound` says how much the
+    estimate moved since the first line, an upper bound of what earlier lines may be off by. A line is shifted by
+    the estimate when it arrives (`mono`, and a `fenced` line's `until`); its wall time `ts` is kept.
+    """
+
+    def __init__(self) -> None:
+        self.offset: float | None = None
+        self.first: float | None = None
+
+    def align(self, line: Line, received: float) -> Line:
+        sample = received - float(line["mono"])
+        if self.offset is None or sample < self.offset:
+            self.offset = sample
+        if self.first is None:
+            self.first = sample
+        shifted = dict(line)
+        shifted["mono"] = float(line["mono"]) + self.offset
+        if "until" in line:
+            shifted["until"] = float(line["until"]) + self.offset
+        return shifted
+
+    @property
+    def bound(self) -> float:
+        return 0.0 if self.first is None or self.offset is None else self.first - self.offset
+
+
 class MemberProcess(SignalledProcess):
     """`python -m elect member URL --id ID --roles ... --control` as a child process (or an anchor's adapter,
     bench/anchors, given as `command`: another program that prints the same lines).
@@ -209,13 +241,14 @@ class MemberProcess(SignalledProcess):
     Its stdout event lines are parsed into `log` by a reader thread; stderr goes to a log file.
     Commands (resign, add, remove) travel over stdin. `prefix` runs it inside something else, e.g.
     `ip netns exec HOST`. `restart` starts it again as a new process with the same command line (URL, id,
-    roles: the same state on disk), logging on into the same `log` and stderr file.
+    roles: the same state on disk), logging on into the same `log` and stderr file. `align_clock`: the member runs
+    on another kernel, and its lines' `mono` are carried onto this machine's clock (`ClockAlignment`).
     """
 
     def __init__(self, url: str, member_id: str, roles: Sequence[Role], *, log_dir: Path,
                  extra_args: Sequence[str] = (), prefix: Sequence[str] = (),
                  env: dict[str, str] | None = None, python: str = sys.executable,
-                 command: Sequence[str] | None = None) -> None:
+                 command: Sequence[str] | None = None, align_clock: bool = False) -> None:
         self.url = url
         self.member_id = member_id
         self.roles = list(roles)
@@ -229,6 +262,7 @@ class MemberProcess(SignalledProcess):
         self.proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self.bad_lines: list[str] = []
+        self.clock = ClockAlignment() if align_clock else None
 
     @property
     def pid(self) -> int:
@@ -275,10 +309,13 @@ class MemberProcess(SignalledProcess):
             raw = raw.strip()
             if not raw:
                 continue
+            received = time.monotonic()
             try:
-                self.log.append(parse_line(raw))
+                line = parse_line(raw)
             except ValueError:
                 self.bad_lines.append(raw)
+                continue
+            self.log.append(line if self.clock is None else self.clock.align(line, received))
         self.log.close(life)
 
     def command(self, *words: str) -> None:

@@ -4,22 +4,23 @@ The trial logic is the same everywhere; only these few operations differ:
 - `LocalPlacement`: processes on this machine; faults are signals.
 - `NetnsPlacement`: each member on its own network-namespace host; network faults act on its link (a cut,
   a one-way cut, loss, a slow link).
-- `DockerPlacement`: each member in a container of cluster/docker-compose.yml; faults go through the
-  container engine (`docker kill`, `docker pause`, `docker network disconnect`); the lesser network
-  faults and restarts are not done there.
+- `DockerPlacement`: each member in a container on the compose cluster's network; faults go through the
+  container engine (kill, pause) and iptables in the container's network namespace (cuts, loss); a slow
+  link and restarts are not done there.
 """
 
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from elect_cluster.netns import Direction, Hosts
 
-Runner = Callable[[Sequence[str]], None]
+if TYPE_CHECKING:
+    from elect_cluster.containers import Engine
 
 
 class Signalled(Protocol):
@@ -43,13 +44,12 @@ class Restartable(Signalled, Protocol):
     def restart(self) -> None: ...
 
 
-def _run(argv: Sequence[str]) -> None:
-    subprocess.run(list(argv), check=True, capture_output=True, timeout=60)
-
-
 class Placement(Protocol):
     can_cut: bool
     python: str  # the interpreter that runs `-m elect member` where the member runs
+    #: members run on other kernels than the harness: their lines' `mono` are carried onto the harness's clock
+    #: (elect_bench.members.ClockAlignment); False where one kernel's monotonic clock serves all
+    separate_clocks: bool
 
     def prefix(self, member: str) -> list[str]: ...
     def address(self, member: str) -> str: ...
@@ -70,6 +70,10 @@ class Placement(Protocol):
     def sent(self, member: str) -> tuple[int, int] | None:
         """(packets, bytes) the member's host has sent so far, or None where it cannot be counted."""
         ...
+    def process_id(self, proc: Signalled, local_pid: int) -> int:
+        """The pid, on this machine, of the member's own process (its CPU and memory are read there), given the
+        pid of the process the harness started (the member itself, or the engine's client)."""
+        ...
 
 
 class LocalPlacement:
@@ -77,6 +81,7 @@ class LocalPlacement:
 
     can_cut = False
     python = sys.executable
+    separate_clocks = False
 
     def prefix(self, member: str) -> list[str]:
         return []
@@ -120,6 +125,9 @@ class LocalPlacement:
     def sent(self, member: str) -> tuple[int, int] | None:
         return None
 
+    def process_id(self, proc: Signalled, local_pid: int) -> int:
+        return local_pid
+
 
 class NetnsPlacement(LocalPlacement):
     """Members on their own network-namespace hosts; cut/heal act on the host's link."""
@@ -155,60 +163,108 @@ class NetnsPlacement(LocalPlacement):
 
 
 class DockerPlacement:
-    """Members in containers of a compose project; the local process is the `docker compose run` client."""
+    """Members in containers on the compose project's network, one container per member (`podman run -i` or
+    `docker run -i`: the local process is the engine's client, whose stdin and stdout are the member's); faults
+    go through the engine (kill, pause) and through iptables in the member's network namespace (cut, one-way
+    cut, loss). The trial's work folder is mounted at the same path, so a member's state on disk (Raft's term
+    and vote) is where the harness put it. A member is reached by its container's name on the network.
+
+    `hosts` puts members on other hosts' engines (member id -> engine URL, e.g. ssh://user@host): there the
+    network must span the hosts (an attachable overlay network), the image must be on each host, state on disk
+    stays on that host, and the members' clocks are carried onto this machine's (`separate_clocks`).
+    """
 
     can_cut = True
     python = "python3"
 
-    def __init__(self, compose_file: str, project: str = "elect", network: str = "elect_net",
-                 runner: Runner = _run) -> None:
-        self.compose = ["docker", "compose", "-f", compose_file, "-p", project]
+    def __init__(self, workdir: str, *, image: str = "elect-member:local", project: str = "elect",
+                 network: str = "elect_net", engine: Engine | None = None,
+                 hosts: Mapping[str, str] | None = None) -> None:
+        from elect_cluster.containers import Engine as _Engine
+
+        self.engine = engine or _Engine()
+        self.engines = {m: _Engine(self.engine.tool, url, helper=image) for m, url in (hosts or {}).items()}
+        self.separate_clocks = bool(self.engines)  # another host: another kernel, another monotonic clock
+        self.workdir = workdir
+        self.image = image
         self.project = project
         self.network = network
-        self.run = runner
+        self._named: dict[str, Engine] = {}
+        self._image_id: str | None = None
 
     def container(self, member: str) -> str:
         return f"{self.project}-member-{member}"
 
+    def engine_of(self, member: str) -> Engine:
+        return self.engines.get(member, self.engine)
+
     def prefix(self, member: str) -> list[str]:
-        return [*self.compose, "run", "--rm", "-T", "--name", self.container(member), "--entrypoint", "", "member"]
+        name, engine = self.container(member), self.engine_of(member)
+        engine.remove(name)  # a container left by a client that was killed would hold the name
+        self._named[name] = engine
+        image = self.image
+        if engine.url is None:  # pinned for the run: an image built again meanwhile does not change members
+            if self._image_id is None:
+                found = engine.run("image", "inspect", "--format", "{{.Id}}", self.image, check=False).strip()
+                self._image_id = found or self.image
+            image = self._image_id
+        mount = ["-v", f"{self.workdir}:{self.workdir}"] if engine.url is None else []
+        return [*engine.command, "run", "--rm", "-i", "--init", "--name", name, "--hostname", name,
+                "--network", self.network, "--label", f"com.docker.compose.project={self.project}",
+                "--label", "org.elect.role=member", "-e", "PYTHONUNBUFFERED=1", *mount, "--entrypoint", "", image]
 
     def address(self, member: str) -> str:
         return self.container(member)  # container names resolve on the compose network
 
     def kill(self, proc: Signalled) -> None:
-        self.run(["docker", "kill", "--signal", "KILL", self.container(proc.member_id)])
+        self.engine_of(proc.member_id).run("kill", "--signal", "KILL", self.container(proc.member_id))
 
     def pause(self, proc: Signalled) -> None:
-        self.run(["docker", "pause", self.container(proc.member_id)])
+        self.engine_of(proc.member_id).run("pause", self.container(proc.member_id))
 
-    def resume(self, proc: Signalled) -> None:
-        self.run(["docker", "unpause", self.container(proc.member_id)])
+    def resume(self, proc: Signalled) -> None:  # a no-op on a running one
+        self.engine_of(proc.member_id).run("unpause", self.container(proc.member_id), check=False)
 
     def stop(self, proc: Signalled) -> None:
-        self.run(["docker", "kill", "--signal", "TERM", self.container(proc.member_id)])
+        self.engine_of(proc.member_id).run("kill", "--signal", "TERM", self.container(proc.member_id))
 
     def cut(self, member: str) -> None:
-        self.run(["docker", "network", "disconnect", "--force", self.network, self.container(member)])
+        self.engine_of(member).cut(self.container(member))
 
     def heal(self, member: str) -> None:
-        self.run(["docker", "network", "connect", self.network, self.container(member)])
+        self.engine_of(member).heal(self.container(member))
 
     def block(self, member: str, direction: Direction) -> None:
-        raise NotImplementedError("one-way cuts are not done with containers (they would need iptables and "
-                                  "NET_ADMIN in each member's container): use the local placement")
+        self.engine_of(member).cut(self.container(member), direction)
 
     def lossy(self, member: str, probability: float) -> None:
-        raise NotImplementedError("packet loss is not done with containers (it would need iptables and NET_ADMIN "
-                                  "in each member's container): use the local placement")
+        self.engine_of(member).lossy(self.container(member), probability)
 
     def slow(self, member: str) -> None:
-        raise NotImplementedError("a slow link is not done with containers (it would need tc and NET_ADMIN in each "
-                                  "member's container): use the local placement")
+        raise NotImplementedError("a slow link is not done with containers (it needs a token bucket on both ends "
+                                  "of the member's veth): use the local placement")
 
     def restart(self, proc: Signalled) -> None:
-        raise NotImplementedError("restarting a member is not done with containers (`docker compose run --rm` "
-                                  "would have to wait for the killed one's removal): use the local placement")
+        raise NotImplementedError("restarting a member is not done with containers (`run --rm` would have to "
+                                  "wait for the killed one's removal): use the local placement")
 
     def sent(self, member: str) -> tuple[int, int] | None:
         return None
+
+    def process_id(self, proc: Signalled, local_pid: int) -> int:
+        """The member under the container's init (`--init`), as this machine numbers it; 0 when it is gone or on
+        another host."""
+        if proc.member_id in self.engines:
+            return 0
+        try:
+            init = self.engine.pid(self.container(proc.member_id))
+            children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
+        except (OSError, ValueError, RuntimeError):
+            return 0
+        return int(children[0]) if init > 0 and children else 0
+
+    def close(self) -> None:
+        """Remove every member container this placement named (a client killed hard leaves its container)."""
+        for name, engine in sorted(self._named.items()):
+            engine.remove(name)
+        self._named.clear()

@@ -162,6 +162,7 @@ class _Group:
         self.reported: set[str] = set()  # the violations the live line has spelled out
         self.procs = [MemberProcess(self.urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
                                     prefix=env.placement.prefix(i), python=env.placement.python,
+                                    align_clock=env.placement.separate_clocks,
                                     extra_args=workload.member_args(i),
                                     command=spec.method.launch(self.urls[i], i, range(spec.roles),
                                                                env.placement.python)) for i in ids]

@@ -170,13 +170,13 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
     or their packets are counted.
 
     With `scenario.meter` every member dials through counting relays (bench.metering).
-    With placement "docker" the infrastructure is the compose project's (already up) and members are
-    containers of it.
+    With placement "docker" the infrastructure is the compose cluster's (cluster/docker-compose.yml with the
+    images built here; "docker-official": the official images), brought up for the run and down after it, and
+    members are containers on its network; `ELECT_MEMBER_HOSTS` (m0=ssh://host,m1=...) starts members through
+    other hosts' engines, `ELECT_COMPOSE_OVERRIDES` (comma-separated files) adds compose files.
     """
-    if placement == "docker":
-        from elect_cluster import compose
-
-        yield Environment(compose.endpoints(), workdir, DockerPlacement(str(compose.COMPOSE_FILE)), DockerInfra())
+    if placement in ("docker", "docker-official"):
+        yield from _compose_environment(scenario, workdir, local=placement == "docker")
         return
     hosts = None
     members = [f"m{i}" for i in range(max(scenario.group_sizes))]
@@ -218,6 +218,25 @@ def environment(scenario: Scenario, workdir: Path, placement: str = "local") -> 
             meter.close()
         if hosts is not None:
             hosts.down()
+
+
+def _compose_environment(scenario: Scenario, workdir: Path, *, local: bool) -> Iterator[Environment]:
+    from elect_cluster import compose
+    from elect_cluster.containers import ComposeCluster
+
+    overrides = [Path(f) for f in os.environ.get("ELECT_COMPOSE_OVERRIDES", "").split(",") if f]
+    cluster = ComposeCluster(local=local, overrides=overrides)
+    hosts = dict(pair.split("=", 1) for pair in os.environ.get("ELECT_MEMBER_HOSTS", "").split(",") if "=" in pair)
+    placement = DockerPlacement(str(workdir), image="elect-member:local" if local else "elect-member:latest",
+                                engine=cluster.engine, hosts=hosts)
+    try:
+        cluster.up(scenario.needs)
+        yield Environment(compose.endpoints(), workdir, placement, DockerInfra(engine=cluster.engine))
+    finally:
+        try:
+            placement.close()
+        finally:
+            cluster.down()
 
 
 def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = "",

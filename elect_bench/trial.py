@@ -142,6 +142,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         workload.open(store_host(env.placement) if workload.active else "127.0.0.1")
         procs += [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
                                 prefix=env.placement.prefix(i), python=env.placement.python,
+                                align_clock=env.placement.separate_clocks,
                                 extra_args=workload.member_args(i),
                                 command=spec.method.launch(urls[i], i, range(spec.roles), env.placement.python))
                   for i in ids]
@@ -154,7 +155,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
             strike_member(spec.fault, spec, env, procs, records, progress)
         elif isinstance(spec.fault, InfraFault):
             strike_infrastructure(spec.fault, spec, env, procs, records, progress)
-        history = _observed(procs, records, began, result)
+        history = _observed(env.placement, procs, records, began, result)
         _measure(spec, promised, history, procs, result)
         result.ok = True
     except Exception as exc:  # a trial that could not run is a finding, not a crash of the suite
@@ -296,11 +297,12 @@ def strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment, 
                    what="a leader for every role after the restart")
 
 
-def _observed(procs: Sequence[MemberProcess], records: list[Record], began: float, result: TrialResult) -> History:
+def _observed(placement: Placement, procs: Sequence[MemberProcess], records: list[Record], began: float,
+              result: TrialResult) -> History:
     """The history up to now, and what each live member has used over its life."""
     end = time.monotonic()
     for p in procs:
-        used = usage(p.pid) if p.alive else None
+        used = usage(placement.process_id(p, p.pid)) if p.alive else None
         if used is not None:
             result.cpu[p.member_id], result.rss_mb[p.member_id] = used.cpu_share, used.rss_mb
     return History([line for p in procs for line in p.log.lines if line["mono"] <= end], records,

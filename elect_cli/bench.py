@@ -59,9 +59,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--brokers", type=int, choices=(1, 3), help="Apache Kafka nodes (the infra fault wants 3)")
     p.add_argument("--workload", choices=WORKLOADS,
                    help="leaders write to a store that refuses stale tokens (fenced) or takes every write (unfenced)")
-    p.add_argument("--placement", choices=("local", "docker"), default="local",
-                   help="local processes (on network namespaces for network faults), or containers of "
-                        "cluster/docker-compose.yml")
+    p.add_argument("--placement", choices=("local", "docker", "docker-official"), default="local",
+                   help="local processes (on network namespaces for network faults), or containers: members on "
+                        "the network of cluster/docker-compose.yml, brought up for the run with the images "
+                        "`elect cluster images` builds here (docker) or the official ones (docker-official)")
     p.add_argument("--out", type=Path, default=Path("results"), help="where results.json, report.md and plots go")
     p.add_argument("--resume", action="store_true",
                    help="go on from OUT/results.partial.json (a run cut short; the same scenario and flags): "

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run real infrastructure on this machine (a Kafka broker: Apache Kafka or the light Tansu; "
                     "etcd; ZooKeeper) for elect.")
     parser.set_defaults(run=run, func=run)  # elect_cli calls args.run(args)
-    actions = parser.add_subparsers(dest="cluster_command", metavar="{up,down,status}", required=True)
+    actions = parser.add_subparsers(dest="cluster_command", metavar="{up,down,status,images}", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--workdir", type=Path, default=None,
@@ -55,6 +55,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     status = actions.add_parser("status", help="show each member: pid, alive, healthy, role")
     common(status)
     status.add_argument("--json", action="store_true", help="print the status as JSON")
+
+    images = actions.add_parser(
+        "images", help="build the compose cluster's images here (Podman or Docker), skipping what is up to date",
+        description="Build the images of cluster/docker-compose.local.yml from cluster/: a Debian root by "
+                    "debootstrap, then etcd, ZooKeeper, Apache Kafka and the member image FROM it. No registry "
+                    "is needed. The engine is $ELECT_ENGINE, else podman, else docker.")
+    images.add_argument("names", nargs="*", default=["etcd", "zookeeper", "kafka", "member"],
+                        help="rootfs, base, etcd, zookeeper, kafka, member (default: all; parents are implied)")
+    images.add_argument("--force", action="store_true", help="build even what is up to date")
     return parser
 
 
@@ -63,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.cluster_command == "up":
             return _up(args)
+        if args.cluster_command == "images":
+            return _images(args)
         if args.cluster_command == "down":
             LocalCluster(args.workdir).down()
             print(f"cluster down ({LocalCluster(args.workdir).workdir})")
@@ -71,6 +82,16 @@ def run(args: argparse.Namespace) -> int:
     except ClusterError as exc:
         print(f"elect cluster {args.cluster_command}: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _images(args: argparse.Namespace) -> int:
+    from elect_cluster import images
+
+    outcomes = images.build(args.names, force=args.force, say=lambda m: print(f"elect cluster images: {m}",
+                                                                                 flush=True))
+    built = sum(o.built for o in outcomes)
+    print(f"{built} built, {len(outcomes) - built} up to date: {', '.join(o.image for o in outcomes)}")
+    return 0
 
 
 def _services(text: str) -> list[str]:
