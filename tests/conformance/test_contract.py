@@ -68,11 +68,17 @@ def test_stop_hands_roles_over(group: Group, impl: Implementation) -> None:
     led = sorted(old.log.leading())
     # only lines after the stop: at start-up either may have led and handed over a role already
     old_mark, survivor_mark = len(old.log.lines), len(survivor.log.lines)
+    # a method that allows overlap (NELI full) may have given the survivor a role the old member still held,
+    # in a rebalance still going on when the roles were first all led: that acquisition is the handover
+    overlapping = set() if impl.exclusive else survivor.log.leading() & set(led)
     old.stop()
     for r in led:
         revoked = old.log.wait_for(is_event("revoked", r), impl.timeout, start=old_mark, what=f"revoked {r}")
-        acquired = survivor.log.wait_for(is_event("acquired", r), impl.timeout, start=survivor_mark,
-                                         what=f"{r} acquired by the survivor")
+        if r in overlapping:
+            acquired = [line for line in survivor.log.lines[:survivor_mark] if is_event("acquired", r)(line)][-1]
+        else:
+            acquired = survivor.log.wait_for(is_event("acquired", r), impl.timeout, start=survivor_mark,
+                                             what=f"{r} acquired by the survivor")
         assert acquired["token"] > revoked["token"]
         if impl.graceful:
             # the blocking Revoked callback held the successor back
