@@ -47,6 +47,7 @@ from .ports import free_ports
 from .process import ProcessSpec
 from .security import ADMIN, SCRAM, Security, context_of
 from .service import Member, find_program
+from .state import cache_dir
 from .waiting import WaitTimeout, wait_until
 
 _FIX = "apt-get install -y openjdk-17-jre-headless maven (then ./setup resolves the jars)"
@@ -70,8 +71,7 @@ def libs_dir() -> Path:
     override = os.environ.get("ELECT_KAFKA_LIBS")
     if override:
         return Path(override)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "elect" / f"kafka-{kafka_version()}" / "libs"
+    return cache_dir() / f"kafka-{kafka_version()}" / "libs"
 
 
 def has_jars(libs: Path) -> bool:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import compose
+from . import compose, state
 from .apache_kafka import ensure_jars
 from .errors import ClusterError, MissingBinary
 
@@ -261,8 +261,14 @@ class Outcome:
 
 def build(names: Sequence[str] = tuple(IMAGES), *, tool: str | None = None, force: bool = False,
           say: Say = lambda _m: None) -> list[Outcome]:
-    """Build the named images (and what they are built FROM) unless their inputs are unchanged."""
+    """Build the named images (and what they are built FROM) unless their inputs are unchanged. Builds on one
+    machine take turns (a lock in the cache directory): two at once would both build, and each untag the other's."""
     tool = tool or engine()
+    with state.file_lock(state.cache_dir() / "images.lock"):
+        return _build_all(names, tool, force, say)
+
+
+def _build_all(names: Sequence[str], tool: str, force: bool, say: Say) -> list[Outcome]:
     outcomes: list[Outcome] = []
     parent_label = ""
     labels: dict[str, str] = {}

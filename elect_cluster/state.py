@@ -86,13 +86,25 @@ def remove(workdir: Path) -> None:
         (workdir / name).unlink(missing_ok=True)
 
 
+def cache_dir() -> Path:
+    """This user's cache of elect's downloads and builds (``$XDG_CACHE_HOME/elect``, else ``~/.cache/elect``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "elect"
+
+
 @contextmanager
-def locked(workdir: Path) -> Iterator[None]:
-    """Hold the workdir's advisory lock, so two ``up``/``down`` calls never interleave."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    with open(workdir / LOCK_FILE, "a") as handle:
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an advisory lock on `path` (made if missing): processes that take the same path take turns."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def locked(workdir: Path) -> Iterator[None]:
+    """Hold the workdir's advisory lock, so two ``up``/``down`` calls never interleave."""
+    with file_lock(workdir / LOCK_FILE):
+        yield

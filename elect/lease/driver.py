@@ -88,6 +88,11 @@ class Store(Protocol):
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
         """Do one action; return what it showed. Raise StoreError / SessionLost on failure."""
 
+    def members(self, timeout: float) -> dict[str, MemberRecord]:
+        """The membership directory read now from the store (session -> record), not from the watch: what
+        `drain` asks before it says no other member contends for a role (the watch may not yet have shown a
+        member that joined a moment ago). Raise StoreError on failure."""
+
     def close(self, timeout: float) -> None:
         """End the session (the store drops what is left of it) and stop watching."""
 
@@ -144,6 +149,7 @@ class LeaseElector(BaseElector):
         self.options = options
         self.revoke_timeout = options.revoke_timeout
         self._store = store
+        self._fresh: tuple[float, list[MemberRecord]] | None = None  # _members_read_now's last read: (when, records)
         self._timing = timing
         self._characteristics = characteristics
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
@@ -234,18 +240,35 @@ class LeaseElector(BaseElector):
             core = self._core
             if core is not None:
                 now = time.monotonic()
+                alone = []
                 for role in roles:
                     holder = core.holder(role)
                     if holder is not None and holder.session != core.session:
                         seen[role] = holder.member
                     elif not core.contended(role, now):
-                        seen[role] = None
+                        alone.append(role)
+                if alone:  # confirmed by a fresh read: a member that joined a moment ago may not be watched yet
+                    others = self._members_read_now(core.session, now)
+                    for role in alone:
+                        if others is not None and not any(r.roles is None or role in r.roles for r in others):
+                            seen[role] = None
             answered.set()
 
         if self._finished.is_set():
             return {}
         self._queue.put(Task(look))
         return dict(seen) if answered.wait(self.options.timeout + 1) else {}
+
+    def _members_read_now(self, session: str, now: float) -> list[MemberRecord] | None:
+        """The other members' records as the store has them now (one read per half second at most, so a drain
+        that waits for a successor does not poll the store; None if it cannot be read now: asked again)."""
+        if self._fresh is None or now - self._fresh[0] >= 0.5:
+            try:
+                records = self._store.members(self.options.timeout)
+            except StoreError:
+                return None
+            self._fresh = (now, [record for s, record in records.items() if s != session])
+        return self._fresh[1]
 
     def _on_loop_thread(self) -> bool:
         return bool(self._threads) and threading.current_thread() is self._threads[0]

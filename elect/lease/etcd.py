@@ -125,6 +125,11 @@ class EtcdStore:
     def reopen(self, record: MemberRecord, timeout: float) -> Opened:
         return self._register(record, timeout)
 
+    def members(self, timeout: float) -> dict[str, MemberRecord]:
+        data = self._txn([], [self._range(self._members)], [], timeout)
+        return {unb64(kv.get("key")).decode(errors="replace")[len(self._members):]:
+                decode_record(unb64(kv.get("value"))) for kv in _kvs(data.get("responses", [{}])[0])}
+
     def _register(self, record: MemberRecord, timeout: float) -> Opened:
         """Grant a lease, enter the membership directory under it, and read everything."""
         sent = time.monotonic()

@@ -496,6 +496,24 @@ class ZooKeeperStore:
             return []
         raise StoreError(f"ZooKeeper cannot {type(action).__name__}")
 
+    def members(self, timeout: float) -> dict[str, MemberRecord]:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            self.count()
+            children = self._client.get_children_async(self._members).get(timeout=timeout)
+            pending = [(name, self._client.get_async(f"{self._members}/{name}")) for name in children]
+            self.count(len(pending))
+            found = {}
+            for name, result in pending:
+                try:
+                    found[name] = decode_record(result.get(timeout=timeout)[0] or b"")
+                except NoNodeError:
+                    continue  # gone since it was listed
+            return found
+        except Exception as exc:
+            raise self._error(exc) from None
+
     def _error(self, exc: Exception) -> StoreError:
         from kazoo.exceptions import SessionExpiredError
 

@@ -41,7 +41,8 @@ class OtherKernels(LocalPlacement):
 def test_a_trial_with_members_on_unrelated_clocks(tmp_path: Path) -> None:
     probe = subprocess.run(["unshare", "--time", "--monotonic", "3600", "true"], capture_output=True)
     if probe.returncode != 0:
-        pytest.fail(f"no time namespaces here (Linux 5.6+ and util-linux unshare --time needed): {probe.stderr.decode().strip()}")
+        pytest.fail("no time namespaces here (Linux 5.6+ and util-linux unshare --time needed): "
+                    f"{probe.stderr.decode().strip()}")
     spec = TrialSpec(METHODS["raft"], fault("kill"), budget=1.0, members=3, roles=4)
     result = run_trial(spec, Environment(None, tmp_path, OtherKernels()), 0, "clocks")
     assert result.ok, result.error

@@ -16,6 +16,7 @@ from elect_bench.placement import DockerPlacement
 from elect_cluster import images
 from elect_cluster.containers import PODMAN_SOCKET, ComposeCluster, Engine
 from elect_cluster.errors import MissingBinary
+from elect_cluster.state import cache_dir, file_lock
 from elect_cluster.waiting import wait_until
 
 pytestmark = pytest.mark.infra
@@ -36,6 +37,14 @@ def engine() -> Engine:
         pytest.fail(f"no container engine, which ./setup installs: {exc}")
     images.build(["member"], tool=tool)  # what is up to date is not built again
     return Engine(tool)
+
+
+@pytest.fixture(autouse=True)
+def one_at_a_time() -> Iterator[None]:
+    """These tests use the engine's fixed compose projects (`elect`, `elect-test`): on the suite's two workers,
+    or beside another run on this machine, they take turns."""
+    with file_lock(cache_dir() / "podman-tests.lock"):
+        yield
 
 
 @pytest.fixture
