@@ -227,6 +227,8 @@ def test_sigterm_drains_the_member(group: Group, impl: Implementation) -> None:
     drained = wait_until(lambda: group.reports(old, DRAINED), impl.timeout, what="the drained report")[-1]
     assert NAMES[0] in drained["roles"] and 0 < drained["seconds"] <= time.monotonic() - began
     for role in drained["roles"]:
+        if not impl.exclusive and role in survivor.log.leading():
+            continue  # NELI full: the survivor was given it in a rebalance while the old member still held it
         survivor.log.wait_for(is_event("acquired", role), impl.timeout, start=mark, what=f"{role} taken over")
     if impl.sees_successors:
         assert drained["successors"] == {role: survivor.member_id for role in drained["roles"]}, drained
@@ -238,6 +240,15 @@ def test_sigterm_drains_the_member(group: Group, impl: Implementation) -> None:
 def _transferred(group: Group, member: Member, role: str, to: str, start: int) -> Line:
     return wait_until(lambda: [r for r in group.reports(member, TRANSFERRED)[start:] if r["role"] == role
                                and r["to"] == to], 60, what=f"{member.member_id}'s report of transferring {role}")[-1]
+
+
+def _revoked_on_transfer(group: Group, old: Member, role: str, mark: int, reports: int, timeout: float) -> Line:
+    """The old leader's Revoked of `role` after `transfer`; a refusal fails at once with the member's reason."""
+    def outcome() -> list[Line]:
+        refused = [r for r in group.reports(old, TRANSFERRED)[reports:] if r.get("error")]
+        assert not refused, f"{old.member_id} refused the transfer of {role}: {refused}"
+        return [x for x in old.log.lines[mark:] if is_event("revoked", role)(x)]
+    return wait_until(outcome, timeout, what="revoked on transfer")[0]
 
 
 def test_transfer_hands_a_role_to_the_named_member(group: Group, impl: Implementation) -> None:
@@ -261,8 +272,7 @@ def test_transfer_hands_a_role_to_the_named_member(group: Group, impl: Implement
         marks = {m.member_id: len(m.log.lines) for m in members}
         reports = len(group.reports(old, TRANSFERRED))
         old.transfer(role, target.member_id)
-        revoked = old.log.wait_for(is_event("revoked", role), impl.timeout, start=marks[old.member_id],
-                                   what="revoked on transfer")
+        revoked = _revoked_on_transfer(group, old, role, marks[old.member_id], reports, impl.timeout)
         acquired = target.log.wait_for(is_event("acquired", role), impl.timeout, start=marks[target.member_id],
                                        what=f"{role} acquired by the named member {target.member_id}")
         assert acquired["token"] > revoked["token"] and acquired["mono"] >= revoked["mono"], (revoked, acquired)
