@@ -67,7 +67,8 @@ class Cell:
             "after_balanced": _share([t.after_balanced for t in ok]) if self.fault.injects else math.nan,
             "rebalance_p50": Summary.of([t.rebalance for t in ok if t.rebalance is not None]).p50,
             "rebalance_max": Summary.of([t.rebalance for t in ok if t.rebalance is not None]).max,
-            "unbalanced": sum(1 for t in ok if t.rebalance is None) if self.fault.kills_process and self.fault.healed_as else math.nan,
+            "unbalanced": (sum(1 for t in ok if t.rebalance is None)
+                           if self.fault.kills_process and self.fault.healed_as else math.nan),
             "violations": sum(len(t.violations) for t in ok),
             "stale_tokens": sum(1 for t in ok for v in t.violations if v.startswith("token ")),
             "startup_p50": Summary.of([t.startup for t in ok]).p50,

@@ -3,8 +3,11 @@
     pysyncobj://a@127.0.0.1:7101?peers=b@127.0.0.1:7201,c@127.0.0.1:7301&partitions=6&election_timeout=1.0
 
 Partition p of a node listens on PORT + p. Leadership is read by polling ``_isLeader()`` every
-``poll_interval``; the token is the SyncObj's ``raftCurrentTerm`` (kept in memory only: PySyncObj's
-journal is off, so if a majority restarts at once the term, and the token, starts again from 0).
+``poll_interval``; the token is the SyncObj's ``raftCurrentTerm``. Each partition's term and vote are kept in
+PySyncObj's own file journal (``journalFile``), under ``data_dir`` (kept across restarts of the member) or
+else a temporary directory for the life of the process: the baseline shuts a partition's SyncObj down on
+every resign and starts a new one, and a new one that forgot whom it voted for could vote twice in a term,
+electing two leaders, one after the other, under the same term (the same token; seen in the suite).
 
 What it does not promise (its characteristics say so): PySyncObj has no leader lease and no
 PreVote, so a cut-off leader keeps believing it leads until ``leaderFallbackTimeout`` passes while
@@ -25,8 +28,11 @@ from __future__ import annotations
 
 import logging
 import random
+import shutil
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 from pysyncobj import SyncObj, SyncObjConf
 from pysyncobj.monotonic import monotonic
@@ -70,12 +76,14 @@ class PySyncObjElector(BaseElector):
         self._stop = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._journals: Path | None = None  # where each partition's term and vote are kept (see the module)
+        self._temporary = options.data_dir is None
 
     @property
     def characteristics(self) -> Characteristics:
         et = self.options.election_timeout
         return Characteristics(exclusive=False, max_overlap=None, max_failover=round(3 * et + self.options.poll, 3),
-                               graceful_handover=True, token="PySyncObj raft term (in memory)")
+                               graceful_handover=True, token="PySyncObj raft term (its file journal)")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -96,6 +104,8 @@ class PySyncObjElector(BaseElector):
     def _make(self, p: int) -> SyncObj:
         peers = [_shift(addr, p) for addr in self.options.peer_map().values()]
         conf = self._conf()
+        assert self._journals is not None
+        conf.journalFile = str(self._journals / f"partition-{p}.journal")
         obj = SyncObj(_shift(self.options.listen, p), peers, conf=conf)
         self._confs[p] = conf
         if p in self._resigned or not self._roles_on(p):
@@ -118,6 +128,11 @@ class PySyncObjElector(BaseElector):
             obj._SyncObj__raftElectionDeadline = far
 
     def _on_start(self) -> None:
+        if self.options.data_dir is None:
+            self._journals = Path(tempfile.mkdtemp(prefix=f"elect-pysyncobj-{self.member}-"))
+        else:
+            self._journals = Path(self.options.data_dir) / self.member
+            self._journals.mkdir(parents=True, exist_ok=True)
         with self._objs_lock:
             for p in range(self.options.partitions):
                 self._objs[p] = self._make(p)
@@ -130,6 +145,7 @@ class PySyncObjElector(BaseElector):
         self._stopping = True
         with self._objs_lock:
             led = sorted(self._leading)
+        gone = []
         for p in led:
             for role in self._roles_on(p):
                 self._revoke(role, wait=True)
@@ -138,6 +154,7 @@ class PySyncObjElector(BaseElector):
                 obj = self._objs.pop(p, None)
             if obj is not None:
                 obj.destroy()
+                gone.append(obj)
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
@@ -146,6 +163,10 @@ class PySyncObjElector(BaseElector):
             self._objs.clear()
         for obj in objs:
             obj.destroy()
+        if self._temporary and self._journals is not None:
+            for obj in gone + objs:  # their tick threads close the journals: wait for them, then remove those
+                obj.destroy_synchronous()
+            shutil.rmtree(self._journals, ignore_errors=True)
 
     def _on_resign(self, role: Role) -> None:
         p = partition_of(role, self.options.partitions)
@@ -183,7 +204,9 @@ class PySyncObjElector(BaseElector):
         self._leading.pop(p, None)
         obj = self._objs.pop(p, None)
         if obj is not None:
-            obj.destroy()
+            # synchronously: the SyncObj that replaces it reads the term and vote from the same journal, so this
+            # one must be gone (its tick thread could still grant a vote) before that
+            obj.destroy_synchronous()
         if rejoin:
             self._rejoin_at[p] = time.monotonic() + (self.options.rejoin if delay is None else delay)
 

@@ -28,7 +28,8 @@ class PySyncObjOptions(PeerOptions):
     partition's SyncObj stays down so the others elect (default 3 ET; a node that won a partition it
     contends no role on steps aside for ET/2 only, so it is back to vote for one that does). weight, max_roles:
     only 1 and unset (a clear refusal rather than an unknown parameter): PySyncObj elects by randomized timeouts
-    alone.
+    alone. data_dir: where each partition's term and vote are journalled (DIR/MEMBER/partition-P.journal, kept
+    across restarts; default a temporary directory for the life of the process).
     """
 
     heartbeat_interval: float | None = None
@@ -37,6 +38,7 @@ class PySyncObjOptions(PeerOptions):
     rejoin_delay: float | None = None
     weight: float = 1.0
     max_roles: int | None = None
+    data_dir: str | None = None
 
     def __post_init__(self) -> None:
         refuse_capacity("pysyncobj", self.weight, self.max_roles,
