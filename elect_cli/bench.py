@@ -64,6 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the network of cluster/docker-compose.yml, brought up for the run with the images "
                         "`elect cluster images` builds here (docker) or the official ones (docker-official)")
     p.add_argument("--out", type=Path, default=Path("results"), help="where results.json, report.md and plots go")
+    p.add_argument("--keep-logs", action="store_true",
+                   help="keep what each member printed besides its event lines (its stderr: the library's warnings, "
+                        "the client libraries' errors) in OUT/logs/METHOD-FAULT-MEMBERS-TRIAL-*/, to find why a trial "
+                        "went as it did")
     p.add_argument("--resume", action="store_true",
                    help="go on from OUT/results.partial.json (a run cut short; the same scenario and flags): "
                         "its trials are kept, the rest are run")
@@ -100,14 +104,27 @@ def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
         partial.write_text(json.dumps(so_far.to_json(), default=str))
 
     with tempfile.TemporaryDirectory(prefix="elect-bench-") as tmp:
-        result = suite.run(chosen, Path(tmp), _progress(), command=_command(), placement=args.placement,
-                           checkpoint=checkpoint, resume=resume)
+        try:
+            result = suite.run(chosen, Path(tmp), _progress(), command=_command(), placement=args.placement,
+                               checkpoint=checkpoint, resume=resume)
+        finally:
+            if getattr(args, "keep_logs", False):
+                _keep_member_logs(Path(tmp), args.out / "logs")
     print(file=sys.stderr)
     for method, why in result.skipped.items():
         print(f"skipped {method}: {why}", file=sys.stderr)
     _report(result, plots.draw(result, args.out), args.out)
     partial.unlink(missing_ok=True)
     return 0 if result.ok else 1
+
+
+def _keep_member_logs(workdir: Path, into: Path) -> None:
+    """Copy every trial's member logs (`member-ID.log` in the trial's directory) under `into`, by trial."""
+    import shutil
+
+    for log in sorted(workdir.glob("*/member-*.log")):
+        (into / log.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, into / log.parent.name / log.name)
 
 
 def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:

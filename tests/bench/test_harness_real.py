@@ -106,13 +106,17 @@ def _descendants(pid: int) -> set[int]:
 
 def test_a_terminated_run_stops_its_members_and_infrastructure(tmp_path: Path) -> None:
     run = subprocess.Popen([sys.executable, "-m", "elect", "bench", "--methods", "etcd", "--faults", "kill",
-                            "--trials", "20", "--out", str(tmp_path / "out")], stderr=subprocess.PIPE, text=True)
+                            "--trials", "20", "--out", str(tmp_path / "out"), "--keep-logs"],
+                           stderr=subprocess.PIPE, text=True)
     try:
         # members (python) and etcd running under the run
         wait_until(lambda: len(_descendants(run.pid)) >= 4, 120, 0.1, what="the run's members and etcd")
         started = _descendants(run.pid)
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 128 + signal.SIGTERM
+        # --keep-logs: what the members printed is kept, also for a run cut short
+        assert list((tmp_path / "out" / "logs").glob("etcd-kill-3-0-*/member-m*.log")), \
+            list((tmp_path / "out").rglob("*"))
         wait_until(lambda: not [p for p in started if process_alive(p)], 30, 0.1,
                    what="every process the run started to be gone")
     finally:
