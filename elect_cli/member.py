@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from elect.config import load_yaml, spec_from_config, spec_from_url
 from elect.contract import Drained, Elector, Leadership
-from elect.errors import ConfigError, ElectError
+from elect.errors import ConfigError
 from elect.events import Event, Revoked
 from elect.roles import Role, parse_role
 from elect_bench.members import DRAINED, LEADER, METRICS, STARTED, TRANSFERRED, WORK
@@ -159,7 +159,7 @@ def transfer_report(elector: Elector, role: Role, to: str) -> dict[str, Any]:
     """What `elect member` reports of `transfer R TO`: the outcome, or the `elect` error that refused it."""
     try:
         done = elector.transfer(role, to)
-    except ElectError as exc:
+    except Exception as exc:  # an elect error (refused), or a fault of ours: either way the controller hears of it
         return {"role": str(role), "to": to, "error": type(exc).__name__, "message": str(exc)}
     return {"role": str(role), "to": to, "leader": done.leader, "seconds": round(done.seconds, 6),
             "confirmed": done.confirmed, "mono": round(time.monotonic(), 6)}
