@@ -259,10 +259,17 @@ class LeaseElector(BaseElector):
         self._queue.put(Task(look))
         return dict(seen) if answered.wait(self.options.timeout + 1) else {}
 
-    def _members_read_now(self, session: str, now: float) -> list[MemberRecord] | None:
-        """The other members' records as the store has them now (one read per half second at most, so a drain
-        that waits for a successor does not poll the store; None if it cannot be read now: asked again)."""
-        if self._fresh is None or now - self._fresh[0] >= 0.5:
+    def _contends_now(self, role: Role, member: str, now: float) -> bool:
+        """Whether the store's membership directory, read now, has `member` contending for `role`: a member that
+        started a moment ago may not have reached this one's watch yet (seen refusing a transfer to it)."""
+        assert self._core is not None
+        others = self._members_read_now(self._core.session, now, max_age=0.0)
+        return others is not None and any(r.member == member and (r.roles is None or role in r.roles) for r in others)
+
+    def _members_read_now(self, session: str, now: float, max_age: float = 0.5) -> list[MemberRecord] | None:
+        """The other members' records as the store has them now (one read per half second at most by default, so
+        a drain that waits for a successor does not poll the store; None if it cannot be read now: asked again)."""
+        if self._fresh is None or now - self._fresh[0] >= max_age:
             try:
                 records = self._store.members(self.options.timeout)
             except StoreError:
@@ -325,7 +332,7 @@ class LeaseElector(BaseElector):
             where = f"{self.scheme}://{self.member}: cannot transfer {item.role!r} to {item.to!r}"
             if item.role not in core.leading():
                 item.refused.append(NotLeader(f"{where}: this member does not lead it now"))
-            elif not core.can_take(item.role, item.to, now):
+            elif not core.can_take(item.role, item.to, now) and not self._contends_now(item.role, item.to, now):
                 item.refused.append(TransferRefused(f"{where}: no live member of that id contends for it"))
             else:
                 core.transfer(item.role, item.to, now)

@@ -311,3 +311,28 @@ def test_zookeeper_reports_a_leaving_holders_new_record_before_its_freed_role(in
         holder.stop()
         holder.close()
         store.close(5.0)
+
+
+@pytest.mark.parametrize("scheme", STORES)
+def test_a_transfer_to_a_member_not_yet_watched_is_confirmed_by_a_fresh_read(scheme: str, infra: Endpoints) -> None:
+    """A member that started a moment ago may not have reached the transferring member's watch: the transfer reads
+    the membership directory before it refuses (the conformance suite saw TransferRefused for a member that had
+    started). The lagging watch is stood in for by a core that has seen no other member contend."""
+    address = infra.etcd[0] if scheme == "etcd" else infra.zookeeper[0]
+    ttl = "ttl" if scheme == "etcd" else "session_timeout"
+    where = f"{scheme}://{address}/{unique('transfer-fresh')}?{ttl}={TTL}"
+    a = elect.connect(where, ["x"], member="a")
+    b = elect.connect(where, ["x"], member="b")
+    try:
+        a.start()
+        wait_until(lambda: a.leading() == {"x"}, 20.0, what="a leading x")
+        b.start()
+        a._core.can_take = lambda role, member, now: False  # type: ignore[attr-defined]  # its watch lags
+        done = a.transfer("x", "b", timeout=20.0)
+        assert done.confirmed and b.leading() == {"x"}, done
+        b._core.can_take = lambda role, member, now: False  # type: ignore[attr-defined]
+        with pytest.raises(elect.TransferRefused, match="no live member of that id contends"):
+            b.transfer("x", "nobody")
+    finally:
+        for e in (a, b):
+            e.stop()
