@@ -227,6 +227,11 @@ def _compose_environment(scenario: Scenario, workdir: Path, *, local: bool) -> I
 
     overrides = [Path(f) for f in os.environ.get("ELECT_COMPOSE_OVERRIDES", "").split(",") if f]
     cluster = ComposeCluster(local=local, overrides=overrides)
+    if local:  # the images built here: build what is missing or out of date (a no-op when all are current)
+        from elect_cluster import images
+
+        images.build(["member", *scenario.needs], tool=cluster.engine.tool,
+                     say=lambda m: print(f"elect bench: images: {m}", file=sys.stderr, flush=True))
     hosts = dict(pair.split("=", 1) for pair in os.environ.get("ELECT_MEMBER_HOSTS", "").split(",") if "=" in pair)
     placement = DockerPlacement(str(workdir), image="elect-member:local" if local else "elect-member:latest",
                                 engine=cluster.engine, hosts=hosts)
