@@ -191,6 +191,7 @@ class DockerPlacement:
         self.network = network
         self._named: dict[str, Engine] = {}
         self._image_id: str | None = None
+        self._dns: dict[int, list[str]] = {}  # per engine (by id): the resolver options its members get
 
     def container(self, member: str) -> str:
         return f"{self.project}-member-{member}"
@@ -211,7 +212,26 @@ class DockerPlacement:
         mount = ["-v", f"{self.workdir}:{self.workdir}"] if engine.url is None else []
         return [*engine.command, "run", "--rm", "-i", "--init", "--name", name, "--hostname", name,
                 "--network", self.network, "--label", f"com.docker.compose.project={self.project}",
-                "--label", "org.elect.role=member", "-e", "PYTHONUNBUFFERED=1", *mount, "--entrypoint", "", image]
+                "--label", "org.elect.role=member", "-e", "PYTHONUNBUFFERED=1", *self._resolver(engine), *mount,
+                "--entrypoint", "", image]
+
+    def _resolver(self, engine: Engine) -> list[str]:
+        """On Podman, members ask the network's own DNS server only, and again after 1 s rather than 5 s.
+
+        Podman's aardvark-dns (1.4, Debian bookworm) tears its sockets down and up again on every reload, which
+        each member container started or removed causes (containers/aardvark-dns#389): a query then goes
+        unanswered, the container's resolver turns to the next nameserver Podman lists (the host's), and that
+        one answers "no such name" for `kafka2`. A member that had to reach a partition's broker for the first
+        time just then failed over 25 s late (the first docker trials of NELI). Docker's embedded DNS needs
+        none of this."""
+        if not engine.podman:
+            return []
+        if id(engine) not in self._dns:
+            gateway = engine.run("network", "inspect", "--format", "{{range .Subnets}}{{.Gateway}} {{end}}",
+                                 self.network, check=False).split()
+            self._dns[id(engine)] = ([*(x for g in gateway[:1] for x in ("--dns", g)), "--dns-option", "timeout:1",
+                                      "--dns-option", "attempts:5"])
+        return self._dns[id(engine)]
 
     def address(self, member: str) -> str:
         return self.container(member)  # container names resolve on the compose network

@@ -104,6 +104,23 @@ def test_a_cut_between_containers_really_cuts_and_heals(engine: Engine, network:
     assert engine.containers("elect-test") == []
 
 
+def test_members_ask_the_networks_own_dns_server_and_retry_soon(engine: Engine, network: ComposeCluster,
+                                                                tmp_path: Path) -> None:
+    """On Podman a member's resolver lists the network's DNS server alone, with a 1 s retry: aardvark-dns drops
+    queries while it reloads, and the host's resolver listed after it answered "no such name" for `kafka2`
+    (elect_bench.placement.DockerPlacement._resolver). Names still resolve: the cut test reaches its server by
+    name."""
+    placement = DockerPlacement(str(tmp_path), project="elect-test", engine=engine)
+    done = subprocess.run([*placement.prefix("resolver"), "cat", "/etc/resolv.conf"], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    servers = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("nameserver")]
+    if engine.podman:
+        assert len(servers) == 1 and "timeout:1" in done.stdout, done.stdout
+    else:
+        assert servers, done.stdout  # Docker's embedded DNS, as Docker sets it
+
+
 def test_a_short_benchmark_on_the_compose_cluster(engine: Engine, tmp_path: Path) -> None:
     images.build(["etcd"], tool=engine.tool)
     chosen = scenario.load({"name": "compose-smoke", "methods": ["raft", "etcd"], "faults": ["kill", "pause", "cut"],
