@@ -175,7 +175,7 @@ class LeaseElector(BaseElector):
     def _on_start(self) -> None:
         o = self.options
         record = MemberRecord(self.member, frozenset(self.roles), weight=o.weight, max_roles=o.max_roles)
-        opened = self._store.open(record, self._queue.put, o.connect_timeout)
+        opened = self._store.open(record, self._from_store, o.connect_timeout)
         now = time.monotonic()
         core = LeaseCore(self.member, opened.session, self._timing, self.roles, now, opened.lease_until,
                          weight=o.weight, max_roles=o.max_roles)
@@ -265,6 +265,16 @@ class LeaseElector(BaseElector):
         assert self._core is not None
         others = self._members_read_now(self._core.session, now, max_age=0.0)
         return others is not None and any(r.member == member and (r.roles is None or role in r.roles) for r in others)
+
+    def _from_store(self, item: object) -> None:
+        """What the store's threads report, queued for the loop. A dropped connection (or session) also ends
+        every leadership at once, here on the reporting thread: the loop may be waiting on a request the drop
+        has not failed yet, and a frozen ZooKeeper leader that wakes may expire this session on its stale clock
+        (see the module of `elect.lease.zookeeper`), so belief must not outlast the connection by that wait."""
+        if isinstance(item, (Suspended, Gone)):
+            for role in list(self._leaderships):
+                self._fence(role)
+        self._queue.put(item)
 
     def _members_read_now(self, session: str, now: float, max_age: float = 0.5) -> list[MemberRecord] | None:
         """The other members' records as the store has them now (one read per half second at most by default, so

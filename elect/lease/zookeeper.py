@@ -3,9 +3,18 @@
 Layout under /PATH: `roles/<role>` (ephemeral, value: holder; its creation zxid is the fencing token)
 and `members/<session id>` (ephemeral, value: member and the roles it contends for). The server
 deletes a dead member's nodes when its session expires, so contenders wait for the deletion instead of
-timing silence. A leader stops when its connection is SUSPENDED, and in any case `renew_deadline`
-after its last successful renewal was sent (a read on its own session, which the server can only
-answer while the session lives; the session cannot expire before `session_timeout` after it).
+timing silence. A leader stops when its connection is SUSPENDED (on the thread that hears it, not when the
+loop gets to it), and in any case `renew_deadline` after its last successful renewal was sent (a read on its
+own session, which the server can only answer while the session lives).
+
+Known limit (found by `elect soak zookeeper`, infra-pause): the argument above assumes the ensemble's leader
+expires a session no earlier than `session_timeout` after the session's last touch. A leader frozen for about
+`syncLimit` wakes with its session tracker due and expires sessions before it processes the touches its
+followers queued meanwhile (their reads were answered locally the whole time); re-elected with the highest
+zxid, it commits those expiries, so a live holder's role node vanishes while the holder's own deadline runs.
+The overlaps seen were 0-18 ms (the holder's follower had dropped it first); a freeze shorter than `syncLimit`
+could leave more. etcd had the same shape (etcd-io/etcd#15247) and was fixed by timing silence instead of
+trusting the store's expiry (`elect.lease.etcd`); the same for ZooKeeper is the planned fix.
 
 Watches are armed with kazoo's asynchronous calls and re-armed on every event and reconnection, so
 no kazoo callback ever blocks on a disconnected server.

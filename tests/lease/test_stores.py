@@ -336,3 +336,24 @@ def test_a_transfer_to_a_member_not_yet_watched_is_confirmed_by_a_fresh_read(sch
     finally:
         for e in (a, b):
             e.stop()
+
+
+def test_a_dropped_zookeeper_connection_ends_leadership_on_the_thread_that_hears_it(infra: Endpoints) -> None:
+    """kazoo reports SUSPENDED on its connection thread while the lease loop may be waiting on a request: the
+    leadership ends there and then, not when the loop gets to it (a woken ZooKeeper leader may expire the
+    session on its stale clock; see elect.lease.zookeeper). The member leads again once it has renewed."""
+    from elect.lease.driver import Suspended
+
+    e = elect.connect(f"zookeeper://{infra.zookeeper[0]}/{unique('suspended')}?session_timeout={TTL}", ["x"],
+                      member="a")
+    fenced: list[object] = []
+    e.subscribe(lambda event: fenced.append(event) if isinstance(event, elect.Fenced) else None)
+    try:
+        e.start()
+        wait_until(lambda: e.leading() == {"x"}, 20.0, what="leading x")
+        e._from_store(Suspended())  # type: ignore[attr-defined]  # as kazoo's connection thread does
+        assert not e.is_leader("x")  # at once, before the loop has seen the notice
+        wait_until(lambda: fenced, 10.0, what="the Fenced event")
+        wait_until(lambda: e.leading() == {"x"}, 20.0, what="leading x again after renewing")
+    finally:
+        e.stop()
