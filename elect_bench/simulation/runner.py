@@ -12,6 +12,7 @@ took is reported beside them. The methods are configured from the same URLs as t
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class SimScenario:
     budget: float = 1.0
     methods: tuple[str, ...] = SIM_METHODS
     shapes: tuple[Shape, ...] = (Shape(3, 6, 200),)
+    workers: int = 0  # processes running trials side by side (0: one per core); results do not depend on it
 
     def __post_init__(self) -> None:
         for m in self.methods:  # each a method of SIM_METHODS, with URL parameters of its own if any
@@ -57,10 +59,12 @@ class SimScenario:
                                   f"nodes; got {s}", parameter="shapes")
         if self.budget <= 0:
             raise ConfigError("budget must be > 0", parameter="budget")
+        if self.workers < 0:
+            raise ConfigError("workers must be >= 0 (0: one per core)", parameter="workers")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> SimScenario:
-        known = {"name", "budget", "methods", "shapes"}
+        known = {"name", "budget", "methods", "shapes", "workers"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown simulation scenario key(s) {unknown}; known: {sorted(known)}")
@@ -78,7 +82,7 @@ class SimScenario:
         if isinstance(methods, str):  # a comma-separated list; a method may carry KEY=VALUE parameters
             methods = [m.strip() for m in methods.split(",") if m.strip()]
         return cls(str(data.get("name", "sim")), float(data.get("budget", 1.0)), tuple(methods),
-                   tuple(shapes) or cls.shapes)
+                   tuple(shapes) or cls.shapes, int(data.get("workers", 0)))
 
 
 @dataclass
@@ -138,30 +142,42 @@ def core_config(method: str, shape: Shape, budget: float) -> tuple[Any, str]:
     return raft_config(options), options.strategy
 
 
-def run(scenario: SimScenario, progress: Progress, command: str = "") -> SimResult:
+def _trial(job: tuple[Shape, Any, str, int]) -> tuple[Any, Any]:
+    """One seed's cold start and crash (elect_bench.simulation.experiments.trial), in a worker process."""
     from elect_bench.simulation import experiments
+
+    s, cfg, strategy, seed = job
+    return experiments.trial(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy)
+
+
+def run(scenario: SimScenario, progress: Progress, command: str = "") -> SimResult:
+    """Every cell's trials, seeds 0..trials-1, over `scenario.workers` processes. Results are taken in seed order
+    whatever finishes first, so a seed gives the same figures with any number of workers."""
+    from concurrent.futures import ProcessPoolExecutor
+
     from elect_bench.suite import machine
 
     started, began = time.time(), time.monotonic()
     cells = [SimCell(m, s) for s in scenario.shapes for m in scenario.methods]
     total = sum(c.shape.trials for c in cells)
     done = 0
-    for cell in cells:
-        s = cell.shape
-        name = f"{cell.method} / {s.nodes} nodes x {s.partitions} partitions, RF {s.rf} (simulated)"
-        cfg, strategy = core_config(cell.method, s, scenario.budget)
-        t0 = time.monotonic()
-        for seed in range(s.trials):
-            cold = experiments.cold_start(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy)
-            cell.balanced.append(cold.balanced)
-            cell.all_led_at.append(cold.all_led_at)
-            crash = experiments.crash_one(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy)
-            cell.failover += [t for t in crash.failover if math.isfinite(t)]
-            cell.unrecovered += sum(1 for t in crash.failover if not math.isfinite(t))
-            cell.after_balanced.append(crash.balanced)
-            done += 1
-            progress(name, done, total, f"trial {seed + 1}/{s.trials}")
-        cell.wall = time.monotonic() - t0
+    workers = scenario.workers or os.cpu_count() or 1
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for cell in cells:
+            s = cell.shape
+            name = f"{cell.method} / {s.nodes} nodes x {s.partitions} partitions, RF {s.rf} (simulated)"
+            cfg, strategy = core_config(cell.method, s, scenario.budget)
+            t0 = time.monotonic()
+            jobs = [(s, cfg, strategy, seed) for seed in range(s.trials)]
+            for seed, (cold, crash) in enumerate(pool.map(_trial, jobs, chunksize=max(1, s.trials // (8 * workers)))):
+                cell.balanced.append(cold.balanced)
+                cell.all_led_at.append(cold.all_led_at)
+                cell.failover += [t for t in crash.failover if math.isfinite(t)]
+                cell.unrecovered += sum(1 for t in crash.failover if not math.isfinite(t))
+                cell.after_balanced.append(crash.balanced)
+                done += 1
+                progress(name, done, total, f"trial {seed + 1}/{s.trials}")
+            cell.wall = time.monotonic() - t0
     return SimResult(scenario, cells, command, started, time.monotonic() - began, machine())
 
 

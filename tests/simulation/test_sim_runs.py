@@ -68,3 +68,24 @@ def test_elect_bench_runs_a_simulation_scenario_and_writes_its_report(tmp_path: 
     data = json.loads((out / "results.json").read_text())
     assert len(data["summary"]) == 4 and data["command"].startswith("elect bench")
     assert "| raft | 3 | 6 | 3 | 4 |" in (out / "report.md").read_text()
+
+
+def test_trials_run_over_processes_with_the_same_figures_as_one() -> None:
+    """Seeds are taken in order whatever process ran them, and each trial's cold start and crash share one
+    simulation exactly as two separate runs would (experiments.trial): workers change the wall time only."""
+    from elect_bench.simulation import experiments
+
+    def figures(workers: int) -> list[dict[str, object]]:
+        scenario = SimScenario(methods=("raft", "raft-stock"), shapes=(Shape(3, 6, 12), Shape(6, 12, 4, 3)),
+                               workers=workers)
+        result = simulation.run(scenario, lambda *_: None, command="pytest")
+        return [{k: v for k, v in c.summary(1.0).items() if k != "wall"} for c in result.cells]
+
+    assert figures(1) == figures(2)
+    cfg, strategy = simulation.core_config("raft-stock", Shape(5, 20, 1), 1.0)
+    for seed in range(4):
+        cold, crash = experiments.trial(5, 20, 3, cfg, seed, strategy=strategy)
+        assert cold == experiments.cold_start(5, 20, 3, cfg, seed, strategy=strategy)
+        assert crash == experiments.crash_one(5, 20, 3, cfg, seed, strategy=strategy)
+    with pytest.raises(ConfigError, match="workers"):
+        SimScenario.from_mapping({"workers": -1})
