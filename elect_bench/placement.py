@@ -216,22 +216,39 @@ class DockerPlacement:
                 "--entrypoint", "", image]
 
     def _resolver(self, engine: Engine) -> list[str]:
-        """On Podman, members ask the network's own DNS server only, and again after 1 s rather than 5 s.
+        """On Podman, members find the compose services (brokers, stores) in their /etc/hosts, and ask the
+        network's own DNS server alone, again after 1 s rather than 5 s, for the rest (the other members).
 
         Podman's aardvark-dns (1.4, Debian bookworm) tears its sockets down and up again on every reload, which
-        each member container started or removed causes (containers/aardvark-dns#389): a query then goes
-        unanswered, the container's resolver turns to the next nameserver Podman lists (the host's), and that
-        one answers "no such name" for `kafka2`. A member that had to reach a partition's broker for the first
-        time just then failed over 25 s late (the first docker trials of NELI). Docker's embedded DNS needs
-        none of this."""
+        each member container started or removed causes (containers/aardvark-dns#389), and was seen not to
+        answer for up to 90 s at a time: a query went unanswered, the container's resolver turned to the next
+        nameserver Podman lists (the host's), which answered "no such name" for `kafka2`, and a NELI member
+        that had to reach a partition's broker for the first time then failed over 25-90 s late. The services'
+        addresses are read once per run: Podman keeps a container's address across stop and start (the
+        infrastructure faults), until the container is removed. Docker's embedded DNS needs none of this."""
         if not engine.podman:
             return []
         if id(engine) not in self._dns:
             gateway = engine.run("network", "inspect", "--format", "{{range .Subnets}}{{.Gateway}} {{end}}",
                                  self.network, check=False).split()
-            self._dns[id(engine)] = ([*(x for g in gateway[:1] for x in ("--dns", g)), "--dns-option", "timeout:1",
-                                      "--dns-option", "attempts:5"])
+            self._dns[id(engine)] = [*self._service_hosts(engine), *(x for g in gateway[:1] for x in ("--dns", g)),
+                                     "--dns-option", "timeout:1", "--dns-option", "attempts:5"]
         return self._dns[id(engine)]
+
+    def _service_hosts(self, engine: Engine) -> list[str]:
+        """`--add-host SERVICE:ADDRESS` for each running compose service of the project on the member network."""
+        ids = engine.run("ps", "-q", "--filter", f"label=com.docker.compose.project={self.project}",
+                         check=False).split()
+        if not ids:
+            return []
+        shown = engine.run("inspect", "--format", '{{index .Config.Labels "com.docker.compose.service"}} '
+                           "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", *ids, check=False)
+        hosts = []
+        for line in shown.splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] != "<no":  # members carry no service label
+                hosts += ["--add-host", f"{words[0]}:{words[1]}"]
+        return hosts
 
     def address(self, member: str) -> str:
         return self.container(member)  # container names resolve on the compose network

@@ -106,19 +106,27 @@ def test_a_cut_between_containers_really_cuts_and_heals(engine: Engine, network:
 
 def test_members_ask_the_networks_own_dns_server_and_retry_soon(engine: Engine, network: ComposeCluster,
                                                                 tmp_path: Path) -> None:
-    """On Podman a member's resolver lists the network's DNS server alone, with a 1 s retry: aardvark-dns drops
-    queries while it reloads, and the host's resolver listed after it answered "no such name" for `kafka2`
-    (elect_bench.placement.DockerPlacement._resolver). Names still resolve: the cut test reaches its server by
-    name."""
-    placement = DockerPlacement(str(tmp_path), project="elect-test", engine=engine)
-    done = subprocess.run([*placement.prefix("resolver"), "cat", "/etc/resolv.conf"], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120)
+    """On Podman a member finds the compose services in its /etc/hosts and lists the network's DNS server alone,
+    with a 1 s retry: aardvark-dns drops queries while it reloads (and was seen silent for 90 s), and the host's
+    resolver listed after it answered "no such name" for `kafka2` (elect_bench.placement.DockerPlacement._resolver).
+    Other members' names still resolve by DNS: the cut test reaches its server by name."""
+    service = "elect-test-service"  # stands in for a broker: a compose service's labels, on the network
+    engine.run("run", "-d", "--rm", "--name", service, "--network", "elect_net", "--label",
+               "com.docker.compose.project=elect-test", "--label", "com.docker.compose.service=kafka9",
+               "--entrypoint", "", "elect-member:local", "sleep", "300")
+    try:
+        placement = DockerPlacement(str(tmp_path), project="elect-test", engine=engine)
+        done = subprocess.run([*placement.prefix("resolver"), "sh", "-c", "cat /etc/resolv.conf; getent hosts kafka9"],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    finally:
+        engine.remove(service)
     assert done.returncode == 0, done.stderr
     servers = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("nameserver")]
     if engine.podman:
         assert len(servers) == 1 and "timeout:1" in done.stdout, done.stdout
     else:
         assert servers, done.stdout  # Docker's embedded DNS, as Docker sets it
+    assert "kafka9" in done.stdout.splitlines()[-1], done.stdout  # the service by its name, DNS or not
 
 
 def test_a_short_benchmark_on_the_compose_cluster(engine: Engine, tmp_path: Path) -> None:
