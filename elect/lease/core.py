@@ -240,7 +240,7 @@ class LeaseCore:
 
     def can_take(self, role: Role, member: str, now: float) -> bool:
         """`member` is live (as this member sees the directory) and contends for `role`."""
-        return any(rec.member == member and _wants(rec, role)
+        return any(rec.member == member and rec.wants(role)
                    for rec in self._live_others(now, roles=frozenset((role,))).values())
 
     def share(self, now: float) -> float:
@@ -522,7 +522,7 @@ class LeaseCore:
                 break
             if role in self._leading and role not in self._to_release and not self._leading[role].pinned and \
                     self._shed_at.get(role, -INF) + self.timing.resign_backoff <= now and \
-                    any(_wants(rec, role) for rec in under.values()):
+                    any(rec.wants(role) for rec in under.values()):
                 self._to_release.add(role)
                 self._shed_at[role] = now
                 self._shed_budget.spend(now)
@@ -550,7 +550,7 @@ class LeaseCore:
                     continue  # being transferred to another live member: its hint goes within resign_backoff
                 if hinted == self.member:
                     self._pin.add(role)
-                elif mine >= share[self.session] and any(_wants(rec, role) for rec in under):
+                elif mine >= share[self.session] and any(rec.wants(role) for rec in under):
                     since = self._free_since.setdefault(role, now)
                     if now < since + self.timing.fair_delay:
                         wake.append(since + self.timing.fair_delay)
@@ -685,5 +685,3 @@ class LeaseCore:
         view.record, view.version, view.as_of = record, version, rev
 
 
-def _wants(record: MemberRecord, role: Role) -> bool:
-    return record.roles is None or role in record.roles

@@ -250,7 +250,7 @@ class LeaseElector(BaseElector):
                 if alone:  # confirmed by a fresh read: a member that joined a moment ago may not be watched yet
                     others = self._members_read_now(core.session, now)
                     for role in alone:
-                        if others is not None and not any(r.roles is None or role in r.roles for r in others):
+                        if others is not None and not any(r.wants(role) for r in others):
                             seen[role] = None
             answered.set()
 
@@ -264,7 +264,7 @@ class LeaseElector(BaseElector):
         started a moment ago may not have reached this one's watch yet (seen refusing a transfer to it)."""
         assert self._core is not None
         others = self._members_read_now(self._core.session, now, max_age=0.0)
-        return others is not None and any(r.member == member and (r.roles is None or role in r.roles) for r in others)
+        return others is not None and any(r.member == member and r.wants(role) for r in others)
 
     def _from_store(self, item: object) -> None:
         """What the store's threads report, queued for the loop. A dropped connection (or session) also ends

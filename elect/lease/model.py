@@ -39,6 +39,10 @@ class MemberRecord:
     weight: float = 1.0
     max_roles: int | None = None
 
+    def wants(self, role: Role) -> bool:
+        """Whether this member contends for `role` (an unknown list counts as every role)."""
+        return self.roles is None or role in self.roles
+
     def hinted(self, role: Role) -> str | None:
         """The member this one hands `role` to, if any."""
         return next((to for r, to in self.hints if r == role), None)

@@ -77,7 +77,6 @@ class PySyncObjElector(BaseElector):
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._journals: Path | None = None  # where each partition's term and vote are kept (see the module)
-        self._temporary = options.data_dir is None
 
     @property
     def characteristics(self) -> Characteristics:
@@ -163,7 +162,7 @@ class PySyncObjElector(BaseElector):
             self._objs.clear()
         for obj in objs:
             obj.destroy()
-        if self._temporary and self._journals is not None:
+        if self.options.data_dir is None and self._journals is not None:
             for obj in gone + objs:  # their tick threads close the journals: wait for them, then remove those
                 obj.destroy_synchronous()
             shutil.rmtree(self._journals, ignore_errors=True)

@@ -91,11 +91,16 @@ def cold_start(
     sim = build(
         nodes, partitions, replication, config, seed, strategy=strategy, network=network, start_jitter=start_jitter
     )
-    et = config.election_timeout
+    return _observe_cold_start(sim, seed, partitions, observe_at)
+
+
+def _observe_cold_start(sim: Simulation, seed: int, partitions: int, observe_at: float | None = None) -> ColdStart:
+    """Settle a freshly built simulation and count leaders per node at `observe_at` (default 3 ET)."""
+    et = sim.config.election_timeout
     led_at = settle(sim, 10 * et)
     sim.run_until(max(sim.now, observe_at if observe_at is not None else 3 * et))
     counts = sim.leader_counts()
-    return ColdStart(seed, max(counts.values(), default=0), -(-partitions // nodes), led_at)
+    return ColdStart(seed, max(counts.values(), default=0), -(-partitions // len(sim.nodes)), led_at)
 
 
 def crash_one(
@@ -134,10 +139,7 @@ def trial(
         nodes, partitions, replication, config, seed, strategy=strategy, network=network, start_jitter=start_jitter
     )
     et = config.election_timeout
-    led_at = settle(sim, 10 * et)
-    sim.run_until(max(sim.now, 3 * et))
-    counts = sim.leader_counts()
-    cold = ColdStart(seed, max(counts.values(), default=0), -(-partitions // nodes), led_at)
+    cold = _observe_cold_start(sim, seed, partitions)
     rng = random.Random(seed)
     sim.run_until(sim.now + rng.random() * config.heartbeat_interval)
     victim = victim if victim is not None else f"n{rng.randrange(nodes)}"

@@ -16,12 +16,16 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elect import config
 from elect.errors import ConfigError
 from elect_bench.measures import Summary
 from elect_bench.methods import Group, method_spec, split_spec
+
+if TYPE_CHECKING:
+    from elect_bench.simulation.experiments import ColdStart, Failover
+    from raft_priority.config import RaftConfig
 
 SIM_METHODS = ("raft", "raft-zeebe", "raft-stock")
 
@@ -142,7 +146,7 @@ def core_config(method: str, shape: Shape, budget: float) -> tuple[Any, str]:
     return raft_config(options), options.strategy
 
 
-def _trial(job: tuple[Shape, Any, str, int]) -> tuple[Any, Any]:
+def _trial(job: tuple[Shape, RaftConfig, str, int]) -> tuple[ColdStart, Failover]:
     """One seed's cold start and crash (elect_bench.simulation.experiments.trial), in a worker process."""
     from elect_bench.simulation import experiments
 
