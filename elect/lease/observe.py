@@ -1,5 +1,5 @@
 """Observers of the lease stores: the role keys (`<prefix>/roles/<role>`) and their holders, read as the
-lease electors write them (elect.lease.names), with the same token (creation revision / czxid)."""
+lease electors write them (elect.lease.names), with the same token (etcd: creation revision; ZooKeeper: the zxid that made the holder)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,9 @@ class ZooKeeperObserver:
                     raw, stat = self._client.get(f"{self._roles}/{name}")
                 except NoNodeError:
                     continue  # released between the listing and the read
-                holder = decode_holder(raw, int(stat.czxid))
+                if not raw:
+                    continue  # a free role: its node stays, empty (elect.lease.zookeeper)
+                holder = decode_holder(raw, int(stat.mzxid))
                 out.append(Claim(str(role_of(name)), holder.member, holder.token))
             return out
         except NoNodeError:

@@ -138,9 +138,10 @@ class EtcdOptions(_LeaseOptions):
 class ZooKeeperOptions(_LeaseOptions):
     """`zookeeper://HOST:PORT[,HOST:PORT]/PATH?session_timeout=1.0&...`.
 
-    hosts: the ensemble's client addresses. path: the group's node. session_timeout: the ZooKeeper
-    session timeout asked for (the server may raise it to at least 2 ticks; start() refuses a session
-    whose negotiated timeout is not longer than renew_deadline).
+    hosts: the ensemble's client addresses. path: the group's node. session_timeout: silence after which a
+    holder's roles may be taken over (as etcd's ttl); the ZooKeeper session is asked for twice as long and only
+    clears a dead member's directory entry (the server may raise it to at least 2 ticks; start() refuses a
+    session whose negotiated timeout is not longer than renew_deadline).
     """
 
     hosts: tuple[str, ...] = ()

@@ -18,7 +18,8 @@ ETCD = Plugin(
 
 ZOOKEEPER = Plugin(
     scheme="zookeeper",
-    summary="ephemeral node per role on ZooKeeper (kazoo), fenced on SUSPENDED and on the member's own clock",
+    summary="CAS lease on ZooKeeper (kazoo): a node per role, a silent holder's timed by contenders, "
+            "fenced on SUSPENDED and on the member's own clock",
     options=ZooKeeperOptions,
     factory="elect.lease.zookeeper:create",
     observer="elect.lease.observe:zookeeper",

@@ -1,20 +1,28 @@
 """`zookeeper://`: the lease core on ZooKeeper, with kazoo.
 
-Layout under /PATH: `roles/<role>` (ephemeral, value: holder; its creation zxid is the fencing token)
-and `members/<session id>` (ephemeral, value: member and the roles it contends for). The server
-deletes a dead member's nodes when its session expires, so contenders wait for the deletion instead of
-timing silence. A leader stops when its connection is SUSPENDED (on the thread that hears it, not when the
-loop gets to it), and in any case `renew_deadline` after its last successful renewal was sent (a read on its
-own session, which the server can only answer while the session lives).
+Layout under /PATH: `roles/<role>` (persistent; value: holder member and session while held, empty while
+free; the zxid of the write that made its holder, the node's mzxid while held, is the fencing token) and
+`members/<session id>` (ephemeral, value: member and the roles it contends for). Each renewal rewrites the
+member's own node (a new version: the holder is alive; a write, which only the ensemble's leader commits, so a
+server that has lost touch with the quorum cannot confirm it). Contenders time a holder's silence on their own
+clock, as on etcd (`elect.lease.core`): a role node changes hands only by its holder's release or by a
+contender's expiry after the holder's member node has not changed for `session_timeout`, with a compare on the
+role node's version and the member node's version in one `multi`. The role node is never deleted, so its version
+only grows and the compare cannot be fooled by a node deleted and created again in between (ABA); ZooKeeper's
+`multi` cannot compare a creation zxid. The member's ZooKeeper session is asked for twice `session_timeout`:
+its expiry only clears the directory.
 
-Known limit (found by `elect soak zookeeper`, infra-pause): the argument above assumes the ensemble's leader
-expires a session no earlier than `session_timeout` after the session's last touch. A leader frozen for about
-`syncLimit` wakes with its session tracker due and expires sessions before it processes the touches its
-followers queued meanwhile (their reads were answered locally the whole time); re-elected with the highest
-zxid, it commits those expiries, so a live holder's role node vanishes while the holder's own deadline runs.
-The overlaps seen were 0-18 ms (the holder's follower had dropped it first); a freeze shorter than `syncLimit`
-could leave more. etcd had the same shape (etcd-io/etcd#15247) and was fixed by timing silence instead of
-trusting the store's expiry (`elect.lease.etcd`); the same for ZooKeeper is the planned fix.
+Why not ephemeral role nodes (this store's first layout): the server's expiry is not a bound the holder can
+keep. Found by `elect soak zookeeper` (infra-pause): an ensemble leader frozen for about `syncLimit` wakes with
+its session tracker due and expires sessions before it processes the touches its followers queued meanwhile
+(their reads were answered locally the whole time); re-elected with the highest zxid, it commits those expiries,
+so a live holder's ephemeral role node vanished while the holder's own deadline ran (overlaps of 0-18 ms).
+etcd has the same shape (etcd-io/etcd#15247). Now a premature expiry only deletes the member node: its
+deletion counts as a change, so contenders wait `session_timeout` from it, and the holder, whose renewals fail
+from then on, has stopped by its deadline (its last successful renewal was committed before the deletion).
+
+A leader also stops when its connection is SUSPENDED (on the thread that hears it, not when the loop gets to
+it), and in any case `renew_deadline` after its last successful renewal was sent.
 
 Watches are armed with kazoo's asynchronous calls and re-armed on every event and reconnection, so
 no kazoo callback ever blocks on a disconnected server.
@@ -45,6 +53,7 @@ from elect.lease.driver import Gone, LeaseElector, Opened, SessionLost, Sink, St
 from elect.lease.model import (
     Create,
     Delete,
+    Expire,
     Holder,
     MemberRecord,
     MemberSeen,
@@ -62,6 +71,14 @@ from elect.secrets import tls_refusal
 log = logging.getLogger("elect.lease")
 
 Report = Callable[[bytes | None, Any, int], None]
+
+GONE = 2 ** 63
+"""The order (rev) of a report that a member node is gone: after every other, as a session's node never returns."""
+
+SESSION_FACTOR = 2.0
+"""The ZooKeeper session asked for is this many times `session_timeout`: contenders time a holder's silence
+over `session_timeout` themselves, and a session that outlived that would let the server's expiry (a change of
+the member node) restart their timing on every failover."""
 
 
 class _NodeWatch:
@@ -134,6 +151,7 @@ class ZooKeeperStore:
         self._members = options.root + "/members"
         self._roles = options.root + "/roles"
         self.session = ""
+        self._record = b""  # this member's record as last written: every renewal writes it again
         self._client: Any = None
         self._sink: Sink | None = None
         self._tracked: dict[Role, _NodeWatch] = {}
@@ -244,7 +262,8 @@ class ZooKeeperStore:
         retry = KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5)
         o = self.options
         self._connect_error = None
-        self._client = KazooClient(hosts=",".join(o.hosts), timeout=o.session_timeout, connection_retry=retry,
+        self._client = KazooClient(hosts=",".join(o.hosts), timeout=o.session_timeout * SESSION_FACTOR,
+                                   connection_retry=retry,
                                    logger=logging.getLogger("elect.lease.kazoo"),
                                    **client_security(o, self._password, self._acl()))
         self._capture_negotiated_timeout()
@@ -278,11 +297,12 @@ class ZooKeeperStore:
         try:
             session = f"{self._client.client_id[0]:x}"
             self.count()
-            self._client.create_async(self._member_path(session), encode_record(record), ephemeral=True) \
-                .get(timeout=timeout)
+            data = encode_record(record)
+            self._client.create_async(self._member_path(session), data, ephemeral=True).get(timeout=timeout)
         except Exception as exc:
             raise self._error(exc) from None
         self.session = session
+        self._record = data
         self._rearm()
         deadline = time.monotonic() + timeout
         self._children_first.wait(timeout)
@@ -323,8 +343,9 @@ class ZooKeeperStore:
             raise ConfigError(f"ZooKeeper granted a session timeout of {granted:g} s, not longer than "
                               f"renew_deadline {self.options.deadline:g} s: lower renew_deadline or raise the "
                               "server's maxSessionTimeout", parameter="session_timeout")
-        if granted > self.options.session_timeout + 1e-6:
-            log.info("elect: ZooKeeper raised the session timeout to %g s; failover takes that long", granted)
+        if granted > self.options.session_timeout * SESSION_FACTOR + 1e-6:
+            log.info("elect: ZooKeeper raised the session timeout to %g s; a dead member's directory entry "
+                     "stays that long (its roles move after session_timeout all the same)", granted)
 
     def _on_state(self, state: str) -> None:
         """kazoo's connection states, from its connection thread: queue them, never block."""
@@ -395,8 +416,8 @@ class ZooKeeperStore:
         last: list[Holder] = []  # the holder seen last, if any
 
         def report(data: bytes | None, stat: Any, rev: int) -> None:
-            if stat is not None:
-                holder = self._holder(data or b"", stat)
+            holder = self._holder(data, stat)
+            if holder is not None:
                 last[:] = [holder]
                 self._emit(RoleSeen(role, holder, rev))
             elif last:
@@ -406,9 +427,9 @@ class ZooKeeperStore:
         return report
 
     def _gone_after_holder(self, role: Role, session: str, rev: int) -> None:
-        """Report a freed role, but first what became of its holder: its member node, read now. A session's
-        expiry deletes its role and member nodes at once, and a graceful stop rewrites the member's record
-        (contending for nothing) just before it deletes its role nodes; their watches report in either order,
+        """Report a freed role, but first what became of its holder: its member node, read now. A graceful stop
+        rewrites the member's record (contending for nothing) just before it frees its role nodes, and a contender
+        frees a role once its holder's node has gone silent or been deleted; the watches report in either order,
         and a member watch reads the new record only in a round trip of its own. Seen role first, the holder
         would still count as a live member below its fair share wanting the role, for which the survivors leave
         it free for `fair_delay`: a quarter of the TTL added to every failover and every handover. The server
@@ -444,7 +465,7 @@ class ZooKeeperStore:
                     watch.stopped = True  # session ids are never reused: nothing more to see
                 self._emit(MemberSeen(session, None, 0, rev))
             else:
-                self._emit(MemberSeen(session, decode_record(data or b""), int(stat.mzxid), rev))
+                self._emit(MemberSeen(session, decode_record(data or b""), _version(stat), rev))
         return report
 
     def _emit(self, seen: Observation) -> None:
@@ -464,46 +485,116 @@ class ZooKeeperStore:
             raise self._error(exc) from None
 
     def _execute(self, action: StoreAction, timeout: float) -> list[Observation]:
-        from kazoo.exceptions import NodeExistsError, NoNodeError
+        from kazoo.exceptions import NoNodeError
 
         client = self._client
         self.count()
-        if isinstance(action, Renew):
-            if client.exists_async(self._member_path(self.session)).get(timeout=timeout) is None:
-                raise SessionLost(f"membership node of session {self.session} is gone")
-            return []
-        if isinstance(action, Create):
-            path = self._role_path(action.role)
+        if isinstance(action, Renew):  # a write: only a live session, through the ensemble's leader, renews
             try:
-                _, stat = client.create_async(path, encode_holder(self.member, self.session), ephemeral=True,
-                                              include_data=True).get(timeout=timeout)
-                return [RoleSeen(action.role, Holder(self.session, self.member, int(stat.czxid)), 2 * int(stat.mzxid))]
-            except NodeExistsError:
-                pass
-            try:
-                self.count()
-                data, stat = client.get_async(path).get(timeout=timeout)
-            except NoNodeError:
-                return []
-            return [RoleSeen(action.role, self._holder(data, stat), 2 * int(stat.mzxid))]
-        if isinstance(action, Delete):
-            txn = client.transaction()
-            txn.check(self._member_path(self.session), -1)  # only while our session (owner of the node) lives
-            txn.delete(self._role_path(action.role))
-            results = txn.commit_async().get(timeout=timeout)
-            if isinstance(results[0], NoNodeError):
-                raise SessionLost(f"membership node of session {self.session} is gone")
-            if results[1] is True or isinstance(results[1], NoNodeError):
-                return [RoleSeen(action.role, None, 2 * action.token + 1)]
-            raise StoreError(f"delete of {action.role!r} failed: {results}")
-        if isinstance(action, Publish):
-            try:
-                data = encode_record(action.record)
-                client.set_async(self._member_path(self.session), data).get(timeout=timeout)
+                client.set_async(self._member_path(self.session), self._record).get(timeout=timeout)
             except NoNodeError:
                 raise SessionLost(f"membership node of session {self.session} is gone") from None
             return []
+        if isinstance(action, Create):
+            return self._create(action.role, timeout)
+        if isinstance(action, Expire):
+            return self._expire(action, timeout)
+        if isinstance(action, Delete):
+            return self._release(action.role, action.token, timeout)
+        if isinstance(action, Publish):
+            data = encode_record(action.record)
+            try:
+                client.set_async(self._member_path(self.session), data).get(timeout=timeout)
+            except NoNodeError:
+                raise SessionLost(f"membership node of session {self.session} is gone") from None
+            self._record = data
+            return []
         raise StoreError(f"ZooKeeper cannot {type(action).__name__}")
+
+    def _create(self, role: Role, timeout: float) -> list[Observation]:
+        """Take a free role: create its node holding us, or write us into its empty node (compared on its version)."""
+        from kazoo.exceptions import BadVersionError, NodeExistsError
+
+        path, mine = self._role_path(role), encode_holder(self.member, self.session)
+        try:
+            _, stat = self._client.create_async(path, mine, include_data=True).get(timeout=timeout)
+            return [self._role_seen(role, mine, stat)]
+        except NodeExistsError:
+            pass
+        data, stat = self._read(path, timeout)
+        if stat is None or data:
+            return [self._role_seen(role, data, stat)]
+        try:
+            self.count()
+            stat = self._client.set_async(path, mine, version=stat.version).get(timeout=timeout)
+            return [self._role_seen(role, mine, stat)]
+        except BadVersionError:  # taken (or freed again) meanwhile: report what is there now
+            return [self._role_seen(role, *self._read(path, timeout))]
+
+    def _expire(self, action: Expire, timeout: float) -> list[Observation]:
+        """Free a silent holder's role, in one `multi` comparing the role node's version (still that holder's
+        node: versions only grow) and the holder's member node's version (still silent since the core timed it)."""
+        role, holder = action.role, action.holder
+        path, member = self._role_path(role), self._member_path(holder.session)
+        data, stat = self._read(path, timeout)
+        seen = self._holder(data, stat)
+        if seen != holder:
+            return [self._role_seen(role, data, stat)]
+        txn = self._client.transaction()
+        if action.version > 0:
+            txn.check(member, action.version - 1)
+        else:  # the core saw no member node: a session's node never comes back once gone, so see it is absent now
+            self.count()
+            if self._client.exists_async(member).get(timeout=timeout) is not None:
+                return [self._member_now(holder.session, timeout)]
+        txn.set_data(path, b"", version=stat.version)
+        self.count()
+        results = txn.commit_async().get(timeout=timeout)
+        freed = results[-1]
+        if not isinstance(freed, Exception):
+            return [RoleSeen(role, None, 2 * int(freed.mzxid))]
+        return [self._role_seen(role, *self._read(path, timeout)), self._member_now(holder.session, timeout)]
+
+    def _release(self, role: Role, token: int, timeout: float) -> list[Observation]:
+        """Free a role this session holds with `token`, only while the session (owner of its member node) lives."""
+        from kazoo.exceptions import NoNodeError
+
+        path = self._role_path(role)
+        data, stat = self._read(path, timeout)
+        holder = self._holder(data, stat)
+        if holder is None or holder.session != self.session or holder.token != token:
+            return [self._role_seen(role, data, stat)]  # not ours any more: nothing to free
+        txn = self._client.transaction()
+        txn.check(self._member_path(self.session), -1)
+        txn.set_data(path, b"", version=stat.version)
+        self.count()
+        results = txn.commit_async().get(timeout=timeout)
+        if isinstance(results[0], NoNodeError):
+            raise SessionLost(f"membership node of session {self.session} is gone")
+        if not isinstance(results[1], Exception):
+            return [RoleSeen(role, None, 2 * int(results[1].mzxid))]
+        return [self._role_seen(role, *self._read(path, timeout))]
+
+    def _read(self, path: str, timeout: float) -> tuple[bytes | None, Any]:
+        """A node's data and stat, (None, None) if it does not exist."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            self.count()
+            data, stat = self._client.get_async(path).get(timeout=timeout)
+            return data, stat
+        except NoNodeError:
+            return None, None
+
+    def _member_now(self, session: str, timeout: float) -> MemberSeen:
+        data, stat = self._read(self._member_path(session), timeout)
+        if stat is None:
+            return MemberSeen(session, None, 0, GONE)
+        return MemberSeen(session, decode_record(data or b""), _version(stat), 2 * int(stat.mzxid))
+
+    def _role_seen(self, role: Role, data: bytes | None, stat: Any) -> RoleSeen:
+        rev = 2 * int(stat.mzxid) if stat is not None else 1
+        return RoleSeen(role, self._holder(data, stat), rev)
 
     def members(self, timeout: float) -> dict[str, MemberRecord]:
         from kazoo.exceptions import NoNodeError
@@ -531,14 +622,22 @@ class ZooKeeperStore:
         return StoreError(f"{type(exc).__name__}: {exc}")
 
     # ------------------------------------------------------------------------------------------ names
-    def _holder(self, data: bytes, stat: Any) -> Holder:
-        return decode_holder(data, int(stat.czxid), f"{int(stat.ephemeralOwner):x}")
+    def _holder(self, data: bytes | None, stat: Any) -> Holder | None:
+        """The holder a role node names (None: free, or no node), its token the zxid of the write that made it."""
+        if stat is None or not data:
+            return None
+        return decode_holder(data, int(stat.mzxid))
 
     def _role_path(self, role: Role) -> str:
         return f"{self._roles}/{role_name(role)}"
 
     def _member_path(self, session: str) -> str:
         return f"{self._members}/{session}"
+
+
+def _version(stat: Any) -> int:
+    """A member node's version as the core compares it: the node's data version + 1 (0 stands for no node)."""
+    return int(stat.version) + 1
 
 
 def client_security(options: ZooKeeperOptions, password: str | None, acl: list[Any] | None = None) -> dict[str, Any]:
@@ -565,6 +664,6 @@ def characteristics(options: ZooKeeperOptions) -> Characteristics:
 
 
 def create(options: ZooKeeperOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:
-    timing = options.timing(silence_takeover=False)
+    timing = options.timing(silence_takeover=True)
     store = ZooKeeperStore(options, member)
     return LeaseElector("zookeeper", options, member, roles, store, timing, characteristics(options))
