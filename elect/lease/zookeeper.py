@@ -155,6 +155,7 @@ class ZooKeeperStore:
         self._client: Any = None
         self._sink: Sink | None = None
         self._tracked: dict[Role, _NodeWatch] = {}
+        self._held: dict[Role, tuple[int, str | None]] = {}  # role -> (rev, holder session) as last seen
         self._member_watches: dict[str, _NodeWatch] = {}
         self._lock = threading.Lock()
         self._children_first = threading.Event()
@@ -417,6 +418,7 @@ class ZooKeeperStore:
 
         def report(data: bytes | None, stat: Any, rev: int) -> None:
             holder = self._holder(data, stat)
+            self._note(role, holder, rev)
             if holder is not None:
                 last[:] = [holder]
                 self._emit(RoleSeen(role, holder, rev))
@@ -489,12 +491,8 @@ class ZooKeeperStore:
 
         client = self._client
         self.count()
-        if isinstance(action, Renew):  # a write: only a live session, through the ensemble's leader, renews
-            try:
-                client.set_async(self._member_path(self.session), self._record).get(timeout=timeout)
-            except NoNodeError:
-                raise SessionLost(f"membership node of session {self.session} is gone") from None
-            return []
+        if isinstance(action, Renew):
+            return self._renew(timeout)
         if isinstance(action, Create):
             return self._create(action.role, timeout)
         if isinstance(action, Expire):
@@ -510,6 +508,38 @@ class ZooKeeperStore:
             self._record = data
             return []
         raise StoreError(f"ZooKeeper cannot {type(action).__name__}")
+
+    def _renew(self, timeout: float) -> list[Observation]:
+        """Rewrite this member's node (a write: only a live session, through the ensemble's leader, renews), then
+        read the role nodes last seen as ours. A contender may have freed one before this renewal committed while
+        the watch has not said so yet (this member was cut off, its server frozen); the reads come after the
+        renewal in this session's order, so they see any such expiry, and the core hears of it before it counts
+        the renewal. An expiry after the renewal must first see it and wait `session_timeout` more."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            self._client.set_async(self._member_path(self.session), self._record).get(timeout=timeout)
+        except NoNodeError:
+            raise SessionLost(f"membership node of session {self.session} is gone") from None
+        with self._lock:
+            ours = [role for role, (_, session) in self._held.items() if session == self.session]
+        reads = [(role, self._client.get_async(self._role_path(role))) for role in ours]
+        self.count(len(reads))
+        seen: list[Observation] = []
+        for role, result in reads:
+            try:
+                data, stat = result.get(timeout=timeout)
+            except NoNodeError:
+                data, stat = None, None
+            seen.append(self._role_seen(role, data, stat))
+        return seen
+
+    def _note(self, role: Role, holder: Holder | None, rev: int) -> None:
+        """Remember who holds `role` as seen at `rev` (reports arrive from the watch and from requests, in any
+        order: the newest counts, as in the core)."""
+        with self._lock:
+            if rev >= self._held.get(role, (-1, None))[0]:
+                self._held[role] = (rev, holder.session if holder is not None else None)
 
     def _create(self, role: Role, timeout: float) -> list[Observation]:
         """Take a free role: create its node holding us, or write us into its empty node (compared on its version)."""
@@ -552,6 +582,7 @@ class ZooKeeperStore:
         results = txn.commit_async().get(timeout=timeout)
         freed = results[-1]
         if not isinstance(freed, Exception):
+            self._note(role, None, 2 * int(freed.mzxid))
             return [RoleSeen(role, None, 2 * int(freed.mzxid))]
         return [self._role_seen(role, *self._read(path, timeout)), self._member_now(holder.session, timeout)]
 
@@ -572,6 +603,7 @@ class ZooKeeperStore:
         if isinstance(results[0], NoNodeError):
             raise SessionLost(f"membership node of session {self.session} is gone")
         if not isinstance(results[1], Exception):
+            self._note(role, None, 2 * int(results[1].mzxid))
             return [RoleSeen(role, None, 2 * int(results[1].mzxid))]
         return [self._role_seen(role, *self._read(path, timeout))]
 
@@ -594,7 +626,9 @@ class ZooKeeperStore:
 
     def _role_seen(self, role: Role, data: bytes | None, stat: Any) -> RoleSeen:
         rev = 2 * int(stat.mzxid) if stat is not None else 1
-        return RoleSeen(role, self._holder(data, stat), rev)
+        holder = self._holder(data, stat)
+        self._note(role, holder, rev)
+        return RoleSeen(role, holder, rev)
 
     def members(self, timeout: float) -> dict[str, MemberRecord]:
         from kazoo.exceptions import NoNodeError

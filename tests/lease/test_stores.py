@@ -269,6 +269,41 @@ def test_a_zookeeper_holder_whose_session_the_server_ends_keeps_its_role_until_i
         holder.close()
 
 
+def test_a_zookeeper_renewal_rereads_the_roles_it_holds(infra: Endpoints) -> None:
+    """Found by the soak (infra-pause of the member's own server): a member cut off from ZooKeeper for longer
+    than `session_timeout` but not its session comes back, renews, and would adopt again the role its stale
+    view still shows as its own, which a contender had meanwhile taken over. A renewal therefore reads the roles
+    last seen as this member's, after the renewal's write, and reports what it finds before it counts. The
+    lagging watch is stood in for by stopping it."""
+    from kazoo.client import KazooClient
+
+    from elect.lease.model import Create, MemberRecord, Renew, RoleSeen
+    from elect.lease.names import encode_holder
+    from elect.lease.options import ZooKeeperOptions
+    from elect.lease.zookeeper import ZooKeeperStore
+
+    address = infra.zookeeper[0]
+    options = ZooKeeperOptions(hosts=(address,), path="/" + unique("reread"), session_timeout=TTL)
+    store = ZooKeeperStore(options, "m")
+    store.open(MemberRecord("m", frozenset({"r"})), lambda seen: None, 10.0)
+    other = KazooClient(hosts=address, timeout=4 * TTL)
+    other.start(10)
+    try:
+        created = store.execute(Create("r"), 5.0)
+        assert isinstance(created[0], RoleSeen) and created[0].holder is not None
+        assert created[0].holder.session == store.session
+        store._tracked["r"].stopped = True  # the watch lags: it reports nothing more
+        other.set(f"{options.root}/roles/r", encode_holder("o", "other-session"))  # taken over meanwhile
+        seen = store.execute(Renew(), 5.0)
+        taken = [o for o in seen if isinstance(o, RoleSeen) and o.role == "r"]
+        assert taken and taken[-1].holder is not None and taken[-1].holder.member == "o", seen
+        assert taken[-1].holder.token > created[0].holder.token
+    finally:
+        other.stop()
+        other.close()
+        store.close(5.0)
+
+
 def test_zookeeper_reports_a_leaving_holders_new_record_before_its_freed_role(infra: Endpoints) -> None:
     """A member that stops rewrites its record (contending for nothing) and then frees its role nodes; the
     record's watch reads the new data in a round trip of its own, so the role's deletion may be seen first. The
