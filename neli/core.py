@@ -30,7 +30,10 @@ increase across the owners of a partition whatever the group's generation does (
 advance it without moving partitions; an emptied group may even restart it). In both modes a
 leadership therefore starts only on the member's own current record, never on another's: two members
 reading the same record would otherwise lead under one token, and a member reading the topic late would
-lead under a token older than one already taken (both found by the full-mode soak). Full mode adds one
+lead under a token older than one already taken (both found by the full-mode soak). A leadership also starts
+only on a record read at the partition's end as last fetched (full mode: every member writes to every
+partition): a member lagging behind the topic would otherwise start on its own older record while a newer
+member's claim waits unread behind it. Full mode adds one
 rule the paper lacks: its leaders' records carry their token, and a member leading on an older token
 stands down on reading a fresh newer one (`Revoke` if its partition was taken from it in order, else
 `Fence`), and does not take the partition back while that claim stays fresh. The paper's overlap then
@@ -69,12 +72,14 @@ class Unassigned:
 @dataclass(frozen=True, slots=True)
 class Received:
     """`heartbeat` was read back from `partition` at `offset`; `wall` is the receiver's wall clock then,
-    which dates the record against its sender's wall clock."""
+    which dates the record against its sender's wall clock. `caught_up`: no later record of the partition was
+    known to exist when it was read (the driver's last fetch reported nothing beyond it)."""
 
     partition: int
     offset: int
     heartbeat: HeartbeatRecord
     wall: float
+    caught_up: bool = True
 
 
 NeliInput = Assigned | Unassigned | Received
@@ -263,8 +268,9 @@ class NeliCore:
         if deadline <= now:
             return  # stale: it says nothing about now
         if not own.leading:
-            if not mine_now or now < own.contested_until:
-                return  # leaderships start on own records only; nor while another's claim is fresh
+            if not mine_now or now < own.contested_until or (self.mode == "full" and not msg.caught_up):
+                return  # leaderships start on own records only (full mode: read at the partition's end, so a
+                # newer claim already appended is read first); nor while another's claim is fresh
             own.token, own.deadline, own.since, own.last_token = msg.offset, deadline, now, msg.offset
             own.roles = self._roles_of(msg.partition)
             self._ready.changes += [Acquire(role, msg.offset, deadline) for role in own.roles]

@@ -369,7 +369,19 @@ class KafkaElector(BaseElector):
         partition, offset = msg.partition(), msg.offset()
         if heartbeat is None or partition is None or offset is None:
             return
-        self._feed(Received(partition, offset, heartbeat, time.time()))
+        self._feed(Received(partition, offset, heartbeat, time.time(), self._at_end(self.options.topic, partition, offset)))
+
+    def _at_end(self, topic: str, partition: int, offset: int) -> bool:
+        """No later record of the partition was known at the last fetch: librdkafka updates its cached high
+        watermark with every fetch response (no request here)."""
+        consumer = self._consumer
+        if consumer is None:
+            return True
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
+        except (KafkaException, RuntimeError):
+            return True  # unknown: as before (the start then rests on the contest rules alone)
+        return high < 0 or offset + 1 >= high
 
     def _on_kafka_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and self._core is not None:

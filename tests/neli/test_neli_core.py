@@ -50,8 +50,8 @@ def revoke(c: NeliCore, partitions: Iterable[int], now: float, *, lost: bool = F
 
 
 def received(c: NeliCore, partition: int, offset: int, heartbeat: HeartbeatRecord, now: float,
-             wall: float) -> list[Produced]:
-    c.step(Received(partition, offset, heartbeat, wall), now)
+             wall: float, caught_up: bool = True) -> list[Produced]:
+    c.step(Received(partition, offset, heartbeat, wall, caught_up), now)
     return taken(c)
 
 
@@ -224,6 +224,18 @@ def test_full_mode_a_fresh_assignment_is_not_held_back_by_a_claim() -> None:
     assign(c, [2], 0.0)
     assert received(c, 2, 30, claim(c, 0.0, token=20), 0.01, 0.01) == []
     assert received(c, 2, 31, beat(c, 0.0), 0.02, 0.02) == [Acquire(2, 31, pytest.approx(2.0))]
+
+
+def test_full_mode_a_lagging_member_starts_only_on_a_record_read_at_the_partitions_end() -> None:
+    # the recheck soak's shape: a member behind the topic read its own record while another's newer claim
+    # waited unread behind it, and led under the older token after the other had started
+    c = core("full", roles=(2,), timeout=2.0)
+    assign(c, [2], 0.0)
+    assert received(c, 2, 30, beat(c, 0.0), 0.01, 0.01, caught_up=False) == []  # more is known to follow
+    assert received(c, 2, 31, claim(c, 0.005, token=31), 0.02, 0.02) == []  # the newer claim is read first
+    # its next own record, read at the end, starts it under a token above the claim's (full mode may overlap;
+    # its tokens keep their order)
+    assert received(c, 2, 32, beat(c, 0.1), 0.11, 0.11) == [Acquire(2, 32, pytest.approx(2.1))]
 
 
 def test_full_mode_overlap_leads_out_T_after_an_orderly_revoke() -> None:
