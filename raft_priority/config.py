@@ -61,6 +61,10 @@ class RaftConfig:
     """Fraction of ET by which the lease window is shorter than ET. It absorbs message-delay skew
     between voters (so the next-in-line's pre-vote is not refused by a voter that heard the last
     heartbeat a little later) and clock-rate drift between nodes."""
+    quiesce: bool = False
+    """An idle group stops heartbeating once every follower answered "quiet"; one beat per pair of nodes then
+    carries its liveness and lease (`raft_priority.links`), so an idle node's cost does not grow with its
+    groups. Off: every group heartbeats on its own (plain Raft)."""
     retry_jitter: float = 0.0
     """Fraction of ET of random extra wait before a *repeated* campaign in priority mode; 0 = ZEP006
     (fixed). A little jitter breaks lock-step duelling campaigns between equal-priority nodes."""

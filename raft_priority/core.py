@@ -16,6 +16,10 @@ Transfers (TimeoutNow) bypass leases, so the leader revokes first and only then 
 go. If the transfer does not finish, the leader abandons it, announces the abandonment in its
 heartbeats (voters then refuse that transfer's forced votes), and re-acquires only once a majority has
 acknowledged a heartbeat sent after the abandonment.
+
+Quiescence (``RaftConfig.quiesce``): an idle group whose followers all answered a quiesce heartbeat stops
+heartbeating; its node links carry its liveness and lease instead (`raft_priority.links`, with the argument
+why leases stay as safe). Any other message for the group wakes it at the receiving end.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from enum import IntEnum
 from elect.budget import HandoverBudget
 from elect.core import Acquire, Fence, LeaderSeen, Ready, Revoke
 from raft_priority.config import GroupSpec, RaftConfig
+from raft_priority.links import Links, quiet_key
 from raft_priority.messages import (
     HardState,
     Heartbeat,
@@ -68,6 +73,7 @@ class RaftGroup:
     """
 
     __slots__ = (
+        "_lease",
         "acc",
         "acks",
         "budget",
@@ -82,7 +88,7 @@ class RaftGroup:
         "healthy_since",
         "heard",
         "leader",
-        "lease_until",
+        "links",
         "log_index",
         "log_term",
         "max_priority",
@@ -94,6 +100,9 @@ class RaftGroup:
         "positions",
         "prioritized",
         "priority",
+        "qkey",
+        "quiet",
+        "quiet_peers",
         "quiet_until",
         "quorum",
         "quorum_ack",
@@ -127,6 +136,7 @@ class RaftGroup:
         hard_state: HardState | None = None,
         ready: Ready[Message, HardState] | None = None,
         budget: HandoverBudget | None = None,
+        links: Links | None = None,
     ) -> None:
         if node not in spec.priorities:
             raise ValueError(f"{node!r} is not a member of group {spec.group}")
@@ -172,7 +182,7 @@ class RaftGroup:
         self.healthy_since: dict[str, float] = {}
         self.positions: dict[str, tuple[int, int]] = {}
         self.quorum_ack = -INF
-        self.lease_until = -INF
+        self._lease = -INF
         self.serving = False
         self.hb_due = INF
         self.transfer_to: str | None = None
@@ -185,6 +195,12 @@ class RaftGroup:
         self.pinning = False  # this candidacy answers a pinned TimeoutNow
         self.pinned = False   # leading by an operator's transfer: no rebalancing back
         self.resume_from = INF
+        # quiescence: a leader with every follower quiet sends no heartbeats; a quiet follower times its
+        # leader's node link (the host's `links`) instead of the group
+        self.links = links if links is not None else Links(0)
+        self.quiet = False
+        self.quiet_peers: set[str] = set()
+        self.qkey = 0
         self.deadline = INF
         self._refresh_deadline()
 
@@ -192,6 +208,8 @@ class RaftGroup:
 
     def step(self, msg: Message, now: float) -> None:
         """Handle one message addressed to this member of this group."""
+        if self.quiet and not self._keeps_quiet(msg):
+            self.wake(now, notify=msg.src != self.leader)
         if self.state is RaftState.LEADER:
             self._check_lease(now)
         _HANDLERS[type(msg)](self, msg, now)
@@ -199,6 +217,9 @@ class RaftGroup:
 
     def tick(self, now: float) -> None:
         """Advance timers to ``now``: election timeouts, decay rounds, heartbeats, lease, transfer."""
+        if self.quiet:  # nothing is timed per group (a lazy timer entry may still fire)
+            self._refresh_deadline()
+            return
         state = self.state
         if state is RaftState.LEADER:
             self._leader_tick(now)
@@ -208,16 +229,33 @@ class RaftGroup:
             self._campaign(now)
         self._refresh_deadline()
 
-    def set_log_position(self, last_index: int, last_term: int) -> None:
-        """The application's log position; votes go only to candidates at least as up to date."""
+    def set_log_position(self, last_index: int, last_term: int, now: float | None = None) -> None:
+        """The application's log position; votes go only to candidates at least as up to date. A quiet follower
+        whose position changes wakes and tells its leader (its heartbeat answers carry the position); ``now``
+        is needed for that."""
+        changed = (last_index, last_term) != (self.log_index, self.log_term)
         self.log_index = last_index
         self.log_term = last_term
+        if changed and self.quiet and now is not None and self.state is not RaftState.LEADER:
+            self.wake(now, notify=True)
+
+    def last_heard(self, peer: str) -> float:
+        """When this leader last heard ``peer``: its answers to this group, or while the group is quiet its node
+        link's acks (their send time: a little early, never late)."""
+        heard = self.heard.get(peer, -INF)
+        if self.quiet:
+            acked = self.links.acked.get(peer, -INF)
+            if acked > heard:
+                return acked
+        return heard
 
     def transfer_leadership(self, to: str | None, now: float, pin: bool = False) -> bool:
         """Hand leadership to ``to`` (None: the best live, caught-up follower). False if impossible.
 
         ``pin``: an operator asked for this member; it does not rebalance the group back to a higher priority
         while it leads (the next failover restores the priorities' say)."""
+        if self.quiet:
+            self.wake(now)
         if self.state is RaftState.LEADER:
             self._check_lease(now)
         if self.state is not RaftState.LEADER or not self.serving or self.transfer_to is not None:
@@ -252,6 +290,8 @@ class RaftGroup:
 
     def campaign(self, now: float) -> None:
         """Start an election now (tests, or an operator); ignored while leading."""
+        if self.quiet:
+            self.wake(now)
         if self.state is not RaftState.LEADER:
             self._campaign(now)
             self._refresh_deadline()
@@ -267,6 +307,87 @@ class RaftGroup:
     @property
     def hard_state(self) -> HardState:
         return HardState(self.term, self.voted_for)
+
+    @property
+    def lease_until(self) -> float:
+        """The leader's lease end (-inf when not leading). A quiet leader's moves on with its followers' node
+        acks (`raft_priority.links`), computed when asked: no per-group work while idle."""
+        if self.quiet and self.state is RaftState.LEADER:
+            return self._quiet_lease()
+        return self._lease
+
+    def wake(self, now: float, notify: bool = False) -> None:
+        """Leave quiescence: a leader folds what its node links proved into its acks and heartbeats again at
+        once; a follower times the group again from its leader's last node beat, and refuses votes for the
+        lease window after it (the host calls this when a link goes silent, and `step` for any message that is
+        not part of the quiet exchange). ``notify``: a follower tells its leader, which then heartbeats the
+        group again (else the leader learns it only from the links' digests, for all its groups at once)."""
+        links = self.links
+        if self.state is RaftState.LEADER:
+            if self.quiet:
+                self._lease = self._quiet_lease()
+                acked, acks, seen = links.acked, self.acks, self.heard
+                for p in self.peers:
+                    a = acked.get(p, -INF)
+                    if a > acks[p]:
+                        acks[p] = a
+                    if a > seen[p]:
+                        seen[p] = a
+                self.quiet = False
+                self.hb_due = now
+            self._forget_quiet_peers()  # followers answering quiet again are counted afresh
+        elif self.quiet:
+            self.quiet = False
+            leader = self.leader
+            if leader is not None:
+                links.follow_awake(leader, self.group, self.qkey)
+                heard = links.heard.get(leader, -INF)
+                if heard > self.contact:
+                    self.contact = heard
+                if self.window != INF and self.quiet_until < heard + self.window:
+                    self.quiet_until = heard + self.window
+                if notify:
+                    self.acc.messages.append(HeartbeatResponse(self.group, self.node, leader, self.term, -INF,
+                                                               self.log_index, self.log_term, False))
+        self._refresh_deadline()
+
+    def _keeps_quiet(self, msg: Message) -> bool:
+        """Messages of the quiet exchange itself, which leave a quiet group quiet."""
+        t = type(msg)
+        if self.state is RaftState.LEADER:
+            return t is HeartbeatResponse and msg.quiet and msg.term == self.term  # type: ignore[attr-defined]
+        return t is Heartbeat and msg.quiesce and msg.src == self.leader and msg.term == self.term  # type: ignore[attr-defined]
+
+    def _quiet_lease(self) -> float:
+        need = self.quorum - 1
+        if need <= 0 or self.window == INF:
+            return self._lease
+        acked, acks = self.links.acked, self.acks
+        best = [max(acks[p], acked.get(p, -INF)) for p in self.peers]
+        q = max(best) if need == 1 else sorted(best, reverse=True)[need - 1]
+        if q > self.quorum_ack:
+            self.quorum_ack = q
+        lease = q + self.window
+        return lease if lease > self._lease else self._lease
+
+    def _forget_quiet_peers(self) -> None:
+        links, group, key = self.links, self.group, self.qkey
+        for p in self.quiet_peers:
+            links.lead_awake(p, group, key)
+        self.quiet_peers.clear()
+
+    def _may_quiesce(self, now: float) -> bool:
+        """A leader may let this group go quiet: serving, no transfer under way or abandoned, every follower
+        heard lately (so the succession its quiet followers keep names them all), and nothing to rebalance (a
+        higher-priority peer it might hand over to needs heartbeats to be judged)."""
+        if not (self.cfg.quiesce and self.serving and self.transfer_to is None and self.resume_from == INF):
+            return False
+        live = now - self.cfg.election_timeout
+        heard = self.heard
+        if any(heard[p] < live for p in self.peers):
+            return False
+        outranked = bool(self.peer_priority) and self.peer_priority[0] > self.priority
+        return not (self.cfg.rebalance and self.prioritized and not self.pinned and outranked)
 
     @property
     def leader_lease_until(self) -> float:
@@ -326,14 +447,19 @@ class RaftGroup:
     def _refresh_deadline(self) -> None:
         state = self.state
         if state is RaftState.LEADER:
+            if self.quiet:  # the host watches the links; nothing per group is due
+                self.deadline = INF
+                return
             d = self.hb_due
-            if self.lease_until < d:
-                d = self.lease_until
+            if self._lease < d:
+                d = self._lease
             if self.transfer_due < d:
                 d = self.transfer_due
             self.deadline = d
         elif state is RaftState.FOLLOWER:
-            if self.retry_at < INF:
+            if self.quiet:
+                self.deadline = INF
+            elif self.retry_at < INF:
                 self.deadline = self.retry_at
             else:
                 self.deadline = self.contact + self.first_timeout + self.round * self.cfg.decay_round
@@ -346,7 +472,10 @@ class RaftGroup:
         """Inside a lease: refuse non-forced (pre-)votes."""
         if not self.cfg.check_quorum:
             return False
-        return self.state is RaftState.LEADER or now < self.quiet_until
+        if self.state is RaftState.LEADER or now < self.quiet_until:
+            return True
+        # a quiet follower has heard its leader as recently as its node link (a woken one folded that in)
+        return self.quiet and self.leader is not None and now < self.links.heard.get(self.leader, -INF) + self.window
 
     def _log_ok(self, last_index: int, last_term: int) -> bool:
         return (last_term, last_index) >= (self.log_term, self.log_index)
@@ -413,6 +542,10 @@ class RaftGroup:
 
     def _step_down(self, now: float, reason: str, fenced: bool = False) -> None:
         """Stop leading: an orderly Revoke, or a Fence at the lease end (the lease ran out)."""
+        if self.quiet:
+            self._lease = self._quiet_lease()
+            self.quiet = False
+        self._forget_quiet_peers()  # followers still quiet under us see the digests disagree, and wake
         if self.serving:
             change = Fence(self.group, self.lease_until, reason) if fenced else Revoke(self.group, reason)
             self.acc.changes.append(change)
@@ -422,7 +555,7 @@ class RaftGroup:
         self.transfer_due = INF
         self.resume_from = INF
         self.hb_due = INF
-        self.lease_until = -INF
+        self._lease = -INF
         self._become_follower(now, None)
 
     def _become_follower(self, now: float, leader: str | None) -> None:
@@ -469,7 +602,7 @@ class RaftGroup:
             self.quorum_ack = max(self.acks.values())
         else:
             self.quorum_ack = sorted(self.acks.values(), reverse=True)[need - 1]
-        self.lease_until = INF if self.window == INF else self.quorum_ack + self.window
+        self._lease = INF if self.window == INF else self.quorum_ack + self.window
 
     def _leader_tick(self, now: float) -> None:
         self._check_lease(now)
@@ -495,9 +628,12 @@ class RaftGroup:
             heard = self.heard
             succession = tuple(pr for p, pr in zip(self.peers, self.peer_priority, strict=True) if heard[p] >= live)
         term, group, node, closed = self.term, self.group, self.node, self.transfer_closed
+        quiesce = self._may_quiesce(now)
+        if not quiesce and self.quiet_peers:
+            self._forget_quiet_peers()  # they wake on this round's heartbeats
         msgs = self.acc.messages
         for p in self.peers:
-            msgs.append(Heartbeat(group, node, p, term, now, succession, closed))
+            msgs.append(Heartbeat(group, node, p, term, now, succession, closed, quiesce))
         self.hb_due = now + self.cfg.heartbeat_interval
 
     def _caught_up(self, peer: str) -> bool:
@@ -557,8 +693,13 @@ class RaftGroup:
         self.closed = m.transfer_closed
         if self.quiet_until < now + self.window:
             self.quiet_until = now + self.window
+        if m.quiesce and not self.quiet:
+            self.quiet = True
+            self.qkey = quiet_key(self.group, self.term)
+            self.links.follow_quiet(m.src, self.group, self.qkey)
         self.acc.messages.append(
-            HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term)
+            HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term,
+                              self.quiet)
         )
 
     def _on_heartbeat_response(self, m: HeartbeatResponse, now: float) -> None:
@@ -572,6 +713,8 @@ class RaftGroup:
             self.healthy_since[p] = now
         self.heard[p] = now
         self.positions[p] = (m.last_log_term, m.last_log_index)
+        if m.quiet != (p in self.quiet_peers):
+            self._note_quiet(p, m.quiet, now)
         if m.echo > self.acks[p]:
             self.acks[p] = m.echo
             if m.echo > self.quorum_ack:
@@ -582,6 +725,21 @@ class RaftGroup:
                     self._acquire()  # the transfer was abandoned
         if p == self.transfer_to and not self.timeout_sent and self._caught_up(p):
             self._send_timeout_now()
+
+    def _note_quiet(self, p: str, quiet: bool, now: float) -> None:
+        """Follower ``p`` answered (not) quiet: keep the links' digest for it in step, and go quiet once every
+        follower is, if this leader still may."""
+        if not quiet:
+            self.quiet_peers.discard(p)
+            self.links.lead_awake(p, self.group, self.qkey)
+            return
+        if not self.quiet_peers:
+            self.qkey = quiet_key(self.group, self.term)
+        self.quiet_peers.add(p)
+        self.links.lead_quiet(p, self.group, self.qkey)
+        if len(self.quiet_peers) == len(self.peers) and self._may_quiesce(now):
+            self.quiet = True
+            self.hb_due = INF
 
     def _on_pre_vote(self, m: PreVoteRequest, now: float) -> None:
         if m.term < self.term or self._quiet(now):

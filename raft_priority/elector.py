@@ -101,7 +101,7 @@ class _Handover:
 def raft_config(options: RaftOptions) -> RaftConfig:
     """The election core's configuration for these options."""
     et, hb = options.election_timeout, options.heartbeat
-    switches = {"pre_vote": options.pre_vote, "check_quorum": options.check_quorum}
+    switches = {"pre_vote": options.pre_vote, "check_quorum": options.check_quorum, "quiesce": options.quiesce}
     if options.priority == "off":
         return RaftConfig.stock(election_timeout=et, heartbeat_interval=hb, election_jitter=options.election_jitter,
                                 **switches)
@@ -195,7 +195,7 @@ class RaftElector(BaseElector):
         self.host = host
         self._recount(now)
         for p in host.groups:
-            self._set_interest(p)
+            self._set_interest(p, now)
         peers = o.peer_map()
         driver = Driver(host, store, lambda batches: self._send(batches), self, granularity=o.granularity,
                         ack_delay=o.acks_after)
@@ -266,7 +266,7 @@ class RaftElector(BaseElector):
             if to not in g.peers:
                 raise TransferRefused(f"{where}: not a replica of the partition (its replicas: "
                                       f"{', '.join(sorted((self.member, *g.peers)))})")
-            if g.heard.get(to, -INF) < now - self.options.election_timeout:
+            if g.last_heard(to) < now - self.options.election_timeout:
                 return "not heard from within an election timeout"
             if not _contends(g.positions.get(to, (-1, -1))):
                 return "it contends for no role on the partition"
@@ -315,7 +315,7 @@ class RaftElector(BaseElector):
                     continue
                 if g.leader is not None and g.leader != self.member:
                     seen[role] = g.leader
-                elif not any(g.heard.get(peer, -INF) >= live and _contends(g.positions.get(peer, (-1, -1)))
+                elif not any(g.last_heard(peer) >= live and _contends(g.positions.get(peer, (-1, -1)))
                              for peer in g.peers):
                     seen[role] = None
             return seen
@@ -395,7 +395,7 @@ class RaftElector(BaseElector):
         with self._lock:
             return list(self._by_part.get(p, ()))
 
-    def _set_interest(self, p: int) -> bool:
+    def _set_interest(self, p: int, now: float) -> bool:
         """Publish whether this node contends for a role on partition ``p`` (and whether it is at its cap there);
         True when it contends."""
         host = self._host()
@@ -403,7 +403,7 @@ class RaftElector(BaseElector):
             return False
         interested = bool(self._roles_on(p))
         index, term = (CAPPED if p in self._capped else INTERESTED) if interested else UNINTERESTED
-        host.set_log_position(p, index, term)
+        host.set_log_position(p, index, term, now)
         if interested:
             self._uninterested.discard(p)
         else:
@@ -425,7 +425,7 @@ class RaftElector(BaseElector):
             g = groups[p]
             if g.pinned:
                 return True
-            peers = [peer for peer in g.peers if g.heard.get(peer, -INF) >= live]
+            peers = [peer for peer in g.peers if g.last_heard(peer) >= live]
             known = all(g.positions.get(peer, (-1, -1)) != (-1, -1) for peer in peers)  # unknown: maybe keen
             return known and not any(_keen(g.positions[peer]) for peer in peers)
 
@@ -442,7 +442,7 @@ class RaftElector(BaseElector):
         changed = capped ^ self._capped
         self._capped = capped
         for p in changed:
-            self._set_interest(p)
+            self._set_interest(p, now)
 
     def _take(self, role: Role, p: int, term: int, lease: float) -> None:
         self._acquire(role, term, None if lease == INF else lease)
@@ -490,7 +490,7 @@ class RaftElector(BaseElector):
         """The highest-priority live follower, preferring those that contend for the partition."""
         g = self._host().groups[p]
         live = now - self.options.election_timeout
-        alive = [peer for peer in g.peers if g.heard.get(peer, -INF) >= live]
+        alive = [peer for peer in g.peers if g.last_heard(peer) >= live]
         keen = [peer for peer in alive if g.positions.get(peer, (-1, -1)) >= (INTERESTED[1], INTERESTED[0])]
         best = keen or alive
         return best[0] if best else None
@@ -539,7 +539,7 @@ class RaftElector(BaseElector):
             # no role here: to any node that has one; beyond the cap: to one below its own (rate-limited as
             # rebalancing is); peers are in priority order
             over = p not in self._uninterested
-            to = next((peer for peer in g.peers if g.heard.get(peer, -INF) >= live and
+            to = next((peer for peer in g.peers if g.last_heard(peer) >= live and
                        (_keen if over else _contends)(g.positions.get(peer, (-1, -1)))), None)
             if to is None or (over and g.budget.left(now) <= 0):
                 continue
@@ -552,7 +552,7 @@ class RaftElector(BaseElector):
         touched = {partition_of(r, P) for r in (*added, *removed)}
         self._recount(now)
         for p in touched:
-            self._set_interest(p)
+            self._set_interest(p, now)
         for role in added:
             p = partition_of(role, P)
             g = host.groups.get(p)

@@ -4,6 +4,11 @@ Still pure (time comes in as ``now``). A driver with 1000 groups keeps a single 
 :meth:`NodeHost.next_wakeup`; each group has at most one live heap entry, re-armed only when its
 deadline moves *earlier* (a follower's steady heartbeats push its deadline later and cost no heap
 operation: the old entry fires, the tick finds nothing due and re-arms at the new deadline).
+
+With quiescence (``RaftConfig.quiesce``) the host also runs the node links (`raft_priority.links`): one
+`NodeBeat` per peer node per heartbeat interval, answered by a `NodeBeatAck`, and the watch on them that wakes
+quiet groups (a leader's node silent for the election timeout, its process restarted, digests that disagree;
+a follower's acks missing for half the lease window). Its link timers use the same lazy heap entries.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from elect.budget import HandoverBudget
 from elect.core import Ready
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup
-from raft_priority.messages import HardState, Message
+from raft_priority.links import Links
+from raft_priority.messages import NODE, HardState, Message, NodeBeat, NodeBeatAck
 
 INF = math.inf
 
@@ -29,7 +35,8 @@ class NodeHost:
     produced (``persist`` keyed by group) without merging per-group output.
     """
 
-    __slots__ = ("_acc", "_budget", "_heap", "_scheduled", "config", "groups", "node", "rng")
+    __slots__ = ("_acc", "_beat_due", "_budget", "_heap", "_link_heap", "_link_scheduled", "_peers", "_scheduled",
+                 "config", "groups", "links", "node", "rng")
 
     def __init__(self, node: str, config: RaftConfig, rng: random.Random) -> None:
         self.node = node
@@ -40,38 +47,61 @@ class NodeHost:
         self._heap: list[tuple[float, int]] = []
         self._scheduled: dict[int, float] = {}
         self._budget = HandoverBudget(config.rebalance_limit, config.rebalance_window)  # shared by every group
+        # node links (quiescence only; drawn only then, so a run without it replays as before)
+        self.links = Links(rng.getrandbits(62) if config.quiesce else 0)
+        self._peers: dict[str, None] = {}  # peer nodes, in the order groups named them
+        self._beat_due = INF
+        self._link_heap: list[tuple[float, str, bool]] = []  # (due, peer, leader side?)
+        self._link_scheduled: dict[tuple[str, bool], float] = {}
 
     def add_group(self, spec: GroupSpec, now: float, hard_state: HardState | None = None) -> RaftGroup:
         if spec.group in self.groups:
             raise ValueError(f"group {spec.group} already hosted")
-        g = RaftGroup(spec, self.node, self.config, self.rng, now, hard_state, self._acc, self._budget)
+        g = RaftGroup(spec, self.node, self.config, self.rng, now, hard_state, self._acc, self._budget, self.links)
         self.groups[spec.group] = g
+        for p in g.peers:
+            self._peers.setdefault(p)
+        if self.config.quiesce and self._beat_due == INF and self._peers:
+            self._beat_due = now
         self._arm(g)
         return g
 
     def remove_group(self, group: int, now: float) -> None:
         """Leave a group (a leader resigns first so its successor need not wait a timeout)."""
-        g = self.groups.pop(group, None)
+        g = self.groups.get(group)
         if g is not None:
             g.resign(now)
+            g.wake(now)  # out of the links' digests
+            del self.groups[group]
             self._scheduled.pop(group, None)
 
     def step(self, msg: Message, now: float) -> None:
-        g = self.groups.get(msg.group)
-        if g is not None and msg.dst == self.node:
-            g.step(msg, now)
-            self._arm(g)
+        self.step_all((msg,), now)
 
     def step_all(self, msgs: Iterable[Message], now: float) -> None:
+        """Handle messages addressed to this node: the groups' first, then the node links' (a batch's change
+        of a group's quiet state comes before the digests that reflect it)."""
         groups, node = self.groups, self.node
+        links: list[Message] = []
         for msg in msgs:
             g = groups.get(msg.group)
             if g is not None and msg.dst == node:
                 g.step(msg, now)
                 self._arm(g)
+            elif msg.group == NODE and msg.dst == node:
+                links.append(msg)
+        for msg in links:
+            if type(msg) is NodeBeat:
+                self._on_beat(msg, now)
+            elif type(msg) is NodeBeatAck:
+                self._on_beat_ack(msg, now)
+        if self.config.quiesce:
+            self._schedule_links(now)
 
     def tick(self, now: float) -> None:
-        """Tick every group whose deadline is at or before ``now``."""
+        """Tick every group whose deadline is at or before ``now``, and the node links."""
+        if self.config.quiesce:
+            self._tick_links(now)
         heap, scheduled, groups = self._heap, self._scheduled, self.groups
         while heap and heap[0][0] <= now:
             at, gid = heapq.heappop(heap)
@@ -81,15 +111,30 @@ class NodeHost:
             g = groups[gid]
             g.tick(now)
             self._arm(g)
+        if self.config.quiesce:
+            self._schedule_links(now)
 
     def next_wakeup(self) -> float:
         heap, scheduled = self._heap, self._scheduled
+        at = INF
         while heap:
             at, gid = heap[0]
             if scheduled.get(gid) == at:
-                return at
+                break
             heapq.heappop(heap)
-        return INF
+            at = INF
+        if self.config.quiesce:
+            links, sched = self._link_heap, self._link_scheduled
+            while links:
+                due, peer, side = links[0]
+                if sched.get((peer, side)) == due:
+                    break
+                heapq.heappop(links)
+            if links and links[0][0] < at:
+                at = links[0][0]
+            if self._beat_due < at:
+                at = self._beat_due
+        return at
 
     def ready(self) -> Ready[Message, HardState]:
         return self._acc.take()
@@ -105,11 +150,103 @@ class NodeHost:
         self._arm(g)
         return ok
 
-    def set_log_position(self, group: int, last_index: int, last_term: int) -> None:
-        self.groups[group].set_log_position(last_index, last_term)
+    def set_log_position(self, group: int, last_index: int, last_term: int, now: float | None = None) -> None:
+        g = self.groups[group]
+        g.set_log_position(last_index, last_term, now)
+        self._arm(g)
 
     def leading(self, now: float) -> list[int]:
         return [gid for gid, g in self.groups.items() if g.is_leader(now)]
+
+    # ------------------------------------------------------------------ node links
+
+    def _tick_links(self, now: float) -> None:
+        links = self.links
+        if now >= self._beat_due:
+            msgs, node, inc, digest = self._acc.messages, self.node, links.incarnation, links.lead_digest
+            for p in self._peers:
+                msgs.append(NodeBeat(NODE, node, p, 0, now, inc, digest.get(p, 0)))
+            self._beat_due = now + self.config.heartbeat_interval
+        heap, sched = self._link_heap, self._link_scheduled
+        while heap and heap[0][0] <= now:
+            due, peer, leading = heapq.heappop(heap)
+            if sched.get((peer, leading)) != due:
+                continue
+            del sched[(peer, leading)]
+            if leading:
+                if links.acked.get(peer, due - self._ack_patience) + self._ack_patience <= now:
+                    self._wake_led(peer, now)  # a follower's node stopped acking: its groups heartbeat again
+            elif links.heard.get(peer, due - self.config.election_timeout) + self.config.election_timeout <= now:
+                self._wake_followers(peer, now, notify=False)  # the leader's node fell silent: time the groups
+
+    @property
+    def _ack_patience(self) -> float:
+        return self.config.lease_window / 2
+
+    def _schedule_links(self, now: float) -> None:
+        """One lazy timer per peer and side while any group is quiet with it (a timer that fires early finds
+        its link alive and is re-armed here at the new due time). A link not heard (acked) yet counts from now:
+        the quiet exchange that just happened was itself word from that node."""
+        links, sched, heap = self.links, self._link_scheduled, self._link_heap
+        for peer, groups in links.followers.items():
+            if groups and (peer, False) not in sched:
+                due = links.heard.get(peer, now) + self.config.election_timeout
+                sched[(peer, False)] = due
+                heapq.heappush(heap, (due, peer, False))
+        for peer, groups in links.led.items():
+            if groups and (peer, True) not in sched:
+                due = links.acked.get(peer, now) + self._ack_patience
+                sched[(peer, True)] = due
+                heapq.heappush(heap, (due, peer, True))
+
+    def _on_beat(self, m: NodeBeat, now: float) -> None:
+        links, peer = self.links, m.src
+        known = links.incarnation_of.get(peer)
+        if known is not None and known != m.incarnation:
+            self._wake_followers(peer, now, notify=False)  # restarted: it leads nothing it led before
+            links.mismatch_in[peer] = 0
+        links.incarnation_of[peer] = m.incarnation
+        if now > links.heard.get(peer, -INF):
+            links.heard[peer] = now
+        if m.digest != links.follow_digest.get(peer, 0):
+            misses = links.mismatch_in.get(peer, 0) + 1
+            if misses >= 2:  # not a change in flight: the leader stepped down or woke a group, unheard
+                self._wake_followers(peer, now, notify=True)
+                misses = 0
+            links.mismatch_in[peer] = misses
+        else:
+            links.mismatch_in[peer] = 0
+        self._acc.messages.append(NodeBeatAck(NODE, self.node, peer, 0, m.sent_at, m.incarnation,
+                                              links.follow_digest.get(peer, 0)))
+
+    def _on_beat_ack(self, m: NodeBeatAck, now: float) -> None:
+        links, peer = self.links, m.src
+        if m.incarnation != links.incarnation:
+            return
+        if m.digest == links.lead_digest.get(peer, 0):
+            if m.echo > links.acked.get(peer, -INF):
+                links.acked[peer] = m.echo
+            links.mismatch_out[peer] = 0
+            return
+        misses = links.mismatch_out.get(peer, 0) + 1
+        if misses >= 3:  # the follower left groups quiet here without a word (or the word was lost)
+            self._wake_led(peer, now)
+            misses = 0
+        links.mismatch_out[peer] = misses
+
+    def _wake_followers(self, peer: str, now: float, notify: bool) -> None:
+        groups = self.groups
+        for gid in list(self.links.followers.get(peer, ())):
+            g = groups[gid]
+            g.wake(now, notify)
+            self._arm(g)
+
+    def _wake_led(self, peer: str, now: float) -> None:
+        groups = self.groups
+        for gid in list(self.links.led.get(peer, ())):
+            g = groups[gid]
+            g.wake(now)
+            self._arm(g)
 
     def _arm(self, g: RaftGroup) -> None:
         d = g.deadline

@@ -56,6 +56,9 @@ class Heartbeat(Message):
     """Priorities of the followers the leader hears from, best first (improvement a; else empty)."""
     transfer_closed: int = 0
     """Highest transfer sequence of this term the leader abandoned: voters refuse its late votes."""
+    quiesce: bool = False
+    """The leader asks the follower to go quiet in this group: stop timing it per group and time the leader's
+    node link instead (`raft_priority.links`)."""
 
 
 @dataclass(slots=True)
@@ -63,6 +66,33 @@ class HeartbeatResponse(Message):
     echo: float = 0.0
     last_log_index: int = 0
     last_log_term: int = 0
+    quiet: bool = False
+    """The follower is quiet in this group under the receiver (it answered a quiesce heartbeat)."""
+
+
+NODE = -1
+"""The group id of node-level messages (`NodeBeat`, `NodeBeatAck`): they belong to no election group."""
+
+
+@dataclass(slots=True)
+class NodeBeat(Message):
+    """One per peer node per heartbeat interval, whatever the number of groups: the node link's liveness, which
+    quiet groups use instead of per-group heartbeats. ``term`` is unused (0)."""
+
+    sent_at: float = 0.0
+    incarnation: int = 0
+    """The sender's process incarnation: a restarted node leads nothing it led before."""
+    digest: int = 0
+    """The sender's digest of the groups it leads quietly with the receiver (`raft_priority.links`)."""
+
+
+@dataclass(slots=True)
+class NodeBeatAck(Message):
+    echo: float = 0.0
+    incarnation: int = 0
+    """The incarnation of the beat acknowledged (an ack to an earlier process is ignored)."""
+    digest: int = 0
+    """The acker's digest of the groups it follows quietly under the receiver, when it acked."""
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ URL before the extra is installed. Durations are seconds.
 
     raft://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
         &heartbeat_interval=0.1&priority=balanced|zeebe|off&improvements=on|off&data_dir=...
-        &election_jitter=0.5&pre_vote=on|off&check_quorum=on|off&ca=CA.crt&cert=ME.crt&key=ME.key
+        &election_jitter=0.5&pre_vote=on|off&check_quorum=on|off&quiesce=on|off&ca=CA.crt&cert=ME.crt&key=ME.key
         &weights=a:2,b:1&max_roles=N
 """
 
@@ -101,7 +101,10 @@ class RaftOptions(PeerOptions):
     election_jitter), by default [ET, 2 ET)). pre_vote, check_quorum: Raft's PreVote (a node campaigns only
     once a majority would vote for it) and CheckQuorum (a leader without a majority of fresh acks steps down,
     which is what bounds a cut-off leader's deadline; off, leadership is no longer exclusive), both on by
-    default; stock Raft as many systems run it switches them off.
+    default; stock Raft as many systems run it switches them off. quiesce: an idle partition whose followers
+    all answered stops heartbeating, one beat per pair of nodes carrying its liveness and lease instead
+    (`raft_priority.links`), so an idle node's CPU and messages do not grow with partitions (default on; off,
+    every partition heartbeats on its own, as plain Raft).
     improvements: the three improvements over ZEP006 together (fast failover, short decay rounds,
     rebalancing to the primary); each can be overridden by `fast_failover`, `decay_interval` (seconds;
     0 = ET, i.e. ZEP006) and `rebalance`. rebalance_hysteresis: how long a higher-priority node must be
@@ -148,6 +151,7 @@ class RaftOptions(PeerOptions):
     election_jitter: float | None = None
     pre_vote: bool = True
     check_quorum: bool = True
+    quiesce: bool = True
     ca: str | None = None
     cert: str | None = None
     key: str | None = None

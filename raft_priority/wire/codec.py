@@ -11,9 +11,12 @@ from collections.abc import Sequence
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from raft_priority.messages import (
+    NODE,
     Heartbeat,
     HeartbeatResponse,
     Message,
+    NodeBeat,
+    NodeBeatAck,
     PreVoteRequest,
     PreVoteResponse,
     TimeoutNow,
@@ -32,11 +35,13 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
     hb_closed: list[int] = []
     hb_len: list[int] = []
     hb_succ: list[int] = []
+    hb_quiesce: list[bool] = []
     r_group: list[int] = []
     r_term: list[int] = []
     r_echo: list[float] = []
     r_index: list[int] = []
     r_lterm: list[int] = []
+    r_quiet: list[bool] = []
     for m in msgs:
         t = type(m)
         if t is Heartbeat:
@@ -47,6 +52,7 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
             hb_closed.append(m.transfer_closed)
             hb_len.append(len(m.succession))
             hb_succ.extend(m.succession)
+            hb_quiesce.append(m.quiesce)
         elif t is HeartbeatResponse:
             assert isinstance(m, HeartbeatResponse)
             r_group.append(m.group)
@@ -54,6 +60,7 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
             r_echo.append(m.echo)
             r_index.append(m.last_log_index)
             r_lterm.append(m.last_log_term)
+            r_quiet.append(m.quiet)
         elif t is PreVoteRequest:
             assert isinstance(m, PreVoteRequest)
             batch.pre_votes.add(group=m.group, term=m.term, last_log_index=m.last_log_index,
@@ -71,6 +78,12 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
         elif t is TimeoutNow:
             assert isinstance(m, TimeoutNow)
             batch.timeout_nows.add(group=m.group, term=m.term, transfer_seq=m.transfer_seq, pin=m.pin)
+        elif t is NodeBeat:
+            assert isinstance(m, NodeBeat)
+            batch.node_beats.add(sent_at=m.sent_at, incarnation=m.incarnation, digest=m.digest)
+        elif t is NodeBeatAck:
+            assert isinstance(m, NodeBeatAck)
+            batch.node_beat_acks.add(echo=m.echo, incarnation=m.incarnation, digest=m.digest)
         else:
             raise TypeError(f"cannot encode {m!r}")
     if hb_group:
@@ -81,6 +94,8 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
         h.transfer_closed.extend(hb_closed)
         h.succession_len.extend(hb_len)
         h.succession.extend(hb_succ)
+        if any(hb_quiesce):  # the column is left out when no heartbeat asks (what a node without quiescence sends)
+            h.quiesce.extend(hb_quiesce)
     if r_group:
         r = batch.heartbeat_responses
         r.group.extend(r_group)
@@ -88,6 +103,8 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
         r.echo.extend(r_echo)
         r.last_log_index.extend(r_index)
         r.last_log_term.extend(r_lterm)
+        if any(r_quiet):
+            r.quiet.extend(r_quiet)
     return batch
 
 
@@ -107,7 +124,8 @@ def parse(data: bytes) -> pb.Batch:
 
 
 def decode(batch: pb.Batch) -> list[Message]:
-    """The core messages of one batch, in a fixed order: heartbeat traffic first, then elections.
+    """The core messages of one batch, in a fixed order: heartbeat traffic first, then elections, then the node
+    links' (`raft_priority.host` relies on that last).
 
     Raises MalformedBatch, and yields nothing of the batch, when its packed columns disagree: a batch is decoded
     whole or not at all.
@@ -127,13 +145,17 @@ def _decode(batch: pb.Batch) -> list[Message]:
         if sum(h.succession_len) != len(succ):
             raise ValueError(f"succession_len adds up to {sum(h.succession_len)}, succession has {len(succ)}")
         pos = 0
-        for g, t, s, c, n in zip(h.group, h.term, h.sent_at, h.transfer_closed, h.succession_len, strict=True):
-            out.append(Heartbeat(g, src, dst, t, s, tuple(succ[pos:pos + n]) if n else (), c))
+        quiesce = list(h.quiesce) or [False] * len(h.group)
+        for g, t, s, c, n, q in zip(h.group, h.term, h.sent_at, h.transfer_closed, h.succession_len, quiesce,
+                                    strict=True):
+            out.append(Heartbeat(g, src, dst, t, s, tuple(succ[pos:pos + n]) if n else (), c, q))
             pos += n
     if batch.HasField("heartbeat_responses"):
         r = batch.heartbeat_responses
-        for g, t, e, i, lt in zip(r.group, r.term, r.echo, r.last_log_index, r.last_log_term, strict=True):
-            out.append(HeartbeatResponse(g, src, dst, t, e, i, lt))
+        quiet = list(r.quiet) or [False] * len(r.group)
+        for g, t, e, i, lt, q in zip(r.group, r.term, r.echo, r.last_log_index, r.last_log_term, quiet,
+                                     strict=True):
+            out.append(HeartbeatResponse(g, src, dst, t, e, i, lt, q))
     for p in batch.pre_votes:
         out.append(PreVoteRequest(p.group, src, dst, p.term, p.last_log_index, p.last_log_term))
     for q in batch.pre_vote_responses:
@@ -144,4 +166,8 @@ def _decode(batch: pb.Batch) -> list[Message]:
         out.append(VoteResponse(w.group, src, dst, w.term, w.granted))
     for x in batch.timeout_nows:
         out.append(TimeoutNow(x.group, src, dst, x.term, x.transfer_seq, x.pin))
+    for b in batch.node_beats:
+        out.append(NodeBeat(NODE, src, dst, 0, b.sent_at, b.incarnation, b.digest))
+    for a in batch.node_beat_acks:
+        out.append(NodeBeatAck(NODE, src, dst, 0, a.echo, a.incarnation, a.digest))
     return out

@@ -8,34 +8,38 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Heartbeats(_message.Message):
-    __slots__ = ("group", "term", "sent_at", "transfer_closed", "succession_len", "succession")
+    __slots__ = ("group", "term", "sent_at", "transfer_closed", "succession_len", "succession", "quiesce")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     SENT_AT_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_CLOSED_FIELD_NUMBER: _ClassVar[int]
     SUCCESSION_LEN_FIELD_NUMBER: _ClassVar[int]
     SUCCESSION_FIELD_NUMBER: _ClassVar[int]
+    QUIESCE_FIELD_NUMBER: _ClassVar[int]
     group: _containers.RepeatedScalarFieldContainer[int]
     term: _containers.RepeatedScalarFieldContainer[int]
     sent_at: _containers.RepeatedScalarFieldContainer[float]
     transfer_closed: _containers.RepeatedScalarFieldContainer[int]
     succession_len: _containers.RepeatedScalarFieldContainer[int]
     succession: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, group: _Optional[_Iterable[int]] = ..., term: _Optional[_Iterable[int]] = ..., sent_at: _Optional[_Iterable[float]] = ..., transfer_closed: _Optional[_Iterable[int]] = ..., succession_len: _Optional[_Iterable[int]] = ..., succession: _Optional[_Iterable[int]] = ...) -> None: ...
+    quiesce: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, group: _Optional[_Iterable[int]] = ..., term: _Optional[_Iterable[int]] = ..., sent_at: _Optional[_Iterable[float]] = ..., transfer_closed: _Optional[_Iterable[int]] = ..., succession_len: _Optional[_Iterable[int]] = ..., succession: _Optional[_Iterable[int]] = ..., quiesce: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class HeartbeatResponses(_message.Message):
-    __slots__ = ("group", "term", "echo", "last_log_index", "last_log_term")
+    __slots__ = ("group", "term", "echo", "last_log_index", "last_log_term", "quiet")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     ECHO_FIELD_NUMBER: _ClassVar[int]
     LAST_LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     LAST_LOG_TERM_FIELD_NUMBER: _ClassVar[int]
+    QUIET_FIELD_NUMBER: _ClassVar[int]
     group: _containers.RepeatedScalarFieldContainer[int]
     term: _containers.RepeatedScalarFieldContainer[int]
     echo: _containers.RepeatedScalarFieldContainer[float]
     last_log_index: _containers.RepeatedScalarFieldContainer[int]
     last_log_term: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, group: _Optional[_Iterable[int]] = ..., term: _Optional[_Iterable[int]] = ..., echo: _Optional[_Iterable[float]] = ..., last_log_index: _Optional[_Iterable[int]] = ..., last_log_term: _Optional[_Iterable[int]] = ...) -> None: ...
+    quiet: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, group: _Optional[_Iterable[int]] = ..., term: _Optional[_Iterable[int]] = ..., echo: _Optional[_Iterable[float]] = ..., last_log_index: _Optional[_Iterable[int]] = ..., last_log_term: _Optional[_Iterable[int]] = ..., quiet: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class PreVoteRequest(_message.Message):
     __slots__ = ("group", "term", "last_log_index", "last_log_term")
@@ -85,6 +89,26 @@ class VoteResponse(_message.Message):
     granted: bool
     def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., granted: _Optional[bool] = ...) -> None: ...
 
+class NodeBeat(_message.Message):
+    __slots__ = ("sent_at", "incarnation", "digest")
+    SENT_AT_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    sent_at: float
+    incarnation: int
+    digest: int
+    def __init__(self, sent_at: _Optional[float] = ..., incarnation: _Optional[int] = ..., digest: _Optional[int] = ...) -> None: ...
+
+class NodeBeatAck(_message.Message):
+    __slots__ = ("echo", "incarnation", "digest")
+    ECHO_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    echo: float
+    incarnation: int
+    digest: int
+    def __init__(self, echo: _Optional[float] = ..., incarnation: _Optional[int] = ..., digest: _Optional[int] = ...) -> None: ...
+
 class TimeoutNow(_message.Message):
     __slots__ = ("group", "term", "transfer_seq", "pin")
     GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -98,7 +122,7 @@ class TimeoutNow(_message.Message):
     def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., transfer_seq: _Optional[int] = ..., pin: _Optional[bool] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ("cluster", "src", "dst", "heartbeats", "heartbeat_responses", "pre_votes", "pre_vote_responses", "votes", "vote_responses", "timeout_nows")
+    __slots__ = ("cluster", "src", "dst", "heartbeats", "heartbeat_responses", "pre_votes", "pre_vote_responses", "votes", "vote_responses", "timeout_nows", "node_beats", "node_beat_acks")
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     SRC_FIELD_NUMBER: _ClassVar[int]
     DST_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +133,8 @@ class Batch(_message.Message):
     VOTES_FIELD_NUMBER: _ClassVar[int]
     VOTE_RESPONSES_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_NOWS_FIELD_NUMBER: _ClassVar[int]
+    NODE_BEATS_FIELD_NUMBER: _ClassVar[int]
+    NODE_BEAT_ACKS_FIELD_NUMBER: _ClassVar[int]
     cluster: str
     src: str
     dst: str
@@ -119,7 +145,9 @@ class Batch(_message.Message):
     votes: _containers.RepeatedCompositeFieldContainer[VoteRequest]
     vote_responses: _containers.RepeatedCompositeFieldContainer[VoteResponse]
     timeout_nows: _containers.RepeatedCompositeFieldContainer[TimeoutNow]
-    def __init__(self, cluster: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., heartbeats: _Optional[_Union[Heartbeats, _Mapping]] = ..., heartbeat_responses: _Optional[_Union[HeartbeatResponses, _Mapping]] = ..., pre_votes: _Optional[_Iterable[_Union[PreVoteRequest, _Mapping]]] = ..., pre_vote_responses: _Optional[_Iterable[_Union[PreVoteResponse, _Mapping]]] = ..., votes: _Optional[_Iterable[_Union[VoteRequest, _Mapping]]] = ..., vote_responses: _Optional[_Iterable[_Union[VoteResponse, _Mapping]]] = ..., timeout_nows: _Optional[_Iterable[_Union[TimeoutNow, _Mapping]]] = ...) -> None: ...
+    node_beats: _containers.RepeatedCompositeFieldContainer[NodeBeat]
+    node_beat_acks: _containers.RepeatedCompositeFieldContainer[NodeBeatAck]
+    def __init__(self, cluster: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., heartbeats: _Optional[_Union[Heartbeats, _Mapping]] = ..., heartbeat_responses: _Optional[_Union[HeartbeatResponses, _Mapping]] = ..., pre_votes: _Optional[_Iterable[_Union[PreVoteRequest, _Mapping]]] = ..., pre_vote_responses: _Optional[_Iterable[_Union[PreVoteResponse, _Mapping]]] = ..., votes: _Optional[_Iterable[_Union[VoteRequest, _Mapping]]] = ..., vote_responses: _Optional[_Iterable[_Union[VoteResponse, _Mapping]]] = ..., timeout_nows: _Optional[_Iterable[_Union[TimeoutNow, _Mapping]]] = ..., node_beats: _Optional[_Iterable[_Union[NodeBeat, _Mapping]]] = ..., node_beat_acks: _Optional[_Iterable[_Union[NodeBeatAck, _Mapping]]] = ...) -> None: ...
 
 class Ack(_message.Message):
     __slots__ = ()
