@@ -14,13 +14,19 @@ from collections.abc import Callable, Hashable
 
 
 class DeadlineTimer:
-    """Calls `on_expiry(key, deadline)` once a key's latest deadline is reached (unless cancelled)."""
+    """Calls `on_expiry(key, deadline)` once a key's latest deadline is reached (unless cancelled).
+
+    A key has at most one live heap entry, pushed only when its deadline moves *earlier*: renewals, which
+    move it later, cost a dict update and wake nobody (the entry fires, finds the later deadline and is
+    pushed again at it). A driver renewing thousands of leaderships several times a second relies on that.
+    """
 
     def __init__(self, on_expiry: Callable[[Hashable, float], None], name: str) -> None:
         self._on_expiry = on_expiry
         self._name = name
         self._cond = threading.Condition()
         self._current: dict[Hashable, float] = {}
+        self._scheduled: dict[Hashable, float] = {}  # key -> the time of its live heap entry
         self._heap: list[tuple[float, int, Hashable]] = []
         self._seq = 0
         self._closed = False
@@ -31,13 +37,18 @@ class DeadlineTimer:
             if self._closed:
                 return
             self._current[key] = deadline
+            at = self._scheduled.get(key)
+            if at is not None and at <= deadline:
+                return  # its entry fires first and is pushed again at the later deadline
+            self._scheduled[key] = deadline
             self._seq += 1
             heapq.heappush(self._heap, (deadline, self._seq, key))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=f"elect-deadlines-{self._name}",
                                                 daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if self._heap[0][2] == key:
+                self._cond.notify()  # due before whatever the timer thread waits for
 
     def cancel(self, key: Hashable) -> None:
         with self._cond:
@@ -56,16 +67,29 @@ class DeadlineTimer:
         while True:
             with self._cond:
                 while not self._closed:
-                    while self._heap and self._current.get(self._heap[0][2]) != self._heap[0][0]:
-                        heapq.heappop(self._heap)  # superseded or cancelled
                     if not self._heap:
                         self._cond.wait()
                         continue
-                    deadline, _, key = self._heap[0]
-                    wait = deadline - time.monotonic()
+                    at, _, key = self._heap[0]
+                    if self._scheduled.get(key) != at:
+                        heapq.heappop(self._heap)  # superseded by an earlier entry
+                        continue
+                    current = self._current.get(key)
+                    if current is None:  # cancelled
+                        heapq.heappop(self._heap)
+                        del self._scheduled[key]
+                        continue
+                    if current > at:  # renewed meanwhile: due later
+                        self._seq += 1
+                        heapq.heapreplace(self._heap, (current, self._seq, key))
+                        self._scheduled[key] = current
+                        continue
+                    wait = at - time.monotonic()
                     if wait <= 0:
                         heapq.heappop(self._heap)
+                        del self._scheduled[key]
                         del self._current[key]
+                        deadline = at
                         break
                     self._cond.wait(wait)
                 else:

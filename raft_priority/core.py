@@ -359,12 +359,13 @@ class RaftGroup:
         return t is Heartbeat and msg.quiesce and msg.src == self.leader and msg.term == self.term  # type: ignore[attr-defined]
 
     def _quiet_lease(self) -> float:
+        """The lease its followers' node acks prove (every follower answered quiet, so each ack counts; a lower
+        bound of the per-follower newest of group and node acks, which are older while quiet), or the lease the
+        group's own acks proved, whichever is later."""
         need = self.quorum - 1
         if need <= 0 or self.window == INF:
             return self._lease
-        acked, acks = self.links.acked, self.acks
-        best = [max(acks[p], acked.get(p, -INF)) for p in self.peers]
-        q = max(best) if need == 1 else sorted(best, reverse=True)[need - 1]
+        q = self.links.quorum(self.peers, need)
         if q > self.quorum_ack:
             self.quorum_ack = q
         lease = q + self.window

@@ -21,7 +21,7 @@ from typing import Protocol, TypeVar, cast
 
 from elect.core import Ready
 from raft_priority.host import NodeHost
-from raft_priority.messages import HardState, HeartbeatResponse, Message, TimeoutNow
+from raft_priority.messages import HardState, HeartbeatResponse, Message, NodeBeatAck, TimeoutNow
 from raft_priority.storage import HardStateLog, HardStateStore
 
 log = logging.getLogger("elect.raft")
@@ -143,7 +143,7 @@ class Driver:
             batches: dict[str, list[Message]] = {}
             for m in messages:
                 t = type(m)
-                if t is HeartbeatResponse and delay > 0:
+                if (t is HeartbeatResponse or t is NodeBeatAck) and delay > 0:
                     d = deferred.get(m.dst)
                     if d is None:
                         deferred[m.dst] = [m]

@@ -517,8 +517,11 @@ class RaftElector(BaseElector):
         groups = host.groups
         quantum = self._quantum
         renewed: set[int] = set()
+        leases: dict[int, float] = {}  # per partition, computed once per sweep
         for role, (p, given) in list(self._leased.items()):
-            lease = groups[p].lease_until
+            lease = leases.get(p)
+            if lease is None:
+                lease = leases[p] = groups[p].lease_until
             if lease >= given + quantum and lease != INF:
                 if self._extend(role, lease):
                     self._leased[role] = (p, lease)

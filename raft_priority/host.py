@@ -224,8 +224,7 @@ class NodeHost:
         if m.incarnation != links.incarnation:
             return
         if m.digest == links.lead_digest.get(peer, 0):
-            if m.echo > links.acked.get(peer, -INF):
-                links.acked[peer] = m.echo
+            links.ack(peer, m.echo)
             links.mismatch_out[peer] = 0
             return
         misses = links.mismatch_out.get(peer, 0) + 1

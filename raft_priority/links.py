@@ -32,6 +32,8 @@ heartbeats, so its succession of live followers stays current, until every follo
 
 from __future__ import annotations
 
+import math
+
 MASK = (1 << 64) - 1
 
 
@@ -47,6 +49,7 @@ class Links:
     """One node's view of its links to its peer nodes, shared by its groups (pure data; the host drives it)."""
 
     __slots__ = (
+        "_quorums",
         "acked",
         "follow_digest",
         "followers",
@@ -76,6 +79,23 @@ class Links:
         """Peer -> the groups this node follows quietly under that peer."""
         self.mismatch_in: dict[str, int] = {}
         self.mismatch_out: dict[str, int] = {}
+        self._quorums: dict[tuple[tuple[str, ...], int], float] = {}  # emptied whenever an ack counts
+
+    def ack(self, peer: str, echo: float) -> None:
+        """`peer` acked the beat sent at `echo` with an agreeing digest."""
+        if echo > self.acked.get(peer, -math.inf):
+            self.acked[peer] = echo
+            self._quorums.clear()
+
+    def quorum(self, peers: tuple[str, ...], need: int) -> float:
+        """The `need`-th newest agreeing ack among `peers` (what their node links prove for a quiet group's
+        lease), cached until the next ack: every quiet group with the same peers asks the same question."""
+        key = (peers, need)
+        value = self._quorums.get(key)
+        if value is None:
+            acks = sorted((self.acked.get(p, -math.inf) for p in peers), reverse=True)
+            value = self._quorums[key] = acks[need - 1] if 0 < need <= len(acks) else -math.inf
+        return value
 
     def lead_quiet(self, peer: str, group: int, key: int) -> None:
         led = self.led.setdefault(peer, set())

@@ -40,6 +40,14 @@ class SessionLost(StoreError):
     """The store no longer knows this member's session (lease expired, session expired)."""
 
 
+class Refuted(StoreError):
+    """The store refused the action (it did not take effect) because of what `observations` show."""
+
+    def __init__(self, message: str, observations: list[Observation]) -> None:
+        super().__init__(message)
+        self.observations = observations
+
+
 @dataclass(frozen=True)
 class Opened:
     """A session began: its id, how long the store's lease surely lasts, and what was seen at once."""
@@ -422,6 +430,8 @@ class LeaseElector(BaseElector):
         except StoreError as exc:
             log.info("elect: %s: %s failed: %s", self.member, type(action).__name__, exc)
             ok = False
+            if isinstance(exc, Refuted):
+                seen = exc.observations
         now = time.monotonic()
         if ok and isinstance(action, Renew):
             self._renewed(now - sent)

@@ -1,5 +1,6 @@
 """Observers of the lease stores: the role keys (`<prefix>/roles/<role>`) and their holders, read as the
-lease electors write them (elect.lease.names), with the same token (etcd: creation revision; ZooKeeper: the zxid that made the holder)."""
+lease electors write them (elect.lease.names), with the same token (etcd: the key's creation revision;
+ZooKeeper: the zxid of the write that made the holder)."""
 
 from __future__ import annotations
 

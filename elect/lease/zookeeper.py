@@ -49,7 +49,7 @@ from typing import Any
 
 from elect.contract import Characteristics
 from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
-from elect.lease.driver import Gone, LeaseElector, Opened, SessionLost, Sink, StoreError, Suspended, Task
+from elect.lease.driver import Gone, LeaseElector, Opened, Refuted, SessionLost, Sink, StoreError, Suspended, Task
 from elect.lease.model import (
     Create,
     Delete,
@@ -155,7 +155,7 @@ class ZooKeeperStore:
         self._client: Any = None
         self._sink: Sink | None = None
         self._tracked: dict[Role, _NodeWatch] = {}
-        self._held: dict[Role, tuple[int, str | None]] = {}  # role -> (rev, holder session) as last seen
+        self._held: dict[Role, tuple[int, str | None, int]] = {}  # role -> (rev, holder session, version) seen last
         self._member_watches: dict[str, _NodeWatch] = {}
         self._lock = threading.Lock()
         self._children_first = threading.Event()
@@ -418,7 +418,7 @@ class ZooKeeperStore:
 
         def report(data: bytes | None, stat: Any, rev: int) -> None:
             holder = self._holder(data, stat)
-            self._note(role, holder, rev)
+            self._note(role, holder, rev, stat)
             if holder is not None:
                 last[:] = [holder]
                 self._emit(RoleSeen(role, holder, rev))
@@ -510,36 +510,38 @@ class ZooKeeperStore:
         raise StoreError(f"ZooKeeper cannot {type(action).__name__}")
 
     def _renew(self, timeout: float) -> list[Observation]:
-        """Rewrite this member's node (a write: only a live session, through the ensemble's leader, renews), then
-        read the role nodes last seen as ours. A contender may have freed one before this renewal committed while
-        the watch has not said so yet (this member was cut off, its server frozen); the reads come after the
-        renewal in this session's order, so they see any such expiry, and the core hears of it before it counts
-        the renewal. An expiry after the renewal must first see it and wait `session_timeout` more."""
-        from kazoo.exceptions import NoNodeError
+        """Rewrite this member's node (a write: only a live session, through the ensemble's leader, renews) in one
+        `multi` with a version check on every role node last seen as this member's. A contender may have freed
+        one while this member was cut off and its watch has not said so yet: then the renewal fails as a whole
+        (nothing is extended), the changed nodes are read and reported, and the next renewal leaves them out.
+        So a renewal that counts proves, atomically, that every role this member holds is still its own, which
+        is what lets the core adopt its own nodes again after a lapse; no read's freshness is relied on."""
+        from kazoo.exceptions import NoNodeError, RolledBackError
 
-        try:
-            self._client.set_async(self._member_path(self.session), self._record).get(timeout=timeout)
-        except NoNodeError:
-            raise SessionLost(f"membership node of session {self.session} is gone") from None
         with self._lock:
-            ours = [role for role, (_, session) in self._held.items() if session == self.session]
-        reads = [(role, self._client.get_async(self._role_path(role))) for role in ours]
-        self.count(len(reads))
-        seen: list[Observation] = []
-        for role, result in reads:
-            try:
-                data, stat = result.get(timeout=timeout)
-            except NoNodeError:
-                data, stat = None, None
-            seen.append(self._role_seen(role, data, stat))
-        return seen
+            ours = [(role, version) for role, (_, session, version) in self._held.items() if session == self.session]
+        txn = self._client.transaction()
+        txn.set_data(self._member_path(self.session), self._record)
+        for role, version in ours:
+            txn.check(self._role_path(role), version)
+        results = txn.commit_async().get(timeout=timeout)
+        if isinstance(results[0], NoNodeError):
+            raise SessionLost(f"membership node of session {self.session} is gone")
+        changed = [role for (role, _), result in zip(ours, results[1:], strict=True)
+                   if isinstance(result, Exception) and not isinstance(result, RolledBackError)]
+        if not changed and not any(isinstance(result, Exception) for result in results):
+            return []
+        seen: list[Observation] = [self._role_seen(role, *self._read(self._role_path(role), timeout))
+                                   for role in changed]
+        raise Refuted(f"renewal refused: {', '.join(map(str, changed)) or 'the member node'} changed", seen)
 
-    def _note(self, role: Role, holder: Holder | None, rev: int) -> None:
-        """Remember who holds `role` as seen at `rev` (reports arrive from the watch and from requests, in any
-        order: the newest counts, as in the core)."""
+    def _note(self, role: Role, holder: Holder | None, rev: int, stat: Any) -> None:
+        """Remember who holds `role`, and the node's version, as seen at `rev` (reports arrive from the watch and
+        from requests, in any order: the newest counts, as in the core)."""
         with self._lock:
-            if rev >= self._held.get(role, (-1, None))[0]:
-                self._held[role] = (rev, holder.session if holder is not None else None)
+            if rev >= self._held.get(role, (-1, None, 0))[0]:
+                self._held[role] = (rev, holder.session if holder is not None else None,
+                                    int(stat.version) if stat is not None else 0)
 
     def _create(self, role: Role, timeout: float) -> list[Observation]:
         """Take a free role: create its node holding us, or write us into its empty node (compared on its version)."""
@@ -582,7 +584,7 @@ class ZooKeeperStore:
         results = txn.commit_async().get(timeout=timeout)
         freed = results[-1]
         if not isinstance(freed, Exception):
-            self._note(role, None, 2 * int(freed.mzxid))
+            self._note(role, None, 2 * int(freed.mzxid), freed)
             return [RoleSeen(role, None, 2 * int(freed.mzxid))]
         return [self._role_seen(role, *self._read(path, timeout)), self._member_now(holder.session, timeout)]
 
@@ -603,7 +605,7 @@ class ZooKeeperStore:
         if isinstance(results[0], NoNodeError):
             raise SessionLost(f"membership node of session {self.session} is gone")
         if not isinstance(results[1], Exception):
-            self._note(role, None, 2 * int(results[1].mzxid))
+            self._note(role, None, 2 * int(results[1].mzxid), results[1])
             return [RoleSeen(role, None, 2 * int(results[1].mzxid))]
         return [self._role_seen(role, *self._read(path, timeout))]
 
@@ -627,7 +629,7 @@ class ZooKeeperStore:
     def _role_seen(self, role: Role, data: bytes | None, stat: Any) -> RoleSeen:
         rev = 2 * int(stat.mzxid) if stat is not None else 1
         holder = self._holder(data, stat)
-        self._note(role, holder, rev)
+        self._note(role, holder, rev, stat)
         return RoleSeen(role, holder, rev)
 
     def members(self, timeout: float) -> dict[str, MemberRecord]:

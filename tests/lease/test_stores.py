@@ -269,14 +269,15 @@ def test_a_zookeeper_holder_whose_session_the_server_ends_keeps_its_role_until_i
         holder.close()
 
 
-def test_a_zookeeper_renewal_rereads_the_roles_it_holds(infra: Endpoints) -> None:
-    """Found by the soak (infra-pause of the member's own server): a member cut off from ZooKeeper for longer
-    than `session_timeout` but not its session comes back, renews, and would adopt again the role its stale
-    view still shows as its own, which a contender had meanwhile taken over. A renewal therefore reads the roles
-    last seen as this member's, after the renewal's write, and reports what it finds before it counts. The
-    lagging watch is stood in for by stopping it."""
+def test_a_zookeeper_renewal_fails_while_a_role_it_holds_has_changed(infra: Endpoints) -> None:
+    """Found by the soak (infra-pause, lossy): a member cut off from ZooKeeper for longer than `session_timeout`
+    but not its session comes back, renews, and would adopt again the role its stale view still shows as its own,
+    which a contender had meanwhile taken over. A renewal therefore checks, in the same `multi` as its write, that
+    every role node last seen as this member's is unchanged: if one changed, nothing is renewed, and what changed
+    is reported; the next renewal leaves it out. The lagging watch is stood in for by stopping it."""
     from kazoo.client import KazooClient
 
+    from elect.lease.driver import Refuted
     from elect.lease.model import Create, MemberRecord, Renew, RoleSeen
     from elect.lease.names import encode_holder
     from elect.lease.options import ZooKeeperOptions
@@ -285,19 +286,22 @@ def test_a_zookeeper_renewal_rereads_the_roles_it_holds(infra: Endpoints) -> Non
     address = infra.zookeeper[0]
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("reread"), session_timeout=TTL)
     store = ZooKeeperStore(options, "m")
-    store.open(MemberRecord("m", frozenset({"r"})), lambda seen: None, 10.0)
+    store.open(MemberRecord("m", frozenset({"r", "s"})), lambda seen: None, 10.0)
     other = KazooClient(hosts=address, timeout=4 * TTL)
     other.start(10)
     try:
-        created = store.execute(Create("r"), 5.0)
-        assert isinstance(created[0], RoleSeen) and created[0].holder is not None
-        assert created[0].holder.session == store.session
+        for role in ("r", "s"):
+            created = store.execute(Create(role), 5.0)
+            assert isinstance(created[0], RoleSeen) and created[0].holder is not None
+            assert created[0].holder.session == store.session
+        assert store.execute(Renew(), 5.0) == []  # both still ours
         store._tracked["r"].stopped = True  # the watch lags: it reports nothing more
         other.set(f"{options.root}/roles/r", encode_holder("o", "other-session"))  # taken over meanwhile
-        seen = store.execute(Renew(), 5.0)
-        taken = [o for o in seen if isinstance(o, RoleSeen) and o.role == "r"]
-        assert taken and taken[-1].holder is not None and taken[-1].holder.member == "o", seen
-        assert taken[-1].holder.token > created[0].holder.token
+        with pytest.raises(Refuted) as refused:
+            store.execute(Renew(), 5.0)
+        taken = [o for o in refused.value.observations if isinstance(o, RoleSeen) and o.role == "r"]
+        assert taken and taken[-1].holder is not None and taken[-1].holder.member == "o", refused.value.observations
+        assert store.execute(Renew(), 5.0) == []  # "s" is still ours; "r" is no longer checked
     finally:
         other.stop()
         other.close()
