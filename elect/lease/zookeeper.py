@@ -155,7 +155,7 @@ class ZooKeeperStore:
         self._client: Any = None
         self._sink: Sink | None = None
         self._tracked: dict[Role, _NodeWatch] = {}
-        self._held: dict[Role, tuple[int, str | None, int]] = {}  # role -> (rev, holder session, version) seen last
+        self._held: dict[Role, tuple[int, Holder | None, int]] = {}  # role -> (rev, holder, node version) seen last
         self._member_watches: dict[str, _NodeWatch] = {}
         self._lock = threading.Lock()
         self._children_first = threading.Event()
@@ -515,11 +515,16 @@ class ZooKeeperStore:
         one while this member was cut off and its watch has not said so yet: then the renewal fails as a whole
         (nothing is extended), the changed nodes are read and reported, and the next renewal leaves them out.
         So a renewal that counts proves, atomically, that every role this member holds is still its own, which
-        is what lets the core adopt its own nodes again after a lapse; no read's freshness is relied on."""
+        is what lets the core adopt its own nodes again after a lapse; no read's freshness is relied on. The
+        renewal also reports every role as this store saw it when the multi was made: a watch report noted here
+        may still wait in the loop's queue, and the core must not count the renewal on an older view than the one
+        the checks were made from."""
         from kazoo.exceptions import NoNodeError, RolledBackError
 
         with self._lock:
-            ours = [(role, version) for role, (_, session, version) in self._held.items() if session == self.session]
+            known = [RoleSeen(role, holder, rev) for role, (rev, holder, _) in self._held.items()]
+            ours = [(role, version) for role, (_, holder, version) in self._held.items()
+                    if holder is not None and holder.session == self.session]
         txn = self._client.transaction()
         txn.set_data(self._member_path(self.session), self._record)
         for role, version in ours:
@@ -530,9 +535,9 @@ class ZooKeeperStore:
         changed = [role for (role, _), result in zip(ours, results[1:], strict=True)
                    if isinstance(result, Exception) and not isinstance(result, RolledBackError)]
         if not changed and not any(isinstance(result, Exception) for result in results):
-            return []
-        seen: list[Observation] = [self._role_seen(role, *self._read(self._role_path(role), timeout))
-                                   for role in changed]
+            return list(known)
+        seen: list[Observation] = [*known, *(self._role_seen(role, *self._read(self._role_path(role), timeout))
+                                             for role in changed)]
         raise Refuted(f"renewal refused: {', '.join(map(str, changed)) or 'the member node'} changed", seen)
 
     def _note(self, role: Role, holder: Holder | None, rev: int, stat: Any) -> None:
@@ -540,8 +545,7 @@ class ZooKeeperStore:
         from requests, in any order: the newest counts, as in the core)."""
         with self._lock:
             if rev >= self._held.get(role, (-1, None, 0))[0]:
-                self._held[role] = (rev, holder.session if holder is not None else None,
-                                    int(stat.version) if stat is not None else 0)
+                self._held[role] = (rev, holder, int(stat.version) if stat is not None else 0)
 
     def _create(self, role: Role, timeout: float) -> list[Observation]:
         """Take a free role: create its node holding us, or write us into its empty node (compared on its version)."""
