@@ -16,9 +16,12 @@ from elect_bench.methods import METHODS
 from elect_bench.methods import Group as MethodGroup
 from elect_cluster.waiting import wait_until
 from raft_priority.messages import (
+    NODE,
     Heartbeat,
     HeartbeatResponse,
     Message,
+    NodeBeat,
+    NodeBeatAck,
     PreVoteRequest,
     PreVoteResponse,
     TimeoutNow,
@@ -198,10 +201,23 @@ def test_codec_round_trip_keeps_every_field() -> None:
         VoteRequest(8, "a", "b", 12, 0, 1, True, 3),
         VoteResponse(9, "a", "b", 13, False),
         TimeoutNow(10, "a", "b", 14, 5, True),
+        Heartbeat(11, "a", "b", 15, 13.0, (2,), 0, True),
+        HeartbeatResponse(12, "a", "b", 15, 13.0, 0, 0, True),
+        NodeBeat(NODE, "a", "b", 0, 14.5, 2**62 - 1, 2**64 - 1),
+        NodeBeatAck(NODE, "a", "b", 0, 14.25, 7, 12345),
     ]
     batch = encode(msgs, "cl", "a", "b")
     back = decode(type(batch).FromString(batch.SerializeToString()))
     assert sorted(map(repr, back)) == sorted(map(repr, msgs))
+    assert isinstance(back[-1], NodeBeatAck)  # the node links' messages come last, after every group's
+
+
+def test_a_batch_without_the_quiet_columns_decodes_as_not_quiet() -> None:
+    """A node without quiescence (an older one, or quiesce=off) leaves the columns out."""
+    batch = encode([Heartbeat(1, "a", "b", 2, 1.0), HeartbeatResponse(1, "a", "b", 2, 1.0)], "cl", "a", "b")
+    assert not batch.heartbeats.quiesce and not batch.heartbeat_responses.quiet
+    back = decode(batch)
+    assert [getattr(m, "quiesce", getattr(m, "quiet", None)) for m in back] == [False, False]
 
 
 @pytest.mark.parametrize(("query", "parameter"), [

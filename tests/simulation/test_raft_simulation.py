@@ -19,6 +19,7 @@ ZEP = RaftConfig.zep006()
 IMPROVED = RaftConfig.improved()
 STOCK = RaftConfig.stock()
 CONFIGS = {"zep006": ZEP, "improved": IMPROVED, "stock": STOCK}
+QUIET = {"improved-quiet": RaftConfig.improved(quiesce=True), "stock-quiet": RaftConfig.stock(quiesce=True)}
 LAN = NetworkModel(delay_min=0.0002, delay_max=0.002)  # 0.2-2 ms with jitter
 
 
@@ -32,11 +33,12 @@ def test_same_seed_same_history() -> None:
     assert run(7) != run(8)
 
 
-@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("name", [*CONFIGS, *QUIET])
 def test_never_two_leaders_in_one_term_nor_overlapping_leases(name: str) -> None:
     """Random crashes/restarts, pauses, one- and two-way cuts, 5-20% loss, delay spikes longer than ET,
-    reordering; then heal. Every group recovers a leader within a bound after the heal."""
-    cfg = CONFIGS[name]
+    reordering; then heal. Every group recovers a leader within a bound after the heal. With quiescence too:
+    idle groups go quiet between the faults, and their leases then rest on the node links."""
+    cfg = {**CONFIGS, **QUIET}[name]
     worst_recovery = 0.0
     trials = 0
     for seed in range(250):
@@ -179,3 +181,69 @@ def test_without_check_quorum_terms_stay_unique_but_leases_overlap() -> None:
         assert len(won) == len({(role, term) for role, term, _ in won})  # one winner per term
         overlapping += any(overlaps(ivs) for ivs in history.intervals().values())
     assert overlapping > 5
+
+
+# ---------------------------------------------------------------------------------------------- quiescence
+
+
+def _idle_rate(cfg: RaftConfig, partitions: int) -> float:
+    """Messages per second per node, at rest (every group led, nothing happening), over 10 s."""
+    sim = ex.build(3, partitions, 3, cfg, seed=1, network=LAN)
+    assert ex.settle(sim, 10.0) < 10.0
+    sim.run_until(5.0)
+    sent = sim.messages_sent
+    sim.run_until(15.0)
+    return (sim.messages_sent - sent) / 10.0 / 3
+
+
+def test_quiet_groups_cost_one_beat_per_pair_of_nodes_whatever_their_number() -> None:
+    quiet = RaftConfig.improved(quiesce=True)
+    few, many = _idle_rate(quiet, 10), _idle_rate(quiet, 600)
+    assert few == many  # a beat and its answer per peer node per heartbeat interval
+    assert few <= 2 * 2 / quiet.heartbeat_interval
+    assert _idle_rate(IMPROVED, 600) > 50 * many  # every group heartbeating on its own
+
+
+@pytest.mark.parametrize("quiet,loud", [(RaftConfig.improved(quiesce=True), IMPROVED),
+                                        (RaftConfig.zep006(quiesce=True), ZEP)])
+def test_quiescence_leaves_failover_as_it_was(quiet: RaftConfig, loud: RaftConfig) -> None:
+    """A quiet follower times its leader's node link from its last beat, as it timed the group from its last
+    heartbeat, and keeps the succession of the last heartbeat: the same failover, to a few timer ticks."""
+    def times(cfg: RaftConfig) -> list[float]:
+        return sorted(t for seed in range(30) for t in ex.crash_one(5, 20, 3, cfg, seed, network=LAN).failover)
+
+    with_quiet, without = times(quiet), times(loud)
+    assert len(with_quiet) == len(without)
+    assert max(with_quiet) <= max(without) + 0.01
+    assert statistics.median(with_quiet) == pytest.approx(statistics.median(without), abs=0.02)
+
+
+def test_a_quiet_leader_restarted_at_once_holds_no_group() -> None:
+    """A leader's process restarts before its followers' link timers run out: its beats carry a new
+    incarnation, so its quiet followers wake (it leads nothing it led before) and elect within the usual bound."""
+    cfg = RaftConfig.improved(quiesce=True)
+    sim = ex.build(3, 30, 3, cfg, seed=2, network=LAN)
+    sim.run_until(4.0)
+    victim = "n0"
+    assert all(g.quiet for g in sim.nodes[victim].host.groups.values() if g.is_leader(sim.now))  # type: ignore[union-attr]
+    at = sim.now
+    sim.crash(victim)
+    sim.at(at + 0.2, lambda: sim.restart(victim))
+    led = ex.settle(sim, at + 10.0)
+    assert led - at < 3 * cfg.election_timeout
+    sim.run_until(led + 1.0)
+    assert check(History(lines_of(sim.history)), exclusive=True) == []
+
+
+def test_a_paused_quiet_leader_is_fenced_at_its_lease_end() -> None:
+    cfg = RaftConfig.zep006(quiesce=True)
+    sim = ex.build(3, 3, 3, cfg, seed=3, network=LAN)
+    sim.run_until(3.0)
+    victim = sim.leaders()[0][0]
+    assert sim.nodes[victim].host.groups[0].quiet  # type: ignore[union-attr]
+    sim.pause(victim, 5.0)
+    sim.run_until(12.0)
+    fenced = [r.change for r in sim.history if r.node == victim and isinstance(r.change, Fence)]
+    assert fenced and all(3.0 < c.until < 4.0 for c in fenced)  # the node links' lease end, noticed at 8.0
+    assert check(History(lines_of(sim.history)), exclusive=True) == []
+    assert sim.all_led()
