@@ -162,10 +162,11 @@ class NodeHost:
 
     def _tick_links(self, now: float) -> None:
         links = self.links
-        if now >= self._beat_due:
+        if now >= self._beat_due:  # to the peers following a group of ours quietly (or answering quiet)
             msgs, node, inc, digest = self._acc.messages, self.node, links.incarnation, links.lead_digest
-            for p in self._peers:
-                msgs.append(NodeBeat(NODE, node, p, 0, now, inc, digest.get(p, 0)))
+            for p, led in links.led.items():
+                if led:
+                    msgs.append(NodeBeat(NODE, node, p, 0, now, inc, digest.get(p, 0)))
             self._beat_due = now + self.config.heartbeat_interval
         heap, sched = self._link_heap, self._link_scheduled
         while heap and heap[0][0] <= now:
@@ -174,30 +175,43 @@ class NodeHost:
                 continue
             del sched[(peer, leading)]
             if leading:
-                if links.acked.get(peer, due - self._ack_patience) + self._ack_patience <= now:
+                if not links.led.get(peer):
+                    continue
+                again = links.acked.get(peer, due - self._ack_patience) + self._ack_patience
+                if again <= now:
                     self._wake_led(peer, now)  # a follower's node stopped acking: its groups heartbeat again
-            elif links.heard.get(peer, due - self.config.election_timeout) + self.config.election_timeout <= now:
-                self._wake_followers(peer, now, notify=False)  # the leader's node fell silent: time the groups
+                    continue
+            else:
+                if not links.followers.get(peer):
+                    continue
+                again = links.heard.get(peer, due - self.config.election_timeout) + self.config.election_timeout
+                if again <= now:
+                    self._wake_followers(peer, now, notify=False)  # the leader's node fell silent: time them
+                    continue
+            sched[(peer, leading)] = again  # alive: due again later
+            heapq.heappush(heap, (again, peer, leading))
 
     @property
     def _ack_patience(self) -> float:
         return self.config.lease_window / 2
 
     def _schedule_links(self, now: float) -> None:
-        """One lazy timer per peer and side while any group is quiet with it (a timer that fires early finds
-        its link alive and is re-armed here at the new due time). A link not heard (acked) yet counts from now:
-        the quiet exchange that just happened was itself word from that node."""
+        """One lazy timer per peer and side while any group is quiet with it, armed when its first group goes
+        quiet (a timer that fires while its link is alive re-arms itself at the new due time). A link not heard
+        (acked) yet counts from now: the quiet exchange that just happened was itself word from that node."""
         links, sched, heap = self.links, self._link_scheduled, self._link_heap
-        for peer, groups in links.followers.items():
-            if groups and (peer, False) not in sched:
-                due = links.heard.get(peer, now) + self.config.election_timeout
-                sched[(peer, False)] = due
-                heapq.heappush(heap, (due, peer, False))
-        for peer, groups in links.led.items():
-            if groups and (peer, True) not in sched:
+        if not links.fresh:
+            return
+        for peer, leading in links.fresh:
+            if (peer, leading) in sched:
+                continue
+            if leading:
                 due = links.acked.get(peer, now) + self._ack_patience
-                sched[(peer, True)] = due
-                heapq.heappush(heap, (due, peer, True))
+            else:
+                due = links.heard.get(peer, now) + self.config.election_timeout
+            sched[(peer, leading)] = due
+            heapq.heappush(heap, (due, peer, leading))
+        links.fresh.clear()
 
     def _on_beat(self, m: NodeBeat, now: float) -> None:
         links, peer = self.links, m.src

@@ -53,6 +53,7 @@ class Links:
         "acked",
         "follow_digest",
         "followers",
+        "fresh",
         "heard",
         "incarnation",
         "incarnation_of",
@@ -77,6 +78,8 @@ class Links:
         """Peer -> the groups this node leads where that peer answered quiet."""
         self.followers: dict[str, set[int]] = {}
         """Peer -> the groups this node follows quietly under that peer."""
+        self.fresh: set[tuple[str, bool]] = set()
+        """(peer, leading?) whose set of quiet groups was empty and is not any more: the host arms their timers."""
         self.mismatch_in: dict[str, int] = {}
         self.mismatch_out: dict[str, int] = {}
         self._quorums: dict[tuple[tuple[str, ...], int], float] = {}  # emptied whenever an ack counts
@@ -100,6 +103,8 @@ class Links:
     def lead_quiet(self, peer: str, group: int, key: int) -> None:
         led = self.led.setdefault(peer, set())
         if group not in led:
+            if not led:
+                self.fresh.add((peer, True))
             led.add(group)
             self.lead_digest[peer] = self.lead_digest.get(peer, 0) ^ key
 
@@ -112,6 +117,8 @@ class Links:
     def follow_quiet(self, peer: str, group: int, key: int) -> None:
         followers = self.followers.setdefault(peer, set())
         if group not in followers:
+            if not followers:
+                self.fresh.add((peer, False))
             followers.add(group)
             self.follow_digest[peer] = self.follow_digest.get(peer, 0) ^ key
 
