@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from elect_bench.history import History
+from elect_bench.idle import IdleResult
 from elect_bench.simulation.runner import SimResult
 from elect_bench.suite import RunResult
 from elect_bench.trial import TrialResult
@@ -35,6 +36,38 @@ def draw_simulation(result: SimResult, out: Path) -> list[Path]:
         ax.legend(fontsize=7)
     axes[0, 0].set_ylabel("share of failovers")
     path = out / "simulation-failover-cdf.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+def draw_idle(result: IdleResult, out: Path) -> list[Path]:
+    """CPU share of one core and RSS per node against the partitions, one line per method (cells that did not
+    come to rest are left out); none without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    fig, (cpu, rss) = plt.subplots(1, 2, figsize=(9, 3.6))
+    for method in result.scenario.methods:
+        cells = sorted((c for c in result.cells if c.method == method and not c.error), key=lambda c: c.partitions)
+        if not cells:
+            continue
+        xs = [c.partitions for c in cells]
+        cpu.plot(xs, [100 * max(c.cpu.values(), default=0.0) for c in cells], marker="o", label=method)
+        rss.plot(xs, [max(c.rss_mb.values(), default=0.0) for c in cells], marker="o", label=method)
+    for ax, what in ((cpu, "CPU per node (% of one core, worst node)"), (rss, "RSS per node (MB, worst node)")):
+        ax.set_xscale("log")
+        ax.set_xlabel(f"partitions ({result.scenario.nodes} nodes, at rest)", fontsize=8)
+        ax.set_ylabel(what, fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    path = out / "idle.png"
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -144,14 +144,14 @@ def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
 
 
 def _idle(args: argparse.Namespace, raw: dict[str, Any]) -> int:
-    from elect_bench import idle
+    from elect_bench import idle, plots
 
     chosen = idle.IdleScenario.from_mapping(raw | _given(methods=args.methods, nodes=args.members,
                                                          partitions=args.roles, budget=args.budget))
     with tempfile.TemporaryDirectory(prefix="elect-idle-") as tmp:
         result = idle.run(chosen, Path(tmp), _progress(), command=_command())
     print(file=sys.stderr)
-    _report(result, [], args.out)
+    _report(result, plots.draw_idle(result, args.out), args.out)
     return 0 if result.ok else 1
 
 

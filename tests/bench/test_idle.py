@@ -27,3 +27,4 @@ def test_idle_cost_per_node_for_each_partitions_count(tmp_path: Path) -> None:
         assert cell["window"] >= 1.5
     report = (out / "report.md").read_text()
     assert report.startswith("# elect idle cost: tiny-idle") and "| raft | 2 | 4 |" in report
+    assert (out / "idle.png").stat().st_size > 0 and "idle.png" in report  # CPU and RSS against partitions
