@@ -29,7 +29,7 @@ def test_every_bundled_scenario_has_a_kind_its_runner_reads() -> None:
     assert kinds == {"default": "trials", "demo": "trials", "infra": "trials", "lease": "trials", "load": "trials",
                      "raft": "trials", "sim": "simulation", "idle": "idle", "neli": "neli"}
     idle = IdleScenario.from_mapping(scenario.read("idle"))
-    assert idle.partitions == (100, 1000) and idle.methods == ("raft",)
+    assert idle.partitions == (100, 1000, 10000) and idle.methods == ("raft", "raft-loud")
     neli = NeliScenario.from_mapping(scenario.read("neli"))
     assert neli.cells[-1] == Handover("kafka-full", fault("pause"), (("heartbeat_timeout", "3.5"),))
     assert neli.cells[-1].as_method.name == "kafka-full heartbeat_timeout=3.5"
