@@ -32,8 +32,9 @@ leadership therefore starts only on the member's own current record, never on an
 reading the same record would otherwise lead under one token, and a member reading the topic late would
 lead under a token older than one already taken (both found by the full-mode soak). A leadership also starts
 only on a record read at the partition's end as last fetched (full mode: every member writes to every
-partition): a member lagging behind the topic would otherwise start on its own older record while a newer
-member's claim waits unread behind it. Full mode adds one
+partition), or one heartbeat interval after its first own record read short of it: a member lagging behind the
+topic would otherwise start on its own older record while a newer member's claim waits unread behind it, and an
+unbounded wait cost seconds of failover. Full mode adds one
 rule the paper lacks: its leaders' records carry their token, and a member leading on an older token
 stands down on reading a fresh newer one (`Revoke` if its partition was taken from it in order, else
 `Fence`), and does not take the partition back while that claim stays fresh. The paper's overlap then
@@ -108,6 +109,7 @@ class _Ownership:
     # fast mode: another member's heartbeats here are fresh until then; full mode: a newer leader's claim
     contested_until: float = -math.inf
     last_token: int | None = None  # this ownership's latest token: full mode yields to newer claims only once it led
+    behind_since: float = math.inf  # full mode: since when its own records were read short of the partition's end
 
     @property
     def leading(self) -> bool:
@@ -268,15 +270,25 @@ class NeliCore:
         if deadline <= now:
             return  # stale: it says nothing about now
         if not own.leading:
-            if not mine_now or now < own.contested_until or (self.mode == "full" and not msg.caught_up):
-                return  # leaderships start on own records only (full mode: read at the partition's end, so a
-                # newer claim already appended is read first); nor while another's claim is fresh
+            if not mine_now or now < own.contested_until or self._behind(own, msg, now):
+                return  # leaderships start on own records only; nor while another's claim is fresh
             own.token, own.deadline, own.since, own.last_token = msg.offset, deadline, now, msg.offset
             own.roles = self._roles_of(msg.partition)
             self._ready.changes += [Acquire(role, msg.offset, deadline) for role in own.roles]
         elif deadline > own.deadline:
             own.deadline = deadline
             self._ready.changes += [Extend(role, deadline) for role in own.roles]
+
+    def _behind(self, own: _Ownership, msg: Received, now: float) -> bool:
+        """Full mode: an own record read short of the partition's end waits, so that a newer claim already appended
+        is read first; for one heartbeat interval at most (a consumer behind librdkafka's prefetch may stay short
+        of the end for long: unbounded, the wait cost seconds of failover)."""
+        if self.mode != "full" or msg.caught_up:
+            own.behind_since = math.inf
+            return False
+        if own.behind_since == math.inf:
+            own.behind_since = now
+        return now < own.behind_since + self.interval
 
     def _claimed(self, msg: Received, now: float) -> None:
         """Full mode: another member leads `msg.partition` with the record's token. If that is newer than

@@ -369,7 +369,8 @@ class KafkaElector(BaseElector):
         partition, offset = msg.partition(), msg.offset()
         if heartbeat is None or partition is None or offset is None:
             return
-        self._feed(Received(partition, offset, heartbeat, time.time(), self._at_end(self.options.topic, partition, offset)))
+        at_end = self._at_end(self.options.topic, partition, offset)
+        self._feed(Received(partition, offset, heartbeat, time.time(), at_end))
 
     def _at_end(self, topic: str, partition: int, offset: int) -> bool:
         """No later record of the partition was known at the last fetch: librdkafka updates its cached high

@@ -238,6 +238,14 @@ def test_full_mode_a_lagging_member_starts_only_on_a_record_read_at_the_partitio
     assert received(c, 2, 32, beat(c, 0.1), 0.11, 0.11) == [Acquire(2, 32, pytest.approx(2.1))]
 
 
+def test_full_mode_a_member_that_stays_behind_starts_one_interval_after_its_first_deferral() -> None:
+    c = core("full", roles=(2,), timeout=2.0)  # interval 0.1
+    assign(c, [2], 0.0)
+    assert received(c, 2, 30, beat(c, 0.0), 0.01, 0.01, caught_up=False) == []
+    assert received(c, 2, 31, beat(c, 0.05), 0.06, 0.06, caught_up=False) == []  # still within the interval
+    assert received(c, 2, 32, beat(c, 0.1), 0.12, 0.12, caught_up=False) == [Acquire(2, 32, pytest.approx(2.1))]
+
+
 def test_full_mode_overlap_leads_out_T_after_an_orderly_revoke() -> None:
     c = core("full", roles=(2,), overlap=True, timeout=2.0)
     assign(c, [2], 0.0)
