@@ -694,9 +694,8 @@ def client_security(options: ZooKeeperOptions, password: str | None, acl: list[A
 
 
 def characteristics(options: ZooKeeperOptions) -> Characteristics:
-    """Exclusive while clocks run at one rate; a crashed leader's roles move when the server expires its
-    session: session_timeout (as negotiated) plus the server's expiry tick, bounded here by one renew
-    interval of slack."""
+    """Exclusive while clocks run at one rate; a crashed leader's roles move once a contender has timed
+    `session_timeout` of its silence from its last renewal seen, bounded here by one renew interval of slack."""
     return Characteristics(exclusive=True, max_overlap=0.0,
                            max_failover=options.session_timeout + options.interval, graceful_handover=True,
                            token="ZooKeeper creation zxid of the role's node", observes_leaders=True,
