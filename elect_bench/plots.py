@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from elect_bench.history import History
 from elect_bench.idle import IdleResult
@@ -14,12 +15,8 @@ from elect_bench.trial import TrialResult
 
 def draw_simulation(result: SimResult, out: Path) -> list[Path]:
     """One failover CDF per group shape (simulated seconds), methods side by side; none without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return []
     out.mkdir(parents=True, exist_ok=True)
     shapes = list(dict.fromkeys(c.shape for c in result.cells))
@@ -36,21 +33,15 @@ def draw_simulation(result: SimResult, out: Path) -> list[Path]:
         ax.legend(fontsize=7)
     axes[0, 0].set_ylabel("share of failovers")
     path = out / "simulation-failover-cdf.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
     return [path]
 
 
 def draw_idle(result: IdleResult, out: Path) -> list[Path]:
     """CPU share of one core and RSS per node against the partitions, one line per method (cells that did not
     come to rest are left out); none without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return []
     out.mkdir(parents=True, exist_ok=True)
     fig, (cpu, rss) = plt.subplots(1, 2, figsize=(9, 3.6))
@@ -68,22 +59,16 @@ def draw_idle(result: IdleResult, out: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     path = out / "idle.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
     return [path]
 
 
 def draw(result: RunResult, out: Path) -> list[Path]:
     """Write PNGs into `out`; returns their paths (none if matplotlib is not installed)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return []
+    from matplotlib.patches import Patch
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     budget = result.scenario.budget
@@ -104,9 +89,7 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         path = out / f"failover-cdf-{fault}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        _save(plt, fig, path)
         paths.append(path)
 
     cells = [c for c in result.cells if c.trials]
@@ -122,9 +105,7 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         ax.legend(fontsize=8)
         plt.setp(ax.get_xticklabels(), rotation=20, fontsize=8)
         path = out / "distribution.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        _save(plt, fig, path)
         paths.append(path)
 
     candidates: list[tuple[str, Callable[[TrialResult], dict[str, float]]]] = [
@@ -146,9 +127,7 @@ def draw(result: RunResult, out: Path) -> list[Path]:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
         path = out / "load.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        _save(plt, fig, path)
         paths.append(path)
 
     timeline = [c.trials[0] for c in cells if c.trials and c.trials[0].ok and c.fault.injects]
@@ -172,8 +151,24 @@ def draw(result: RunResult, out: Path) -> list[Path]:
             ax.legend(handles, list(colors), fontsize=6, loc="upper right", ncol=len(colors))
         axes[-1, 0].set_xlabel("seconds since the trial started")
         path = out / "timelines.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        _save(plt, fig, path)
         paths.append(path)
     return paths
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only backend, or None when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def _save(plt: Any, fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
