@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from elect.contract import Callback, Drained, Elector, Leadership, ObserveCallback, Transferred, Unsubscribe
 from elect.core import Acquire, Extend, LeadershipChange, Revoke
-from elect.deadlines import DeadlineTimer
+from elect.deadlines import DeadlineTimer, SharedDeadline
 from elect.dispatch import EventDispatcher
 from elect.errors import ConfigError, NotLeader, NotStarted, NotSupported
 from elect.events import Acquired, Event, Fenced, Revoked
@@ -65,6 +65,7 @@ class BaseElector(Elector):
         self._lock = threading.RLock()
         self._roles: dict[Role, None] = dict.fromkeys(normalize_roles(list(roles)))
         self._leaderships: dict[Role, Leadership] = {}
+        self._bound: dict[Role, SharedDeadline] = {}  # leaderships following a shared deadline (`_share`)
         self._dispatcher: EventDispatcher[Event] = EventDispatcher(member)
         self._observers: EventDispatcher[LeaderChanged] = EventDispatcher(f"{member}-observe")
         self._observed = False   # an observer subscribed: LeaderChanged is published from then on
@@ -304,8 +305,9 @@ class BaseElector(Elector):
             if self._metrics is None:
                 made = Metrics(self.member, failover=self.characteristics.observes_leaders, renewal=self.renewal)
                 made.contend(self._roles)
-                for role, lead in self._leaderships.items():
-                    if lead.valid():
+                for role in list(self._leaderships):
+                    lead = self._live(role)
+                    if lead is not None and lead.valid():
                         made.acquired(role, None)
                 self._metrics = made
             return self._metrics
@@ -314,13 +316,15 @@ class BaseElector(Elector):
         return self.leadership(role) is not None
 
     def leadership(self, role: Role) -> Leadership | None:
-        current = self._leaderships.get(role)
+        with self._lock:
+            current = self._live(role)
         return current if current is not None and current.valid() else None
 
     def leading(self) -> frozenset[Role]:
         now = time.monotonic()
         with self._lock:
-            return frozenset(r for r, l in self._leaderships.items() if l.valid(now))
+            return frozenset(r for r in list(self._leaderships) if (lead := self._live(r)) is not None
+                             and lead.valid(now))
 
     def resign(self, role: Role) -> None:
         self._require_running()
@@ -364,7 +368,7 @@ class BaseElector(Elector):
     def _acquire(self, role: Role, token: int, deadline: float | None = None) -> Leadership:
         """Record that this member leads `role` under `token` (until `deadline`, if given)."""
         with self._lock:
-            current = self._leaderships.get(role)
+            current = self._live(role)
             if current is not None and not current.valid():
                 self._fence(role)
                 current = None
@@ -388,19 +392,78 @@ class BaseElector(Elector):
             return leadership
 
     def _extend(self, role: Role, deadline: float) -> bool:
-        """Move the deadline of a leadership still in force; fences (and returns False) if it lapsed."""
+        """Move the deadline of a leadership still in force; fences (and returns False) if it lapsed. A leadership
+        that followed a shared deadline has its own again from here, never earlier than the shared one was."""
         with self._lock:
-            current = self._leaderships.get(role)
+            current = self._live(role)
             if current is None:
                 return False
             if not current.valid():
                 self._fence(role)
                 return False
-            if current.deadline is None or deadline > current.deadline:
-                self._leaderships[role] = Leadership(role, current.member, current.token, current.since,
-                                                     current.since_ts, deadline)
-                self._deadlines.set(role, deadline)
+            if current.deadline is not None and deadline <= current.deadline:
+                if role in self._bound:  # on its own deadline from here: the one it has
+                    self._detach(role)
+                    self._deadlines.set(role, current.deadline)
+                return True
+            self._leaderships[role] = Leadership(role, current.member, current.token, current.since,
+                                                 current.since_ts, deadline)
+            self._detach(role)
+            self._deadlines.set(role, deadline)
             return True
+
+    def _share(self, role: Role, shared: SharedDeadline) -> bool:
+        """Let the leadership of `role` follow `shared` from now on (renewed by `_renew_shared`, lapsing when it
+        passes) instead of a deadline of its own. Refused (False) for a leadership not in force, and where `shared`
+        ends before the leadership's own deadline: a deadline never moves earlier."""
+        with self._lock:
+            current = self._live(role)
+            if current is None or not current.valid():
+                return False
+            if self._bound.get(role) is shared:
+                return True
+            if current.deadline is not None and shared.until < current.deadline:
+                return False
+            self._detach(role)
+            self._deadlines.cancel(role)
+            shared.roles.add(role)
+            self._bound[role] = shared
+            self._deadlines.set(shared, shared.until)
+            self._live(role)
+            return True
+
+    def _renew_shared(self, shared: SharedDeadline, until: float) -> bool:
+        """Move `shared` on to `until`, renewing every leadership that follows it at once. False if it had passed
+        already: its leaderships lapsed (the timer fences them), a later deadline does not revive them."""
+        with self._lock:
+            if time.monotonic() >= shared.until:
+                return False
+            if until > shared.until:
+                shared.until = until
+                if shared.roles:
+                    self._deadlines.set(shared, until)
+            return True
+
+    def _live(self, role: Role) -> Leadership | None:
+        """The leadership of `role` as it stands (under the lock): one that follows a shared deadline is brought
+        up to it first, so every reader sees the deadline in force. Snapshots are made when read, not on each
+        renewal."""
+        current = self._leaderships.get(role)
+        if current is None:
+            return None
+        shared = self._bound.get(role)
+        if shared is not None and shared.until != current.deadline:
+            current = self._leaderships[role] = Leadership(role, current.member, current.token, current.since,
+                                                           current.since_ts, shared.until)
+        return current
+
+    def _detach(self, role: Role) -> None:
+        """`role` no longer follows its shared deadline (if it did); the caller sees to its own timer."""
+        shared = self._bound.pop(role, None)
+        if shared is not None:
+            shared.roles.discard(role)
+            if not shared.roles:
+                self._deadlines.cancel(shared)
 
     def _revoke(self, role: Role, *, wait: bool = True, timeout: float | None = None) -> bool:
         """Orderly end of leadership: emit `Revoked` and, if `wait`, block until callbacks return.
@@ -424,13 +487,14 @@ class BaseElector(Elector):
         """`_revoke` without the wait, for drivers whose thread must not block: publish `Revoked` and return
         the flag set once its callbacks returned (None: not leading, or lapsed and fenced instead)."""
         with self._lock:
-            current = self._leaderships.get(role)
+            current = self._live(role)
             if current is None:
                 return None
             if not current.valid():
                 self._fence(role)
                 return None
             del self._leaderships[role]
+            self._detach(role)
             self._deadlines.cancel(role)
             self._work.ended(role, current.token)  # workers start finishing at once, in parallel
             if self._metrics is not None:
@@ -441,9 +505,11 @@ class BaseElector(Elector):
     def _fence(self, role: Role, until: float | None = None) -> bool:
         """Abrupt end of leadership: emit `Fenced`; `until` defaults to the lapsed deadline or now."""
         with self._lock:
-            current = self._leaderships.pop(role, None)
+            current = self._live(role)
             if current is None:
                 return False
+            del self._leaderships[role]
+            self._detach(role)
             self._deadlines.cancel(role)
             self._work.ended(role, current.token)
             now = time.monotonic()
@@ -506,6 +572,16 @@ class BaseElector(Elector):
             metrics.renewed(seconds)
 
     def _deadline_passed(self, key: Hashable, deadline: float) -> None:
+        if isinstance(key, SharedDeadline):
+            with self._lock:
+                if key.until != deadline:
+                    return
+                lapsed = list(key.roles)
+                for role in lapsed:
+                    self._fence(role, until=deadline)
+            for role in lapsed:
+                self._on_lapsed(role)
+            return
         with self._lock:
             current = self._leaderships.get(key)  # type: ignore[call-overload]
             if current is None or current.deadline != deadline:

@@ -12,6 +12,28 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 
+from elect.roles import Role
+
+
+class SharedDeadline:
+    """One deadline that many leaderships follow (`BaseElector._share`).
+
+    Where one piece of evidence renews many leaderships at once (Raft's quiet partitions, whose leases are all
+    the same node-link quorum), the driver moves this once instead of each leadership's own deadline: renewal
+    then costs the same for ten roles as for ten thousand. It is the timer's key for all of them, so they lapse
+    together when it passes. Compared by identity.
+    """
+
+    __slots__ = ("name", "roles", "until")
+
+    def __init__(self, name: str, until: float) -> None:
+        self.name = name
+        self.until = until
+        self.roles: set[Role] = set()
+
+    def __repr__(self) -> str:
+        return f"SharedDeadline({self.name!r}, until={self.until:.3f}, roles={len(self.roles)})"
+
 
 class DeadlineTimer:
     """Calls `on_expiry(key, deadline)` once a key's latest deadline is reached (unless cancelled).

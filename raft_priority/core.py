@@ -74,6 +74,7 @@ class RaftGroup:
 
     __slots__ = (
         "_lease",
+        "_shared_key",
         "acc",
         "acks",
         "budget",
@@ -156,6 +157,8 @@ class RaftGroup:
         self.quorum = spec.quorum
         self.prioritized = config.priority_mode == "zeebe"
         self.window = config.lease_window if config.check_quorum else INF
+        need = self.quorum - 1  # the node links' quorum a quiet lease rests on: peers in one order for all groups
+        self._shared_key = (tuple(sorted(self.peers)), need) if need > 0 and self.window != INF else None
         hs = hard_state or HardState()
         self.term = hs.term
         self.voted_for = hs.voted_for
@@ -316,6 +319,16 @@ class RaftGroup:
             return self._quiet_lease()
         return self._lease
 
+    def shared_lease(self) -> tuple[tuple[str, ...], int] | None:
+        """The node-link quorum a quiet leader's lease rests on, as ``(peers, need)`` for `Links.quorum`: its lease
+        is that quorum + W, as is the lease of every quiet group this node leads with the same peers, so a driver
+        may renew all their leaderships with one deadline. None while the lease is the group's own (leading aloud,
+        not leading, no leases, or the acks of its group before it went quiet still carry it further)."""
+        key = self._shared_key
+        if key is None or not self.quiet or self.state is not RaftState.LEADER:
+            return None
+        return key if self.links.quorum(*key) + self.window >= self._lease else None
+
     def wake(self, now: float, notify: bool = False) -> None:
         """Leave quiescence: a leader folds what its node links proved into its acks and heartbeats again at
         once; a follower times the group again from its leader's last node beat, and refuses votes for the
@@ -325,7 +338,7 @@ class RaftGroup:
         links = self.links
         if self.state is RaftState.LEADER:
             if self.quiet:
-                self._lease = self._quiet_lease()
+                self._leave_quiet()
                 acked, acks, seen = links.acked, self.acks, self.heard
                 for p in self.peers:
                     a = acked.get(p, -INF)
@@ -333,7 +346,6 @@ class RaftGroup:
                         acks[p] = a
                     if a > seen[p]:
                         seen[p] = a
-                self.quiet = False
                 self.hb_due = now
             self._forget_quiet_peers()  # followers answering quiet again are counted afresh
         elif self.quiet:
@@ -362,14 +374,21 @@ class RaftGroup:
         """The lease its followers' node acks prove (every follower answered quiet, so each ack counts; a lower
         bound of the per-follower newest of group and node acks, which are older while quiet), or the lease the
         group's own acks proved, whichever is later."""
-        need = self.quorum - 1
-        if need <= 0 or self.window == INF:
+        key = self._shared_key
+        if key is None:
             return self._lease
-        q = self.links.quorum(self.peers, need)
+        q = self.links.quorum(*key)
         if q > self.quorum_ack:
             self.quorum_ack = q
         lease = q + self.window
         return lease if lease > self._lease else self._lease
+
+    def _leave_quiet(self) -> None:
+        """A quiet leader's lease is its own again, from what the node links proved so far; the driver hears of
+        it (`Links.woke`), as leaderships renewed with the quorum's shared deadline must leave it."""
+        self._lease = self._quiet_lease()
+        self.quiet = False
+        self.links.woke.add(self.group)
 
     def _forget_quiet_peers(self) -> None:
         links, group, key = self.links, self.group, self.qkey
@@ -544,8 +563,7 @@ class RaftGroup:
     def _step_down(self, now: float, reason: str, fenced: bool = False) -> None:
         """Stop leading: an orderly Revoke, or a Fence at the lease end (the lease ran out)."""
         if self.quiet:
-            self._lease = self._quiet_lease()
-            self.quiet = False
+            self._leave_quiet()
         self._forget_quiet_peers()  # followers still quiet under us see the digests disagree, and wake
         if self.serving:
             change = Fence(self.group, self.lease_until, reason) if fenced else Revoke(self.group, reason)

@@ -56,6 +56,7 @@ from typing import cast
 from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import Acquire, Fence, Ready, Revoke
+from elect.deadlines import SharedDeadline
 from elect.errors import InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
@@ -96,6 +97,16 @@ class _Handover:
     deadline: float
     action: Action | None  # None: release the group's held TimeoutNow
     started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Quiet:
+    """The leaderships of the quiet partitions whose leases rest on one node-link quorum
+    (`RaftGroup.shared_lease`): they follow one `SharedDeadline`, renewed once for all of them (`_sweep`)."""
+
+    key: tuple[tuple[str, ...], int]
+    deadline: SharedDeadline
+    roles: dict[Role, int] = field(default_factory=dict)  # role -> its partition
 
 
 def raft_config(options: RaftOptions) -> RaftConfig:
@@ -145,7 +156,9 @@ class RaftElector(BaseElector):
         self.driver: Driver | None = None
         self.transport: Transport | None = None
         # driver-thread state
-        self._leased: dict[Role, tuple[int, float]] = {}
+        self._leased: dict[Role, tuple[int, float]] = {}  # leaderships on a deadline of their own: (partition, lease)
+        self._quiet: dict[tuple[tuple[str, ...], int], _Quiet] = {}
+        self._quiet_of: dict[Role, _Quiet] = {}  # leaderships following a quiet quorum's shared deadline
         self._handovers: list[_Handover] = []
         self._giving_up: set[int] = set()
         self._uninterested: set[int] = set()
@@ -364,7 +377,7 @@ class RaftElector(BaseElector):
                     self._handovers.append(_Handover(p, waiting, now + self.options.revoke_timeout, None))
             elif isinstance(c, Fence):
                 for role in roles:
-                    self._leased.pop(role, None)
+                    self._forget(role)
                     self._fence(role, until=c.until)
         for seen in ready.seen:
             for role in self._roles_on(cast(int, seen.role)):
@@ -445,11 +458,19 @@ class RaftElector(BaseElector):
             self._set_interest(p, now)
 
     def _take(self, role: Role, p: int, term: int, lease: float) -> None:
+        self._forget(role)
         self._acquire(role, term, None if lease == INF else lease)
         self._leased[role] = (p, lease)
 
-    def _begin_revoke(self, role: Role) -> threading.Event | None:
+    def _forget(self, role: Role) -> None:
+        """Stop renewing the leadership of `role` (it ended, or starts again)."""
         self._leased.pop(role, None)
+        quiet = self._quiet_of.pop(role, None)
+        if quiet is not None:
+            del quiet.roles[role]
+
+    def _begin_revoke(self, role: Role) -> threading.Event | None:
+        self._forget(role)
         return super()._begin_revoke(role)
 
     def _wait_callbacks(self, dones: list[threading.Event]) -> None:
@@ -512,22 +533,37 @@ class RaftElector(BaseElector):
 
     def _sweep(self, now: float) -> None:
         """Renew leaderships' deadlines from the leases; hand partitions this node does not want to
-        followers that do."""
+        followers that do.
+
+        A leadership of a partition led aloud is renewed on its own, from its group's lease. Once the group is
+        quiet its lease rests on the node links (`RaftGroup.shared_lease`), as does every other quiet group's with
+        the same peers, so its leaderships join that quorum's `SharedDeadline` and are renewed with one step
+        whatever their number: at rest, a sweep costs the same for ten partitions as for ten thousand."""
         host = self._host()
         groups = host.groups
         quantum = self._quantum
+        woke = host.links.woke
+        while woke:
+            self._wake(woke.pop())
+        for quiet in self._quiet.values():
+            if quiet.roles:
+                self._renew_quiet(quiet, now)
         renewed: set[int] = set()
         leases: dict[int, float] = {}  # per partition, computed once per sweep
         for role, (p, given) in list(self._leased.items()):
+            group = groups[p]
+            key = group.shared_lease()
+            if key is not None and self._join_quiet(role, p, key, given):
+                continue
             lease = leases.get(p)
             if lease is None:
-                lease = leases[p] = groups[p].lease_until
+                lease = leases[p] = group.lease_until
             if lease >= given + quantum and lease != INF:
                 if self._extend(role, lease):
                     self._leased[role] = (p, lease)
                     if p not in renewed:  # once per partition, however many roles it carries
                         renewed.add(p)
-                        self._renewed(now - groups[p].quorum_ack)
+                        self._renewed(now - group.quorum_ack)
                 else:
                     self._leased.pop(role, None)
         if now < self._next_interest or not (self._uninterested or self.options.max_roles is not None):
@@ -548,6 +584,42 @@ class RaftElector(BaseElector):
                 continue
             if host.transfer(p, to, now) and over:
                 g.budget.spend(now)
+
+    def _quorum_lease(self, key: tuple[tuple[str, ...], int]) -> tuple[float, float]:
+        """(the quorum's newest agreeing node ack, the lease it proves)."""
+        acked = self._host().links.quorum(*key)
+        return acked, acked + self.config.lease_window
+
+    def _join_quiet(self, role: Role, p: int, key: tuple[tuple[str, ...], int], given: float) -> bool:
+        """Move the leadership of `role` (deadline `given`) onto its quiet quorum's shared deadline, if that is not
+        earlier; True if it moved."""
+        quiet = self._quiet.get(key)
+        if quiet is None or not quiet.roles:  # nobody follows it: start it afresh at what the quorum proves now
+            deadline = SharedDeadline(f"{self.member} quiet with {','.join(key[0])}", self._quorum_lease(key)[1])
+            quiet = self._quiet[key] = _Quiet(key, deadline)
+        if quiet.deadline.until < given or not self._share(role, quiet.deadline):
+            return False
+        del self._leased[role]
+        quiet.roles[role] = p
+        self._quiet_of[role] = quiet
+        return True
+
+    def _renew_quiet(self, quiet: _Quiet, now: float) -> None:
+        """Renew every leadership following `quiet` at once, a quantum at a time as the others."""
+        acked, lease = self._quorum_lease(quiet.key)
+        if lease >= quiet.deadline.until + self._quantum and self._renew_shared(quiet.deadline, lease):
+            self._renewed(now - acked)
+
+    def _wake(self, p: int) -> None:
+        """Partition `p`'s lease no longer rests on its quorum (`Links.woke`: the group woke or stepped down): its
+        leaderships go back to deadlines of their own, keeping the shared deadline they had (within its lease)."""
+        for role in self._roles_on(p):
+            quiet = self._quiet_of.pop(role, None)
+            if quiet is None:
+                continue
+            del quiet.roles[role]
+            if self._extend(role, quiet.deadline.until):
+                self._leased[role] = (p, quiet.deadline.until)
 
     def _apply_roles(self, added: tuple[Role, ...], removed: tuple[Role, ...], now: float) -> list[threading.Event]:
         host = self._host()
@@ -592,7 +664,7 @@ class RaftElector(BaseElector):
 
     def _lapsed(self, role: Role, now: float) -> None:
         """A leadership's deadline passed on this node's clock while the core may still lead."""
-        self._leased.pop(role, None)
+        self._forget(role)
         p = partition_of(role, self.options.partitions)
         g = self._host().groups.get(p)
         if g is not None and g.is_leader(now) and p not in self._giving_up:

@@ -61,6 +61,7 @@ class Links:
         "led",
         "mismatch_in",
         "mismatch_out",
+        "woke",
     )
 
     def __init__(self, incarnation: int) -> None:
@@ -83,6 +84,9 @@ class Links:
         self.mismatch_in: dict[str, int] = {}
         self.mismatch_out: dict[str, int] = {}
         self._quorums: dict[tuple[tuple[str, ...], int], float] = {}  # emptied whenever an ack counts
+        self.woke: set[int] = set()
+        """Groups this node led quietly whose leases stopped resting on these links (woken, stepped down) since the
+        driver last took them: leaderships renewed together with a quorum's shared deadline must leave it."""
 
     def ack(self, peer: str, echo: float) -> None:
         """`peer` acked the beat sent at `echo` with an agreeing digest."""

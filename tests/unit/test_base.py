@@ -9,6 +9,7 @@ import pytest
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
+from elect.deadlines import SharedDeadline
 from elect.errors import NotStarted
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.roles import Role
@@ -142,3 +143,65 @@ def test_stop_ends_every_leadership_and_lifecycle_is_checked() -> None:
     assert [type(x) for x in seen] == [Acquired, Revoked]
     with pytest.raises(RuntimeError, match="already started"):
         e.start()
+
+
+def test_leaderships_on_a_shared_deadline_are_renewed_together_and_lapse_together() -> None:
+    e = Driver("a", ["r", "s", "t"])
+    seen = collect(e)
+    e.start()
+    try:
+        now = time.monotonic()
+        e._acquire("r", 1, now + 0.3)
+        e._acquire("s", 1, now + 0.3)
+        e._acquire("t", 1, now + 30)
+        shared = SharedDeadline("quorum", now + 0.4)
+        assert e._share("r", shared) and e._share("s", shared)
+        assert e._renew_shared(shared, now + 0.6)  # one step renews both
+        assert [e.leadership(r).deadline for r in ("r", "s", "t")] == [  # type: ignore[union-attr]
+            now + 0.6, now + 0.6, now + 30]
+        wait_until(lambda: sum(isinstance(x, Fenced) for x in seen) == 2, 10, what="both fenced")
+        fenced = {x.role: x for x in seen if isinstance(x, Fenced)}
+        assert set(fenced) == {"r", "s"} and all(x.until == now + 0.6 for x in fenced.values())
+        assert e.leading() == frozenset({"t"}) and not shared.roles
+        assert e._renew_shared(shared, time.monotonic() + 10) is False  # passed: it revives nobody
+    finally:
+        e.stop()
+
+
+def test_a_shared_deadline_never_moves_a_leadership_earlier_and_its_own_deadline_takes_over_from_it() -> None:
+    e = Driver("a", ["r"])
+    e.start()
+    try:
+        now = time.monotonic()
+        e._acquire("r", 1, now + 5)
+        early = SharedDeadline("early", now + 4)
+        assert not e._share("r", early)
+        assert e.leadership("r").deadline == now + 5  # type: ignore[union-attr]
+        shared = SharedDeadline("later", now + 6)
+        assert e._share("r", shared)
+        # an earlier own deadline leaves it where the shared one had it; later moves it on
+        assert e._extend("r", now + 5.5) and e.leadership("r").deadline == now + 6  # type: ignore[union-attr]
+        assert not shared.roles
+        e._renew_shared(shared, now + 9)
+        assert e.leadership("r").deadline == now + 6  # type: ignore[union-attr]
+        assert e._extend("r", now + 7) and e.leadership("r").deadline == now + 7  # type: ignore[union-attr]
+    finally:
+        e.stop()
+
+
+def test_a_revoked_leadership_leaves_its_shared_deadline() -> None:
+    e = Driver("a", ["r"])
+    seen = collect(e)
+    e.start()
+    try:
+        now = time.monotonic()
+        e._acquire("r", 1, now + 5)
+        shared = SharedDeadline("q", now + 5)
+        assert e._share("r", shared)
+        e._revoke("r")
+        assert not shared.roles and e.leadership("r") is None
+        assert shared not in e._deadlines._current  # nothing left for its timer to fence
+        wait_until(lambda: len(seen) == 2, 5, what="Revoked")
+        assert [type(x) for x in seen] == [Acquired, Revoked]
+    finally:
+        e.stop()
