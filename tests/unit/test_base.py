@@ -6,32 +6,14 @@ import threading
 import time
 
 import pytest
+from hand_driven import HandDriven
 
 from elect.base import BaseElector
-from elect.contract import Characteristics
 from elect.deadlines import SharedDeadline
 from elect.errors import NotStarted
 from elect.events import Acquired, Event, Fenced, Revoked
-from elect.roles import Role
 from elect_cluster.waiting import wait_until
 
-
-class Driver(BaseElector):
-    """A driver whose algorithm is the test itself: it calls the transitions by hand."""
-
-    scheme = "test"
-
-    @property
-    def characteristics(self) -> Characteristics:
-        return Characteristics(True, 0.0, 1.0, True, "test")
-
-    def _on_start(self) -> None: ...
-    def _on_stop(self, timeout: float | None) -> None:
-        for role in list(self.leading()):
-            self._revoke(role)
-    def _on_resign(self, role: Role) -> None:
-        self._revoke(role)
-    def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None: ...
 
 
 def collect(e: BaseElector) -> list[Event]:
@@ -41,7 +23,7 @@ def collect(e: BaseElector) -> list[Event]:
 
 
 def test_a_lapsed_deadline_fences_on_the_members_own_clock() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
     seen = collect(e)
     e.start()
     try:
@@ -57,7 +39,7 @@ def test_a_lapsed_deadline_fences_on_the_members_own_clock() -> None:
 
 
 def test_is_leader_is_false_the_instant_the_deadline_passes() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
     e.start()
     try:
         e._acquire("r", 1, time.monotonic() - 0.001)  # as if the process froze past its deadline
@@ -67,7 +49,7 @@ def test_is_leader_is_false_the_instant_the_deadline_passes() -> None:
 
 
 def test_renewal_after_the_deadline_fences_first_then_reacquires_with_new_token() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
     seen = collect(e)
     e.start()
     try:
@@ -81,7 +63,7 @@ def test_renewal_after_the_deadline_fences_first_then_reacquires_with_new_token(
 
 
 def test_subscribers_joining_late_get_current_leaderships_first() -> None:
-    e = Driver("a", ["r", "s"])
+    e = HandDriven("a", ["r", "s"])
     e.start()
     try:
         e._acquire("r", 3)
@@ -94,7 +76,7 @@ def test_subscribers_joining_late_get_current_leaderships_first() -> None:
 
 
 def test_revoke_waits_for_blocking_callbacks_but_not_on_the_event_thread() -> None:
-    e = Driver("a", ["r", "s"])
+    e = HandDriven("a", ["r", "s"])
     released = threading.Event()
     order: list[str] = []
 
@@ -118,7 +100,7 @@ def test_revoke_waits_for_blocking_callbacks_but_not_on_the_event_thread() -> No
 
 
 def test_a_raising_subscriber_does_not_stop_delivery() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
 
     def broken(event: Event) -> None:
         raise RuntimeError("bug in the application")
@@ -134,7 +116,7 @@ def test_a_raising_subscriber_does_not_stop_delivery() -> None:
 
 
 def test_stop_ends_every_leadership_and_lifecycle_is_checked() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
     seen = collect(e)
     with pytest.raises(NotStarted):
         e.resign("r")
@@ -146,7 +128,7 @@ def test_stop_ends_every_leadership_and_lifecycle_is_checked() -> None:
 
 
 def test_leaderships_on_a_shared_deadline_are_renewed_together_and_lapse_together() -> None:
-    e = Driver("a", ["r", "s", "t"])
+    e = HandDriven("a", ["r", "s", "t"])
     seen = collect(e)
     e.start()
     try:
@@ -169,7 +151,7 @@ def test_leaderships_on_a_shared_deadline_are_renewed_together_and_lapse_togethe
 
 
 def test_a_shared_deadline_never_moves_a_leadership_earlier_and_its_own_deadline_takes_over_from_it() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
     e.start()
     try:
         now = time.monotonic()
@@ -190,7 +172,7 @@ def test_a_shared_deadline_never_moves_a_leadership_earlier_and_its_own_deadline
 
 
 def test_a_revoked_leadership_leaves_its_shared_deadline() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
     seen = collect(e)
     e.start()
     try:

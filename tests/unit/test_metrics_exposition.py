@@ -10,15 +10,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hand_driven import HandDriven
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import elect
-from elect.base import BaseElector
-from elect.contract import Characteristics
 from elect.errors import MissingExtra
 from elect.metrics import FAILOVER, FENCE_LAG, LEADER_GAUGE, RENEWAL, Metrics, MetricsObserver
-from elect.roles import Role
 from elect_bench.members import LEADER, METRICS, MemberProcess
 from elect_cluster.waiting import wait_until
 
@@ -100,20 +98,10 @@ def test_metrics_made_while_leading_count_the_current_leaderships_and_follow_the
         assert value(found, "elect_transitions_total", member="a", role="r", kind="revoked") == 1
 
 
-class Renewing(BaseElector):
-    """A driver whose algorithm is the test: leaderships with deadlines, renewals reported by hand."""
+class Renewing(HandDriven):
+    """Leaderships with deadlines, renewals reported by hand."""
 
-    scheme = "test"
     renewal = "what a test says a renewal took"
-
-    @property
-    def characteristics(self) -> Characteristics:
-        return Characteristics(True, 0.0, 1.0, True, "test")
-
-    def _on_start(self) -> None: ...
-    def _on_stop(self, timeout: float | None) -> None: ...
-    def _on_resign(self, role: Role) -> None: ...
-    def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None: ...
 
 
 def test_a_fence_is_counted_with_its_lag_and_renewals_where_the_method_renews() -> None:

@@ -8,11 +8,11 @@ import threading
 import time
 
 import pytest
+from hand_driven import HandDriven
 
 import elect
 import elect.aio
-from elect.base import BaseElector
-from elect.contract import Characteristics, Requirements
+from elect.contract import Requirements
 from elect.errors import NotStarted, NotSupported, UnsatisfiedRequirement
 from elect.observe import LeaderChanged
 from elect.roles import Role
@@ -117,20 +117,11 @@ def test_observe_on_a_stopped_elector_raises_not_started() -> None:
         e.observe(Seen())
 
 
-class Blind(BaseElector):
+class Blind(HandDriven):
     """A method that does not say whom it sees lead (the default)."""
 
     scheme = "blind"
     unobservable = "it keeps its members apart"
-
-    @property
-    def characteristics(self) -> Characteristics:
-        return Characteristics(True, 0.0, 1.0, True, "test")
-
-    def _on_start(self) -> None: ...
-    def _on_stop(self, timeout: float | None) -> None: ...
-    def _on_resign(self, role: Role) -> None: ...
-    def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None: ...
 
 
 def test_a_method_that_cannot_see_leaders_says_so() -> None:
