@@ -15,7 +15,6 @@ from elect.events import Acquired, Event, Fenced, Revoked
 from elect_cluster.waiting import wait_until
 
 
-
 def collect(e: BaseElector) -> list[Event]:
     seen: list[Event] = []
     e.subscribe(seen.append)
