@@ -98,6 +98,36 @@ class NodeHost:
         if self.config.quiesce:
             self._schedule_links(now)
 
+    def beat(self, m: NodeBeat, now: float) -> NodeBeatAck | None:
+        """A batch that is one `NodeBeat`: ``step_all([m], now)`` in effect. Between nodes whose quiet groups agree
+        (the beat's incarnation known, its digest equal to ours) the only answer is the ack and nothing else
+        changes (no group wakes, no timer moves): the ack is then returned instead of accumulated, so a driver
+        sends it without taking a `Ready` or re-arming its timer -- at 100 nodes nearly every message is a beat
+        or its ack. Otherwise None, everything accumulated as `step_all` would. Call it with nothing accumulated
+        (right after taking the last `Ready`), so that the ack is all this step produced."""
+        links, peer = self.links, m.src
+        if (m.dst == self.node and links.incarnation_of.get(peer) == m.incarnation and not links.fresh
+                and m.digest == links.follow_digest.get(peer, 0)):
+            if now > links.heard.get(peer, -INF):
+                links.heard[peer] = now
+            links.mismatch_in[peer] = 0
+            return NodeBeatAck(NODE, self.node, peer, 0, m.sent_at, m.incarnation, m.digest)
+        self.step_all((m,), now)
+        return None
+
+    def beat_ack(self, m: NodeBeatAck, now: float) -> bool:
+        """A batch that is one `NodeBeatAck`: ``step_all([m], now)`` in effect. True when it only counted (its
+        digest agrees with ours: nothing to send, no timer moved), so a driver need neither take a `Ready` nor
+        re-arm; else False, handled as `step_all` would."""
+        links, peer = self.links, m.src
+        if (m.dst == self.node and m.incarnation == links.incarnation and not links.fresh
+                and m.digest == links.lead_digest.get(peer, 0)):
+            links.ack(peer, m.echo)
+            links.mismatch_out[peer] = 0
+            return True
+        self.step_all((m,), now)
+        return False
+
     def tick(self, now: float) -> None:
         """Tick every group whose deadline is at or before ``now``, and the node links."""
         if self.config.quiesce:
