@@ -100,6 +100,8 @@ class _Node:
     wake_at: float = INF
     paused_until: float = -INF
     disk: dict[Role, HardState] = field(default_factory=dict)
+    free_from: dict[str, float] = field(default_factory=dict)
+    """FIFO links: per sender, when the last batch it sent here arrives (none of this one's may arrive earlier)."""
 
 
 class Simulation:
@@ -135,7 +137,6 @@ class Simulation:
         self._heap: list[tuple[float, int, int, object, object, object]] = []
         self._seq = 0
         self._blocked: set[tuple[str, str]] = set()
-        self._link_free: dict[tuple[str, str], float] = {}
         for n in names:
             t = (start_at or {}).get(n, self.rng.random() * start_jitter if start_jitter else 0.0)
             self.at(t, partial(self._start, n))
@@ -147,9 +148,9 @@ class Simulation:
         self._push(t, _ACTION, fn, None, None)
 
     def run_until(self, t: float) -> None:
-        heap = self._heap
+        heap, pop, dispatch = self._heap, heapq.heappop, self._dispatch
         while heap and heap[0][0] <= t:
-            self._dispatch(heapq.heappop(heap))
+            dispatch(pop(heap))
         self.now = max(self.now, t)
 
     def run_while(self, pred: Callable[[], bool], limit: float, step: float = 0.05) -> float:
@@ -282,7 +283,7 @@ class Simulation:
                 if type(m) is NodeBeat:
                     ack = host.beat(m, t)
                     if ack is not None:
-                        self._send(n.name, [ack])
+                        self._send_ack(n.name, ack)
                         return
                     self._handle_ready(n, host)
                     return
@@ -326,7 +327,7 @@ class Simulation:
             items = ((m.dst, [m]) for m in msgs)
         # NetworkModel.sample inlined when there are no spikes (same draws, same arithmetic): a 100-node trial
         # sends a few hundred thousand batches
-        blocked, nodes, heap, link_free, fifo = self._blocked, self.nodes, self._heap, self._link_free, net.fifo
+        blocked, nodes, heap, fifo = self._blocked, self.nodes, self._heap, net.fifo
         spiky, low, span = net.spike_probability, net.delay_min, net.delay_max - net.delay_min
         seq = self._seq
         for dst, batch in items:
@@ -337,14 +338,36 @@ class Simulation:
                 continue
             at = now + (net.sample(rng) if spiky else low + rng.random() * span)
             if fifo:
-                link = (src, dst)
-                free = link_free.get(link, -INF)
+                free = d.free_from.get(src, -INF)
                 if at < free:
                     at = free
-                link_free[link] = at
+                d.free_from[src] = at
             seq += 1
             heapq.heappush(heap, (at, seq, _DELIVER, dst, d.incarnation, (src, batch)))
         self._seq = seq
+
+    def _send_ack(self, src: str, ack: NodeBeatAck) -> None:
+        """``_send(src, [ack])`` for the lone ack of a routine node beat (most of a big trial's sends), without
+        the batching and set-up a step's many messages need; the same draws in the same order."""
+        net = self.network
+        if net.loss or net.spike_probability:
+            self._send(src, [ack])
+            return
+        self.messages_sent += 1
+        dst = ack.dst
+        if self._blocked and (src, dst) in self._blocked:
+            return
+        d = self.nodes.get(dst)
+        if d is None or not d.up:
+            return
+        at = self.now + (net.delay_min + self.rng.random() * (net.delay_max - net.delay_min))
+        if net.fifo:
+            free = d.free_from.get(src, -INF)
+            if at < free:
+                at = free
+            d.free_from[src] = at
+        self._seq += 1
+        heapq.heappush(self._heap, (at, self._seq, _DELIVER, dst, d.incarnation, (src, [ack])))
 
     def _arm(self, n: _Node) -> None:
         if not n.up or n.host is None:
