@@ -82,20 +82,23 @@ class NodeHost:
         """Handle messages addressed to this node: the groups' first, then the node links' (a batch's change
         of a group's quiet state comes before the digests that reflect it)."""
         groups, node = self.groups, self.node
-        links: list[Message] = []
+        links: list[Message] | None = None
         for msg in msgs:
             g = groups.get(msg.group)
             if g is not None and msg.dst == node:
                 g.step(msg, now)
                 self._arm(g)
             elif msg.group == NODE and msg.dst == node:
+                if links is None:
+                    links = []
                 links.append(msg)
-        for msg in links:
-            if type(msg) is NodeBeat:
-                self._on_beat(msg, now)
-            elif type(msg) is NodeBeatAck:
-                self._on_beat_ack(msg, now)
-        if self.config.quiesce:
+        if links is not None:
+            for msg in links:
+                if type(msg) is NodeBeat:
+                    self._on_beat(msg, now)
+                elif type(msg) is NodeBeatAck:
+                    self._on_beat_ack(msg, now)
+        if self.links.fresh:
             self._schedule_links(now)
 
     def beat(self, m: NodeBeat, now: float) -> NodeBeatAck | None:
@@ -141,7 +144,7 @@ class NodeHost:
             g = groups[gid]
             g.tick(now)
             self._arm(g)
-        if self.config.quiesce:
+        if self.links.fresh:
             self._schedule_links(now)
 
     def next_wakeup(self) -> float:
