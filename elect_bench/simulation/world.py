@@ -373,7 +373,7 @@ class Simulation:
         if not n.up or n.host is None:
             return
         d = n.host.next_wakeup()
-        if d == INF:
+        if d >= n.wake_at:  # already woken by then (rounding up and `now` only move it later)
             return
         g = self.granularity
         if g > 0:
