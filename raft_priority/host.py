@@ -202,6 +202,7 @@ class NodeHost:
                     msgs.append(NodeBeat(NODE, node, p, 0, now, inc, digest.get(p, 0)))
             self._beat_due = now + self.config.heartbeat_interval
         heap, sched = self._link_heap, self._link_scheduled
+        patience, et = self._ack_patience, self.config.election_timeout
         while heap and heap[0][0] <= now:
             due, peer, leading = heapq.heappop(heap)
             if sched.get((peer, leading)) != due:
@@ -210,14 +211,14 @@ class NodeHost:
             if leading:
                 if not links.led.get(peer):
                     continue
-                again = links.acked.get(peer, due - self._ack_patience) + self._ack_patience
+                again = links.acked.get(peer, due - patience) + patience
                 if again <= now:
                     self._wake_led(peer, now)  # a follower's node stopped acking: its groups heartbeat again
                     continue
             else:
                 if not links.followers.get(peer):
                     continue
-                again = links.heard.get(peer, due - self.config.election_timeout) + self.config.election_timeout
+                again = links.heard.get(peer, due - et) + et
                 if again <= now:
                     self._wake_followers(peer, now, notify=False)  # the leader's node fell silent: time them
                     continue
