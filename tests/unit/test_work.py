@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from test_base import Driver
+from hand_driven import HandDriven
 
 import elect
 import elect.aio
@@ -164,7 +164,7 @@ def test_run_refuses_what_it_cannot_do(url: str, stopped: list[BaseElector]) -> 
 
 
 def test_a_grace_where_nothing_would_honour_it_is_refused() -> None:
-    class NoHandover(Driver):
+    class NoHandover(HandDriven):
         @property
         def characteristics(self) -> elect.Characteristics:
             return elect.Characteristics(False, 2.0, 1.0, False, "test")
@@ -176,7 +176,7 @@ def test_a_grace_where_nothing_would_honour_it_is_refused() -> None:
 
 
 def test_stop_fires_at_the_deadline_even_while_the_event_thread_is_busy() -> None:
-    e = Driver("a", ["r", "s"])
+    e = HandDriven("a", ["r", "s"])
     release = threading.Event()
 
     def busy(event: Event) -> None:
@@ -199,7 +199,7 @@ def test_stop_fires_at_the_deadline_even_while_the_event_thread_is_busy() -> Non
 
 
 def test_stop_fires_on_fenced() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
     work = Worker()
     e.run("r", work)
     e.start()
@@ -236,7 +236,7 @@ def test_the_last_member_drains_without_waiting_for_a_successor(url: str, stoppe
 
 
 def test_drain_waits_at_most_its_timeout_for_a_successor() -> None:
-    class Blind(Driver):  # hands over but never sees anyone take over
+    class Blind(HandDriven):  # hands over but never sees anyone take over
         def _on_drain(self) -> bool:
             for role in self.leading():
                 self._revoke(role)
@@ -251,7 +251,7 @@ def test_drain_waits_at_most_its_timeout_for_a_successor() -> None:
 
 
 def test_drain_where_the_method_cannot_see_successors() -> None:
-    e = Driver("a", ["r"])
+    e = HandDriven("a", ["r"])
     e.start()
     e._acquire("r", 1)
     drained = e.drain()
