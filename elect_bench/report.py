@@ -16,6 +16,7 @@ from elect_bench.idle import IdleResult
 from elect_bench.neli import NeliResult
 from elect_bench.simulation import runner as simulation
 from elect_bench.simulation.runner import SimResult
+from elect_bench.simulation.world import NetworkModel
 from elect_bench.suite import RunResult, made
 
 Result = RunResult | SimResult | IdleResult | NeliResult
@@ -70,7 +71,7 @@ SIMULATION = (
     "trials whose busiest node led ceil(partitions / nodes) at 3 election timeouts (ZEP006's "
     "successCount / totalCount), *all led* when every partition first had one leader — then a crash "
     "of one node: *failover* per partition it led, to a survivor's `acquired`; *balanced after crash* "
-    "among the survivors. Simulated network: 1-5 ms per message, no loss.")
+    f"among the survivors. Simulated network: {NetworkModel().describe()}.")
 
 
 def rows(columns: Columns, summaries: list[dict[str, Any]]) -> list[list[str]]:

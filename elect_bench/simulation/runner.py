@@ -4,7 +4,7 @@ The Raft election core the `raft://` members run, in deterministic simulation wi
 (elect_bench.simulation.world): thousands of seeded trials, and groups up to 100 nodes x 10,000 partitions. Each
 trial is a cold start (is the leader distribution balanced? when was every group led?) and a crash of
 one node (failover of each group it led; is the distribution balanced among the survivors?). Times are
-*simulated* seconds (network delay 1-5 ms per message, no CPU contention); the wall-clock time each cell
+*simulated* seconds (`world.NetworkModel`'s default network, no CPU contention); the wall-clock time each cell
 took is reported beside them. The methods are configured from the same URLs as the real runs
 (bench.methods), so a simulated `raft-zeebe` is exactly the real one's configuration.
 """

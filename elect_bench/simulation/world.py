@@ -49,6 +49,15 @@ class NetworkModel:
     batch: bool = True
     """One delay sample for all messages of one step to one destination (one RPC)."""
 
+    def describe(self) -> str:
+        """In words, for reports."""
+        what = f"{self.delay_min * 1000:g}-{self.delay_max * 1000:g} ms per {'batch' if self.batch else 'message'}"
+        if self.fifo:
+            what += ", in order per pair of nodes"
+        if self.spike_probability:
+            what += f", {self.spike_probability:.0%} delayed {self.spike_delay * 1000:g} ms more"
+        return what + (f", {self.loss:.0%} lost" if self.loss else ", no loss")
+
     def sample(self, rng: random.Random) -> float:
         d = self.delay_min + rng.random() * (self.delay_max - self.delay_min)
         if self.spike_probability and rng.random() < self.spike_probability:
