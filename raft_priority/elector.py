@@ -159,6 +159,7 @@ class RaftElector(BaseElector):
         self._leased: dict[Role, tuple[int, float]] = {}  # leaderships on a deadline of their own: (partition, lease)
         self._quiet: dict[tuple[tuple[str, ...], int], _Quiet] = {}
         self._quiet_of: dict[Role, _Quiet] = {}  # leaderships following a quiet quorum's shared deadline
+        self._quiet_on: dict[int, set[Role]] = {}  # ... by partition
         self._handovers: list[_Handover] = []
         self._giving_up: set[int] = set()
         self._uninterested: set[int] = set()
@@ -467,7 +468,11 @@ class RaftElector(BaseElector):
         self._leased.pop(role, None)
         quiet = self._quiet_of.pop(role, None)
         if quiet is not None:
-            del quiet.roles[role]
+            p = quiet.roles.pop(role)
+            on = self._quiet_on[p]
+            on.discard(role)
+            if not on:
+                del self._quiet_on[p]
 
     def _begin_revoke(self, role: Role) -> threading.Event | None:
         self._forget(role)
@@ -602,6 +607,7 @@ class RaftElector(BaseElector):
         del self._leased[role]
         quiet.roles[role] = p
         self._quiet_of[role] = quiet
+        self._quiet_on.setdefault(p, set()).add(role)
         return True
 
     def _renew_quiet(self, quiet: _Quiet, now: float) -> None:
@@ -613,10 +619,8 @@ class RaftElector(BaseElector):
     def _wake(self, p: int) -> None:
         """Partition `p`'s lease no longer rests on its quorum (`Links.woke`: the group woke or stepped down): its
         leaderships go back to deadlines of their own, keeping the shared deadline they had (within its lease)."""
-        for role in self._roles_on(p):
-            quiet = self._quiet_of.pop(role, None)
-            if quiet is None:
-                continue
+        for role in self._quiet_on.pop(p, ()):
+            quiet = self._quiet_of.pop(role)
             del quiet.roles[role]
             if self._extend(role, quiet.deadline.until):
                 self._leased[role] = (p, quiet.deadline.until)
