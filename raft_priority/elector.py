@@ -39,7 +39,8 @@ Observation (`observe`): the leader of a role's partition group as this node hea
 ``Ready.seen``), None once its election timer ran out or while it campaigns. A node leads a partition's group
 but not a role it does not contend for, and hands such a group to a node that does within a quarter election
 timeout; until then it is reported as the role's leader (heartbeats do not say what the leader contends for).
-Renewal (`metrics`): when a role's deadline moves, the age of the heartbeat round a majority acknowledged.
+Renewal (`metrics`): when a role's deadline moves, the age of the heartbeat round a majority acknowledged (for the
+quiet partitions, whose leaderships share one deadline per peer set: of the node beat, once per shared renewal).
 """
 
 from __future__ import annotations
@@ -135,8 +136,9 @@ class RaftElector(BaseElector):
     """One node of a raft:// cluster (see the module docstring)."""
 
     scheme = "raft"
-    renewal = ("age in seconds of the heartbeat round a majority acknowledged (the lease's evidence) when a led "
-               "partition's deadline moves on")
+    renewal = ("age in seconds of the heartbeat round (for quiet partitions: the node beat) a majority acknowledged, "
+               "the lease's evidence, when a led partition's deadline moves on (once for all the quiet partitions "
+               "sharing a deadline)")
 
     def __init__(self, options: RaftOptions, member: str, roles: tuple[Role, ...]) -> None:
         options.check_member(member)
