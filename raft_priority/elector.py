@@ -164,6 +164,7 @@ class RaftElector(BaseElector):
         self._quiet_on: dict[int, set[Role]] = {}  # ... by partition
         self._handovers: list[_Handover] = []
         self._giving_up: set[int] = set()
+        self._lapsed_leading: set[int] = set()  # see `_resume`
         self._uninterested: set[int] = set()
         self._capped: set[int] = set()  # partitions this node leaves to nodes below their cap (max_roles)
         self._stopping = False
@@ -552,6 +553,8 @@ class RaftElector(BaseElector):
         woke = host.links.woke
         while woke:
             self._wake(woke.pop())
+        if self._lapsed_leading:
+            self._resume(now)
         for quiet in self._quiet.values():
             if quiet.roles:
                 self._renew_quiet(quiet, now)
@@ -676,6 +679,26 @@ class RaftElector(BaseElector):
         if g is not None and g.is_leader(now) and p not in self._giving_up:
             # The application was told Fenced; let another node lead under a newer term.
             self._give_up(p, now)
+        elif g is not None and g.state is RaftState.LEADER and g.serving:
+            self._lapsed_leading.add(p)
+
+    def _resume(self, now: float) -> None:
+        """Partitions whose leaderships lapsed while their group's lease had run out as well, and whose group this
+        node still leads: a quiet leader is not ticked, so it does not step down when its node acks stall; it leads
+        on under the same term once they count again. Then no other leader can have been elected meanwhile (the
+        lease holds again: a quorum was quiet under it all along), so its roles are led again under the same token,
+        as a lease method resumes a claim it finds still standing. A group that stepped down instead leaves the set
+        (whoever wins next acquires as usual)."""
+        groups = self._host().groups
+        for p in list(self._lapsed_leading):
+            g = groups.get(p)
+            if g is None or g.state is not RaftState.LEADER or not g.serving or p in self._giving_up or self._stopping:
+                self._lapsed_leading.discard(p)
+            elif g.is_leader(now):
+                self._lapsed_leading.discard(p)
+                for role in self._roles_on(p):
+                    if role not in self._leased and role not in self._quiet_of and self.leadership(role) is None:
+                        self._take(role, p, g.term, g.lease_until)
 
     def _begin_stop(self, now: float) -> None:
         self._stopping = True

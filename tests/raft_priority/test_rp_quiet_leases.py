@@ -93,3 +93,20 @@ def test_quiet_partitions_share_one_deadline_and_a_woken_one_takes_its_own_witho
     wait_until(lambda: _deadline(e, role) > before + 0.2, BOUND, what="renewed on after rejoining")
     assert e.leadership(role).token == token  # type: ignore[union-attr]
     assert ended == []  # no leadership lapsed or ended meanwhile
+
+
+def test_roles_whose_leases_lapsed_with_their_groups_are_led_again_once_the_lease_holds(
+        electors: tuple[dict[str, RaftElector], list[Event]]) -> None:
+    """A quiet leader is not ticked: when its node acks stall, its lease runs out (its roles lapse, Fenced) without
+    the group stepping down, and it leads on under the same term once acks count again. Its roles must then be led
+    again (same token), not left without a leader while the group has one."""
+    els, _ = electors
+    wait_until(lambda: sum(len(e.leading()) for e in els.values()) == P, BOUND, what="every role led")
+    e = next(x for x in els.values() if x.leading())
+    role = min(e.leading(), key=str)
+    token = e.leadership(role).token  # type: ignore[union-attr]
+    assert e.driver is not None
+    e._fence(role)  # as the deadline timer does when the lease ran out ...
+    e.driver.call(lambda now: e._lapsed(role, now + 60), timeout=5)  # ... and the core's lease had too, then
+    wait_until(lambda: e.is_leader(role), BOUND, what=f"{role!r} led again by {e.member}")
+    assert e.leadership(role).token == token  # type: ignore[union-attr]
