@@ -99,6 +99,7 @@ class Strike:
     at: float
     failover: list[float] = field(default_factory=list)
     unrecovered: int = 0
+    leaderless: int = 0  # roles no member led when the next strike began (whoever had led them)
     overlap: float = 0.0
     failed_starts: int = 0  # lives of the struck member that exited while starting again, then started again
 
@@ -120,7 +121,7 @@ class SoakResult:
 
     @property
     def ok(self) -> bool:
-        return not self.error and not self.violations and not any(s.unrecovered for s in self.strikes)
+        return not self.error and not self.violations and not any(s.unrecovered or s.leaderless for s in self.strikes)
 
     def counts(self) -> Counter[str]:
         return Counter(s.fault for s in self.strikes)
@@ -134,6 +135,7 @@ class SoakResult:
             out.append({"fault": kind, "strikes": len(mine), "failover_n": fo.n, "failover_p50": fo.p50,
                         "failover_p99": fo.p99, "failover_max": fo.max,
                         "unrecovered": sum(s.unrecovered for s in mine),
+                        "leaderless": sum(s.leaderless for s in mine),
                         "failed_starts": sum(s.failed_starts for s in mine),
                         "overlap": sum(s.overlap for s in mine)})
         return out
@@ -244,7 +246,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
         keep_logs.mkdir(parents=True, exist_ok=True)
         for log in sorted((env.workdir / unique).glob("*.log")):
             shutil.copyfile(log, keep_logs / log.name)
-    _measure(strikes, history, records)
+    _measure(strikes, history, records, sorted(group.role_names))
     violations = check(history, exclusive=promised.exclusive, tokens=promised.has_token)
     evidence = {i: _around(history, v) for i, v in enumerate(violations)}
     return SoakResult(spec, command, started_wall, time.monotonic() - began, machine or this_machine(), strikes,
@@ -279,9 +281,11 @@ def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, r
     return failed_starts
 
 
-def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRecord]) -> None:
-    """Per strike: failover of each role the struck member led (or disruption, for the infrastructure), and the
-    overlap from the strike to the next one."""
+def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRecord], roles: Sequence[str]) -> None:
+    """Per strike: failover of each role the struck member led (or disruption, for the infrastructure), the
+    overlap from the strike to the next one, and the roles nobody led when the next one began (the soak waits up to
+    its bound for every role to be led before striking again: a role the struck member did not lead may have lost
+    its leader too)."""
     by_role = history.intervals()
     struck = [r for r in records if r.kind in fault_kinds.FAULTS]
     for i, (strike, record) in enumerate(zip(strikes, struck, strict=False)):
@@ -291,6 +295,9 @@ def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRec
         strike.failover = [f.latency for f in lost if f.latency is not None]
         strike.unrecovered = sum(1 for f in lost if f.latency is None)
         strike.overlap = sum(e - s for ivs in by_role.values() for s, e, _ in overlaps(ivs, lo=record.mono, hi=until))
+        if i + 1 < len(struck):
+            strike.leaderless = sum(1 for role in roles
+                                    if not any(iv.start <= until <= iv.end for iv in by_role.get(role, ())))
 
 
 def _around(history: History, violation: Violation, window: float = 1.0) -> list[dict[str, Any]]:
@@ -322,11 +329,13 @@ def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord]
 def markdown(result: SoakResult) -> str:
     """The soak report: provenance, faults by kind, writes, and every violation with its lines."""
     s = result.spec
-    rows = ["| fault | strikes | failover p50 | p99 | max | unrecovered roles | failed starts | overlap s |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = ["| fault | strikes | failover p50 | p99 | max | unrecovered roles | leaderless at the next strike | "
+            "failed starts | overlap s |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for k in result.by_kind():
         rows.append(f"| {k['fault']} | {k['strikes']} | {_s(k['failover_p50'])} | {_s(k['failover_p99'])} | "
-                    f"{_s(k['failover_max'])} | {k['unrecovered']} | {k['failed_starts']} | {k['overlap']:.3f} |")
+                    f"{_s(k['failover_max'])} | {k['unrecovered']} | {k['leaderless']} | {k['failed_starts']} | "
+                    f"{k['overlap']:.3f} |")
     parts = [f"# elect soak: {s.method.name}", "",
              f"{made(result.command, result.started, result.seconds, result.machine)} Seed {s.seed} (the same "
              f"seed replays the schedule), {s.members} members, {s.roles} roles, detection budget {s.budget:g} s, "
