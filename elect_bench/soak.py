@@ -99,7 +99,7 @@ class Strike:
     at: float
     failover: list[float] = field(default_factory=list)
     unrecovered: int = 0
-    leaderless: int = 0  # roles no member led when the next strike began (whoever had led them)
+    leaderless: int = 0  # roles no member led at all in the wait before the next strike (whoever had led them)
     overlap: float = 0.0
     failed_starts: int = 0  # lives of the struck member that exited while starting again, then started again
 
@@ -246,7 +246,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
         keep_logs.mkdir(parents=True, exist_ok=True)
         for log in sorted((env.workdir / unique).glob("*.log")):
             shutil.copyfile(log, keep_logs / log.name)
-    _measure(strikes, history, records, sorted(group.role_names))
+    _measure(strikes, history, records, sorted(group.role_names), bound)
     violations = check(history, exclusive=promised.exclusive, tokens=promised.has_token)
     evidence = {i: _around(history, v) for i, v in enumerate(violations)}
     return SoakResult(spec, command, started_wall, time.monotonic() - began, machine or this_machine(), strikes,
@@ -281,11 +281,13 @@ def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, r
     return failed_starts
 
 
-def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRecord], roles: Sequence[str]) -> None:
+def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRecord], roles: Sequence[str],
+             bound: float) -> None:
     """Per strike: failover of each role the struck member led (or disruption, for the infrastructure), the
-    overlap from the strike to the next one, and the roles nobody led when the next one began (the soak waits up to
-    its bound for every role to be led before striking again: a role the struck member did not lead may have lost
-    its leader too)."""
+    overlap from the strike to the next one, and the roles nobody led at all in the `bound` seconds before the next
+    one began: the soak waits that long for every role to be led before striking again, and a role the struck member
+    did not lead may have lost its leader too (one without a leader only for a moment, a handover under way as the
+    next strike came, is not counted)."""
     by_role = history.intervals()
     struck = [r for r in records if r.kind in fault_kinds.FAULTS]
     for i, (strike, record) in enumerate(zip(strikes, struck, strict=False)):
@@ -297,7 +299,8 @@ def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRec
         strike.overlap = sum(e - s for ivs in by_role.values() for s, e, _ in overlaps(ivs, lo=record.mono, hi=until))
         if i + 1 < len(struck):
             strike.leaderless = sum(1 for role in roles
-                                    if not any(iv.start <= until <= iv.end for iv in by_role.get(role, ())))
+                                    if not any(iv.start <= until and iv.end >= until - bound
+                                               for iv in by_role.get(role, ())))
 
 
 def _around(history: History, violation: Violation, window: float = 1.0) -> list[dict[str, Any]]:
@@ -329,7 +332,7 @@ def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord]
 def markdown(result: SoakResult) -> str:
     """The soak report: provenance, faults by kind, writes, and every violation with its lines."""
     s = result.spec
-    rows = ["| fault | strikes | failover p50 | p99 | max | unrecovered roles | leaderless at the next strike | "
+    rows = ["| fault | strikes | failover p50 | p99 | max | unrecovered roles | leaderless until the next strike | "
             "failed starts | overlap s |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for k in result.by_kind():
