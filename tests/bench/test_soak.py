@@ -7,6 +7,8 @@ from pathlib import Path
 
 from elect_bench import soak
 from elect_bench.faults import fault
+from elect_bench.history import FaultRecord as Record
+from elect_bench.history import History
 from elect_bench.methods import METHODS
 from elect_bench.scenario import Scenario
 from elect_bench.suite import environment
@@ -49,3 +51,21 @@ def test_a_short_raft_soak_strikes_recovers_and_finds_nothing_wrong(tmp_path: Pa
     data, report = soak.write(result, tmp_path / "out")
     assert "Seed 2" in report.read_text() and data.is_file()
     assert sorted(p.name for p in (tmp_path / "logs").glob("member-*.log")) == [f"member-m{i}.log" for i in range(3)]
+
+
+def test_a_role_left_without_a_leader_by_a_member_not_struck_is_reported() -> None:
+    """Strike 0 kills a; b, not struck, fences "s" at 3.0 and nobody leads it again before strike 1 at 60.0 (a
+    `bound` of 30 s). "r" changes hands at the moment strike 1 comes: a handover under way, not a lost role."""
+    def line(member: str, role: str, event: str, token: int, mono: float) -> dict[str, object]:
+        return {"mono": mono, "member": member, "role": role, "event": event, "token": token,
+                **({"until": mono} if event == "fenced" else {})}
+
+    lines = [line("a", "r", "acquired", 1, 0.0), line("b", "s", "acquired", 1, 0.0),
+             line("b", "r", "acquired", 2, 1.0), line("b", "s", "fenced", 1, 3.0),
+             line("b", "r", "revoked", 2, 59.99), line("c", "r", "acquired", 3, 60.01)]
+    records = [Record(0.5, "kill", "a"), Record(60.0, "stop", "c")]
+    history = History(lines, records, end=70.0)
+    strikes = [soak.Strike(0, "kill", "a", 0.5), soak.Strike(1, "stop", "c", 60.0)]
+    soak._measure(strikes, history, records, ["r", "s"], bound=30.0)
+    assert strikes[0].unrecovered == 0 and strikes[0].failover == [0.5]  # the victim's role: taken over by b
+    assert strikes[0].leaderless == 1  # "s": its leader b was not struck, and it was never led again
