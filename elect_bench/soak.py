@@ -233,10 +233,12 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
         except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C or SIGTERM: stop striking, report what was seen
             error = f"interrupted ({type(exc).__name__} {exc})".replace(" )", ")")
         finally:
+            stopped = time.monotonic()  # what the members print from here is their shutdown, not a fault's doing
             for p in group.procs:
                 with contextlib.suppress(Exception):
                     p.stop(timeout=max(10.0, 5 * spec.budget))
-        history = History(group.lines(), records, start=began, end=time.monotonic())
+        history = History([line for line in group.lines() if line["mono"] <= stopped], records, start=began,
+                          end=stopped)
         try:
             writes = workload.check()
         except Exception as exc:  # the strikes and the history still make a report
