@@ -95,7 +95,7 @@ class NodeHost:
         if links is not None:
             for msg in links:
                 if type(msg) is NodeBeat:
-                    self._on_beat(msg, now)
+                    self._acc.messages.append(self._on_beat(msg, now))
                 elif type(msg) is NodeBeatAck:
                     self._on_beat_ack(msg, now)
         if self.links.fresh:
@@ -111,10 +111,7 @@ class NodeHost:
         links, peer = self.links, m.src
         if (m.dst == self.node and links.incarnation_of.get(peer) == m.incarnation and not links.fresh
                 and m.digest == links.follow_digest.get(peer, 0)):
-            if now > links.heard.get(peer, -INF):
-                links.heard[peer] = now
-            links.mismatch_in[peer] = 0
-            return NodeBeatAck(NODE, self.node, peer, 0, m.sent_at, m.incarnation, m.digest)
+            return self._on_beat(m, now)
         self.step_all((m,), now)
         return None
 
@@ -122,11 +119,10 @@ class NodeHost:
         """A batch that is one `NodeBeatAck`: ``step_all([m], now)`` in effect. True when it only counted (its
         digest agrees with ours: nothing to send, no timer moved), so a driver need neither take a `Ready` nor
         re-arm; else False, handled as `step_all` would."""
-        links, peer = self.links, m.src
+        links = self.links
         if (m.dst == self.node and m.incarnation == links.incarnation and not links.fresh
-                and m.digest == links.lead_digest.get(peer, 0)):
-            links.ack(peer, m.echo)
-            links.mismatch_out[peer] = 0
+                and m.digest == links.lead_digest.get(m.src, 0)):
+            self._on_beat_ack(m, now)
             return True
         self.step_all((m,), now)
         return False
@@ -247,7 +243,8 @@ class NodeHost:
             heapq.heappush(heap, (due, peer, leading))
         links.fresh.clear()
 
-    def _on_beat(self, m: NodeBeat, now: float) -> None:
+    def _on_beat(self, m: NodeBeat, now: float) -> NodeBeatAck:
+        """Note a peer's beat; the ack to send back."""
         links, peer = self.links, m.src
         known = links.incarnation_of.get(peer)
         if known is not None and known != m.incarnation:
@@ -264,8 +261,7 @@ class NodeHost:
             links.mismatch_in[peer] = misses
         else:
             links.mismatch_in[peer] = 0
-        self._acc.messages.append(NodeBeatAck(NODE, self.node, peer, 0, m.sent_at, m.incarnation,
-                                              links.follow_digest.get(peer, 0)))
+        return NodeBeatAck(NODE, self.node, peer, 0, m.sent_at, m.incarnation, links.follow_digest.get(peer, 0))
 
     def _on_beat_ack(self, m: NodeBeatAck, now: float) -> None:
         links, peer = self.links, m.src
