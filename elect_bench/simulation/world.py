@@ -321,7 +321,7 @@ class Simulation:
         self._arm(n)
 
     def _send(self, src: str, msgs: list[Message]) -> None:
-        net, rng, now = self.network, self.rng, self.now
+        net, rng = self.network, self.rng
         self.messages_sent += len(msgs)
         if net.loss:
             msgs = [m for m in msgs if rng.random() >= net.loss]
@@ -334,49 +334,39 @@ class Simulation:
             items = batches.items()
         else:
             items = ((m.dst, [m]) for m in msgs)
-        # NetworkModel.sample inlined when there are no spikes (same draws, same arithmetic): a 100-node trial
-        # sends a few hundred thousand batches
-        blocked, nodes, heap, fifo = self._blocked, self.nodes, self._heap, net.fifo
-        spiky, low, span = net.spike_probability, net.delay_min, net.delay_max - net.delay_min
-        seq = self._seq
         for dst, batch in items:
-            if blocked and (src, dst) in blocked:
-                continue
-            d = nodes.get(dst)
-            if d is None or not d.up:
-                continue
-            at = now + (net.sample(rng) if spiky else low + rng.random() * span)
-            if fifo:
-                free = d.free_from.get(src, -INF)
-                if at < free:
-                    at = free
-                d.free_from[src] = at
-            seq += 1
-            heapq.heappush(heap, (at, seq, _DELIVER, dst, d.incarnation, (src, batch)))
-        self._seq = seq
+            self._post(src, dst, batch)
 
     def _send_ack(self, src: str, ack: NodeBeatAck) -> None:
         """``_send(src, [ack])`` for the lone ack of a routine node beat (most of a big trial's sends), without
         the batching and set-up a step's many messages need; the same draws in the same order."""
-        net = self.network
-        if net.loss or net.spike_probability:
+        if self.network.loss:
             self._send(src, [ack])
             return
         self.messages_sent += 1
-        dst = ack.dst
+        self._post(src, ack.dst, [ack])
+
+    def _post(self, src: str, dst: str, batch: list[Message]) -> None:
+        """One batch onto the wire: its delay drawn (`NetworkModel.sample`, inlined when there are no spikes: same
+        draws, same arithmetic; a 100-node trial posts a few hundred thousand batches), after the link's last one
+        if links are FIFO; dropped if the link is cut or the receiver is down."""
         if self._blocked and (src, dst) in self._blocked:
             return
         d = self.nodes.get(dst)
         if d is None or not d.up:
             return
-        at = self.now + (net.delay_min + self.rng.random() * (net.delay_max - net.delay_min))
+        net = self.network
+        if net.spike_probability:
+            at = self.now + net.sample(self.rng)
+        else:
+            at = self.now + (net.delay_min + self.rng.random() * (net.delay_max - net.delay_min))
         if net.fifo:
             free = d.free_from.get(src, -INF)
             if at < free:
                 at = free
             d.free_from[src] = at
         self._seq += 1
-        heapq.heappush(self._heap, (at, self._seq, _DELIVER, dst, d.incarnation, (src, [ack])))
+        heapq.heappush(self._heap, (at, self._seq, _DELIVER, dst, d.incarnation, (src, batch)))
 
     def _arm(self, n: _Node) -> None:
         if not n.up or n.host is None:
