@@ -40,6 +40,22 @@ def is_event(kind: str, role: str) -> Callable[[Line], bool]:
     return lambda line: line["event"] == kind and line["role"] == role
 
 
+def handover(old: Member, successor: Member, role: str, marks: tuple[int, int], overlapping: bool,
+             timeout: float) -> tuple[Line, Line]:
+    """`old`'s revocation of `role` and `successor`'s acquisition that took it over, from the line counts `marks`
+    (of old's log, of successor's) taken before `old` let go. `overlapping`: the successor already led the role
+    then (a method that allows overlap); its latest acquisition before the mark took over if it is the newer one."""
+    old_mark, successor_mark = marks
+    revoked = old.log.wait_for(is_event("revoked", role), timeout, start=old_mark, what=f"{role} revoked")
+    if overlapping:
+        before = [line for line in successor.log.lines[:successor_mark] if is_event("acquired", role)(line)][-1]
+        if before["token"] > revoked["token"]:
+            return revoked, before
+    acquired = successor.log.wait_for(is_event("acquired", role), timeout, start=successor_mark,
+                                      what=f"{role} acquired by {successor.member_id}")
+    return revoked, acquired
+
+
 def test_lone_member_acquires_every_role(group: Group, impl: Implementation) -> None:
     m = group.start("a", ROLES)
     for role in NAMES:
@@ -73,12 +89,7 @@ def test_stop_hands_roles_over(group: Group, impl: Implementation) -> None:
     overlapping = set() if impl.exclusive else survivor.log.leading() & set(led)
     old.stop()
     for r in led:
-        revoked = old.log.wait_for(is_event("revoked", r), impl.timeout, start=old_mark, what=f"revoked {r}")
-        if r in overlapping:
-            acquired = [line for line in survivor.log.lines[:survivor_mark] if is_event("acquired", r)(line)][-1]
-        else:
-            acquired = survivor.log.wait_for(is_event("acquired", r), impl.timeout, start=survivor_mark,
-                                             what=f"{r} acquired by the survivor")
+        revoked, acquired = handover(old, survivor, r, (old_mark, survivor_mark), r in overlapping, impl.timeout)
         assert acquired["token"] > revoked["token"]
         if impl.graceful:
             # the blocking Revoked callback held the successor back
@@ -91,11 +102,12 @@ def test_resign_hands_the_role_to_another_member(group: Group, impl: Implementat
     role = NAMES[1]
     old = leader_of(members, role, impl.timeout)
     other = next(m for m in members if m is not old)
-    mark = len(other.log.lines)
+    marks = len(old.log.lines), len(other.log.lines)
+    # as in test_stop_hands_roles_over: under NELI full the other member may already lead the role, given to it
+    # by a rebalance still going on (found in CI: it led on under that older acquisition and never acquired again)
+    overlapping = not impl.exclusive and role in other.log.leading()
     old.resign(role)
-    revoked = old.log.wait_for(is_event("revoked", role), impl.timeout, what="revoked after resign")
-    acquired = other.log.wait_for(is_event("acquired", role), impl.timeout, start=mark,
-                                  what="acquired by the other member after resign")
+    revoked, acquired = handover(old, other, role, marks, overlapping, impl.timeout)
     assert acquired["token"] > revoked["token"]
 
 
@@ -194,11 +206,10 @@ def test_a_successor_starts_only_after_the_leaders_work_returned(group: Group, i
         return [w for w in group.reports(of, WORK) if w["role"] == role and w["token"] == token and w["state"] == state]
 
     wait_until(lambda: work("started", old, token), impl.timeout, what=f"{old.member_id}'s worker under token {token}")
-    old_mark, other_mark = len(old.log.lines), len(other.log.lines)
+    marks = len(old.log.lines), len(other.log.lines)
+    overlapping = not impl.exclusive and role in other.log.leading()
     old.resign(role)
-    revoked = old.log.wait_for(is_event("revoked", role), impl.timeout, start=old_mark, what="revoked after resign")
-    acquired = other.log.wait_for(is_event("acquired", role), impl.timeout, start=other_mark,
-                                  what="acquired by the other member after resign")
+    revoked, acquired = handover(old, other, role, marks, overlapping, impl.timeout)
     returned = wait_until(lambda: work("returned", old, revoked["token"]), impl.timeout,
                           what="the old leader's worker returning")[0]
     assert acquired["token"] > revoked["token"]
