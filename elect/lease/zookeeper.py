@@ -85,6 +85,12 @@ class _NodeWatch:
     """Reports one node's state (data, stat, rev) now and after every change, until stopped.
 
     `rev` orders reports: 2 x mzxid while the node exists, 2 x (last mzxid seen) + 1 once it is gone.
+
+    One request per change while the node exists: a read that leaves a watch (`get` with a watch), which sees the
+    node and arms for its next change at one point of the server's order. Member nodes are rewritten by every
+    renewal and every member watches every other, so this is most of what a member asks of ZooKeeper (with an
+    `exists` watch and a separate read it was twice as much). Only for a node that does not exist is the watch an
+    `exists` one, to hear of its creation.
     """
 
     def __init__(self, store: ZooKeeperStore, path: str, report: Report) -> None:
@@ -98,10 +104,24 @@ class _NodeWatch:
     def arm(self) -> None:
         if not self.stopped:
             self._store.count()
-            self._store.client.exists_async(self.path, watch=self._fired).rawlink(self._on_exists)
+            self._store.client.get_async(self.path, watch=self._fired).rawlink(self._on_get_watched)
 
     def _fired(self, event: object) -> None:
         self.arm()
+
+    def _on_get_watched(self, result: Any) -> None:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, stat = result.get()
+        except NoNodeError:  # no watch was left: ask for one that hears of the node's creation
+            if not self.stopped:
+                self._store.count()
+                self._store.client.exists_async(self.path, watch=self._fired).rawlink(self._on_exists)
+            return
+        except Exception:  # connection trouble: re-armed when connected again
+            return
+        self._deliver(data, stat)
 
     def _on_exists(self, result: Any) -> None:
         try:
@@ -110,7 +130,7 @@ class _NodeWatch:
             return
         if stat is None:
             self._deliver(None, None)
-        elif not self.stopped:
+        elif not self.stopped:  # created since the read: the exists watch is armed, a plain read reports it
             self._store.count()
             self._store.client.get_async(self.path).rawlink(self._on_get)
 
