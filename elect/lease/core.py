@@ -155,6 +155,7 @@ class LeaseCore:
         self.timing = timing
         self.capacity = Capacity(weight, max_roles)
         self._wanted: tuple[Role, ...] = ()
+        self._wanted_set: frozenset[Role] = frozenset()
         self._order: tuple[Role, ...] = ()
         self._roles: dict[Role, _RoleView] = {}
         self._members: dict[str, _MemberView] = {}
@@ -171,6 +172,7 @@ class LeaseCore:
         self._backoff: dict[Role, float] = {}   # resigned: left to others, and published as such
         self._hints: dict[Role, str] = {}       # transferred: the member named, published while backing off
         self._pin: set[Role] = set()            # being created on a transfer to this member
+        self._affinities: dict[tuple[str, Role], bytes] = {}  # (member, role) -> its place in the role's order
         self._shed_at: dict[Role, float] = {}   # when a role was last shed: not shed again for a while
         self._excess_since: float | None = None  # since when this member has led more than its share
         self._shed_budget = HandoverBudget(timing.rebalance_limit, timing.rebalance_window)
@@ -325,6 +327,7 @@ class LeaseCore:
             if view is not None:
                 self._seen(role, view.holder)
         self._wanted = wanted
+        self._wanted_set = frozenset(wanted)
         self._order = tuple(sorted(wanted, key=self._rank))
         self._to_release |= removed & set(self._leading)
         self._record_dirty = True
@@ -531,9 +534,16 @@ class LeaseCore:
     def _contend(self, now: float, live: dict[str, MemberRecord], share: dict[str, float], counts: Counter[str],
                  wake: list[float]) -> None:
         actions = self._ready.messages
+        plan = self._plan(now, live, share, counts) if self.timing.fair else {}
+        # Creates in flight count as led: a member at its share leaves the rest to members below theirs, whatever
+        # the plan says (its view of their room may be behind what they are taking).
         mine = len([r for r in self._owned() if r in self._wanted_set and not self.busy(r)]) + len(self._creating)
         under = [rec for s, rec in live.items() if counts[s] < share[s]]
-        created = bool(self._creating)  # one create at a time: each decision sees the last one's outcome
+
+        def leave(role: Role) -> bool:
+            return plan.get(role, self.session) != self.session or \
+                (mine >= share[self.session] and any(rec.wants(role) for rec in under))
+
         for role in self._order:
             if not self._contending(role, now) or role in self._creating or role in self._expiring:
                 continue
@@ -543,14 +553,12 @@ class LeaseCore:
             view = self._roles.get(role)
             holder = view.holder if view is not None else None
             if holder is None:
-                if created:
-                    continue
                 hinted = self._hinted(role, now, wake)
                 if hinted is not None and hinted != self.member:
                     continue  # being transferred to another live member: its hint goes within resign_backoff
                 if hinted == self.member:
                     self._pin.add(role)
-                elif mine >= share[self.session] and any(rec.wants(role) for rec in under):
+                elif leave(role):
                     since = self._free_since.setdefault(role, now)
                     if now < since + self.timing.fair_delay:
                         wake.append(since + self.timing.fair_delay)
@@ -558,13 +566,15 @@ class LeaseCore:
                 self._free_since.pop(role, None)
                 self._creating.add(role)
                 actions.append(Create(role))
-                created = True
                 mine += 1
             else:
                 self._free_since.pop(role, None)
                 if holder.session != self.session and self.timing.silence_takeover:
                     member = self._member_view(holder.session, now)
                     silent_from = member.changed_at + self.timing.ttl
+                    if now >= silent_from and leave(role):
+                        # the member that will take it frees it: one expiry per role, not one per contender
+                        silent_from += self.timing.fair_delay
                     if now >= silent_from:
                         self._expiring.add(role)
                         actions.append(Expire(role, holder, member.version))
@@ -572,9 +582,48 @@ class LeaseCore:
                         wake.append(silent_from)
 
     # ------------------------------------------------------------------------------------------ helpers
-    @property
-    def _wanted_set(self) -> frozenset[Role]:
-        return frozenset(self._wanted)
+    def _plan(self, now: float, live: dict[str, MemberRecord], share: dict[str, float],
+              counts: Counter[str]) -> dict[Role, str]:
+        """Who takes each role that is free or whose holder has gone silent (by session): every member computes the
+        same plan from the same view, so members that find many roles to take at once (a cold start, a dead
+        holder's hundreds) each take their own part, in one batch, instead of racing for the same ones. Roles go in
+        one global order, each to the member first in the role's own order of members (rendezvous hashing on
+        member ids) that is still below its share, or to the first of all when none is; a role planned for
+        another member is taken after `fair_delay` if that member does not take it."""
+        pool = []
+        for role in self._wanted:
+            view = self._roles.get(role)
+            holder = view.holder if view is not None else None
+            if holder is not None and (holder.session == self.session or not self.timing.silence_takeover or
+                                       now < self._member_view(holder.session, now).changed_at + self.timing.ttl):
+                continue
+            pool.append(role)
+        if not pool:
+            return {}
+        members = {self.session: self.member, **{s: rec.member for s, rec in live.items()}}
+        # a member that contends for roles this one does not follow may lead some unseen here: its room is unknown,
+        # so it gets none (only what nobody has room for), rather than roles it may have no room to take
+        room = {s: share[s] - counts[s] if s == self.session or self._followed(live[s]) else 0 for s in members}
+        plan: dict[Role, str] = {}
+        for role in sorted(pool, key=lambda r: self._affinity("", r)):
+            wanting = [s for s in members if s == self.session or live[s].wants(role)]
+            wanting.sort(key=lambda s: self._affinity(members[s], role), reverse=True)
+            chosen = next((s for s in wanting if room[s] >= 1), wanting[0])
+            room[chosen] -= 1
+            plan[role] = chosen
+        return plan
+
+    def _followed(self, record: MemberRecord) -> bool:
+        """Every role `record`'s member contends for is one this member follows (so it sees all it leads)."""
+        return record.roles is not None and record.roles <= self._wanted_set
+
+    def _affinity(self, member: str, role: Role) -> bytes:
+        key = (member, role)
+        found = self._affinities.get(key)
+        if found is None:
+            found = self._affinities[key] = hashlib.blake2b(
+                f"{member}\0{type(role).__name__}\0{role}".encode(), digest_size=8).digest()
+        return found
 
     def _rank(self, role: Role) -> bytes:
         """A per-session order of roles, so simultaneous contenders start on different roles."""

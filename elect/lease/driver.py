@@ -1,11 +1,16 @@
-"""Runs a `LeaseCore` against a store: one loop thread owns the core and does the store's I/O.
+"""Runs a `LeaseCore` against a store: one loop thread owns the core, two lanes do the store's I/O.
 
 Everything that happens elsewhere (watch events, connection states, user commands, the end of a
-handover, a deadline that passed) is queued to the loop and applied to the core (`step` or a command);
-the loop then ticks it and executes what `ready()` hands over: leadership changes through
-`BaseElector`, store actions through the `Store` (blocking, each with a timeout; its outcome goes back
-in as `Done`). Revoked callbacks run on a handover thread, so a slow callback holds back only its own
-role's successor, never the renewals that keep the other roles. Whom the core sees hold each role's key
+handover, a deadline that passed, the outcome of a store request) is queued to the loop and applied to the
+core (`step` or a command); the loop then ticks it and hands on what `ready()` gives: leadership changes
+through `BaseElector`, store actions to a lane. A lane is a thread that runs requests in order, each with a
+timeout, and queues each outcome back to the loop (`Done`). Renewals have a lane of their own (with the
+member's record, which the same entry holds), so a renewal is never sent late behind other work: a batch of
+thousands of creates at a cold start, a dead member's roles expired at once, a slow request. Role actions
+(create, expire, delete) go to the store as batches (`Store.execute_batch`: one request per
+`Store.batch_size` actions), so taking over hundreds of roles costs a few round trips rather than one per
+role. Revoked callbacks run on a handover thread, so a slow callback holds back only its own role's
+successor, never the renewals that keep the other roles. Whom the core sees hold each role's key
 (`Ready.seen`) goes to `observe`; each renewal's round trip to the store to the metrics.
 """
 
@@ -15,8 +20,7 @@ import logging
 import queue
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -25,7 +29,7 @@ from elect.contract import Characteristics
 from elect.core import Revoke
 from elect.errors import ElectError, NotLeader, TransferRefused
 from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import Done, MemberRecord, Observation, Renew, StoreAction
+from elect.lease.model import Create, Delete, Done, Expire, MemberRecord, Observation, Publish, Renew, StoreAction
 from elect.lease.options import _LeaseOptions
 from elect.roles import Role
 
@@ -76,9 +80,18 @@ class Task:
 
 Sink = Callable[[object], None]
 
+RoleAction = Create | Expire | Delete
+"""The actions on role keys, which a store takes in batches."""
+
+Outcome = tuple[bool, list[Observation]]
+"""One action's outcome in a batch: whether the store answered it (False: its outcome is unknown), and what it
+showed; an action the store answered but refused (another member was first) shows what the store holds now."""
+
 
 class Store(Protocol):
-    """The I/O a lease elector needs from a store; every call but `track` comes from the loop thread."""
+    """The I/O a lease elector needs from a store. `open`, `reopen`, `track`, `members` and `close` come from the
+    loop thread; `execute` and `execute_batch` from the two lanes, at the same time (a store whose client is not
+    thread-safe keeps a connection per thread)."""
 
     @property
     def requests(self) -> int:
@@ -93,8 +106,16 @@ class Store(Protocol):
     def track(self, roles: Iterable[Role]) -> None:
         """Make sure changes of these roles' keys are observed."""
 
+    @property
+    def batch_size(self) -> int:
+        """The most role actions `execute_batch` takes at once (a store's limit on one request)."""
+
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
         """Do one action; return what it showed. Raise StoreError / SessionLost on failure."""
+
+    def execute_batch(self, actions: Sequence[RoleAction], timeout: float) -> list[Outcome]:
+        """Do up to `batch_size` role actions at once, each succeeding or failing on its own; one outcome per
+        action, in order. Raise SessionLost if the session is gone, StoreError if the outcome of all is unknown."""
 
     def members(self, timeout: float) -> dict[str, MemberRecord]:
         """The membership directory read now from the store (session -> record), not from the watch: what
@@ -145,6 +166,46 @@ class _Lapsed:
     at: float
 
 
+@dataclass(frozen=True)
+class _Outcomes:
+    """What a lane's requests came to: (action, took effect, when sent, what it showed), for the session `epoch`."""
+
+    epoch: int
+    results: tuple[tuple[StoreAction, bool, float, list[Observation]], ...]
+
+
+@dataclass(frozen=True)
+class _Lost:
+    """A lane found the session `epoch` gone while doing `actions` (sent at `sent`)."""
+
+    epoch: int
+    actions: tuple[StoreAction, ...]
+    sent: float
+    error: str
+
+
+class _Lane:
+    """A thread that runs store requests in the order they come and reports each outcome to the loop."""
+
+    def __init__(self, name: str, perform: Callable[[int, list[StoreAction]], None]) -> None:
+        self._work: queue.SimpleQueue[tuple[int, list[StoreAction]] | None] = queue.SimpleQueue()
+        self._perform = perform
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def submit(self, epoch: int, actions: list[StoreAction]) -> None:
+        self._work.put((epoch, actions))
+
+    def close(self, timeout: float) -> None:
+        self._work.put(None)
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout)
+
+    def _run(self) -> None:
+        while (item := self._work.get()) is not None:
+            self._perform(*item)
+
+
 class LeaseElector(BaseElector):
     """A member of a lease group on some store; `etcd.create` and `zookeeper.create` build one."""
 
@@ -163,6 +224,8 @@ class LeaseElector(BaseElector):
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._handovers: queue.SimpleQueue[Revoke | None] = queue.SimpleQueue()
         self._core: LeaseCore | None = None
+        self._lanes: dict[str, _Lane] = {}
+        self._epoch = 0  # the session's number: outcomes of requests made for an earlier one are dropped
         self._session_down = False
         self._reopen_at = 0.0
         self._abort = threading.Event()
@@ -190,6 +253,7 @@ class LeaseElector(BaseElector):
         for obs in opened.observations:
             core.step(obs, now)
         self._core = core
+        self._lanes = {lane: _Lane(f"elect-lease-{lane}-{self.member}", self._perform) for lane in ("renew", "store")}
         for target, name in ((self._run, "loop"), (self._run_handovers, "handover")):
             thread = threading.Thread(target=target, name=f"elect-lease-{name}-{self.member}", daemon=True)
             self._threads.append(thread)
@@ -327,6 +391,7 @@ class LeaseElector(BaseElector):
         finally:
             for role in list(self._leaderships):
                 self._fence(role)
+            self._close_lanes()
             try:
                 self._store.close(self.options.timeout)
             except Exception as exc:
@@ -334,6 +399,10 @@ class LeaseElector(BaseElector):
             self._finished.set()
             for waiter in self._waiters:
                 waiter.done.set()
+
+    def _close_lanes(self) -> None:
+        for lane in self._lanes.values():
+            lane.close(self.options.timeout + 1)
 
     def _apply(self, item: object) -> None:
         core = self._core
@@ -371,6 +440,15 @@ class LeaseElector(BaseElector):
             self._lose_session(now)
         elif isinstance(item, Task):
             item.fn()
+        elif isinstance(item, _Outcomes):
+            if item.epoch == self._epoch:
+                self._outcomes(item)
+        elif isinstance(item, _Lost):
+            if item.epoch == self._epoch and not self._session_down:
+                log.warning("elect: %s: session lost (%s)", self.member, item.error)
+                for action in item.actions:
+                    core.step(Done(action, False, item.sent), now)
+                self._lose_session(time.monotonic())
         else:
             core.step(item, now)  # type: ignore[arg-type]
 
@@ -383,22 +461,16 @@ class LeaseElector(BaseElector):
             self._apply(item)
 
     def _step(self) -> None:
-        """Execute the core's decisions, feeding each store action's outcome back before the next.
-
-        Leadership changes and handovers cost no I/O and take effect at once; store actions queue in
-        order, so a store that times out every request slows them all alike and starves none.
-        """
-        core = self._core
-        assert core is not None
-        work: deque[StoreAction] = deque(self._decide(time.monotonic()))
-        while work and not self._abort.is_set() and not core.finished and not self._session_down:
-            action = work.popleft()
-            self._drain()
-            if self._session_down:
-                break  # dropped: rebind() forgets what was in flight
-            self._execute(action)
-            if not self._session_down:
-                work.extend(self._decide(time.monotonic()))
+        """Tick the core and hand its store actions to the lanes: renewals to their own, the rest in order to the
+        other (role actions as one batch). Leadership changes and handovers cost no I/O and take effect at once;
+        the outcomes come back through the queue, each stepped in before the core decides again."""
+        actions = self._decide(time.monotonic())
+        renewals: list[StoreAction] = [a for a in actions if isinstance(a, Renew | Publish)]
+        others: list[StoreAction] = [a for a in actions if not isinstance(a, Renew | Publish)]
+        if renewals:  # both write the member's own entry: in order, on one lane (a record never goes back)
+            self._lanes["renew"].submit(self._epoch, renewals)
+        if others:
+            self._lanes["store"].submit(self._epoch, others)
 
     def _decide(self, now: float) -> list[StoreAction]:
         """Tick the core, apply its leadership changes and start handovers; return its store actions."""
@@ -415,29 +487,55 @@ class LeaseElector(BaseElector):
             self._saw(seen.role, seen.leader, seen.token)
         return ready.messages
 
-    def _execute(self, action: StoreAction) -> None:
+    def _perform(self, epoch: int, actions: list[StoreAction]) -> None:
+        """On a lane: run `actions` (role actions in batches of `batch_size`), queueing each outcome to the loop."""
+        timeout = self.options.timeout
+        singles = [a for a in actions if not isinstance(a, (Create, Expire, Delete))]
+        batch = [a for a in actions if isinstance(a, (Create, Expire, Delete))]
+        for action in singles:
+            if epoch != self._epoch or self._abort.is_set():
+                return
+            sent = time.monotonic()
+            ok, seen = True, []
+            try:
+                seen = self._store.execute(action, timeout)
+            except SessionLost as exc:
+                self._queue.put(_Lost(epoch, (action, *batch), sent, str(exc)))
+                return
+            except StoreError as exc:
+                log.info("elect: %s: %s failed: %s", self.member, type(action).__name__, exc)
+                ok = False
+                if isinstance(exc, Refuted):
+                    seen = exc.observations
+            self._queue.put(_Outcomes(epoch, ((action, ok, sent, seen),)))
+        size = max(1, self._store.batch_size)
+        for start in range(0, len(batch), size):
+            chunk = batch[start:start + size]
+            if epoch != self._epoch or self._abort.is_set():
+                return
+            sent = time.monotonic()
+            try:
+                outcomes = self._store.execute_batch(chunk, timeout)
+            except SessionLost as exc:
+                self._queue.put(_Lost(epoch, tuple(batch[start:]), sent, str(exc)))
+                return
+            except StoreError as exc:
+                log.info("elect: %s: a batch of %d role actions failed: %s", self.member, len(chunk), exc)
+                outcomes = [(False, [])] * len(chunk)
+            self._queue.put(_Outcomes(epoch, tuple((action, ok, sent, seen)
+                                                   for action, (ok, seen) in zip(chunk, outcomes, strict=True))))
+
+    def _outcomes(self, item: _Outcomes) -> None:
+        """Step what the lane's requests showed, then their outcomes, into the core."""
         core = self._core
         assert core is not None
-        sent = time.monotonic()
-        ok, seen = True, []
-        try:
-            seen = self._store.execute(action, self.options.timeout)
-        except SessionLost as exc:
-            log.warning("elect: %s: session lost (%s)", self.member, exc)
-            core.step(Done(action, False, sent), time.monotonic())
-            self._lose_session(time.monotonic())
-            return
-        except StoreError as exc:
-            log.info("elect: %s: %s failed: %s", self.member, type(action).__name__, exc)
-            ok = False
-            if isinstance(exc, Refuted):
-                seen = exc.observations
         now = time.monotonic()
-        if ok and isinstance(action, Renew):
-            self._renewed(now - sent)
-        for obs in seen:
-            core.step(obs, now)
-        core.step(Done(action, ok, sent), now)
+        for action, ok, sent, seen in item.results:
+            if ok and isinstance(action, Renew):
+                self._renewed(now - sent)
+            for obs in seen:
+                core.step(obs, now)
+            core.step(Done(action, ok, sent), now)
 
     def _lose_session(self, now: float) -> None:
         core = self._core
@@ -445,6 +543,7 @@ class LeaseElector(BaseElector):
         core.suspended(now)
         self._decide(now)  # fence now; store actions wait for the new session (rebind forgets them)
         self._session_down = True
+        self._epoch += 1  # what the lanes still do for the old session is dropped
         self._reopen_at = now
 
     def _try_reopen(self) -> None:
@@ -473,11 +572,34 @@ class LeaseElector(BaseElector):
         self._waiters = pending
 
     def _run_handovers(self) -> None:
+        """Revoke what the loop hands over, in batches: every queued role's `Revoked` is published at once, then
+        each is released as its callbacks return. The dispatcher runs callbacks in order on one thread, so waiting
+        in that order loses nothing, and a member shedding hundreds of roles pays one thread handoff per batch
+        rather than one per role (200 roles a second, one at a time, on a busy machine)."""
         while True:
             item = self._handovers.get()
             if item is None:
                 return
+            batch = [item]
+            while True:
+                try:
+                    more = self._handovers.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._handovers.put(None)  # handled once this batch is released
+                    break
+                batch.append(more)
+            released: set[Role] = set()
             try:
-                self._revoke(item.role, wait=True)
+                begun = [(revoke.role, self._begin_revoke(revoke.role)) for revoke in batch]
+                for role, done in begun:
+                    if done is not None and not done.wait(self.revoke_timeout):
+                        log.warning("elect: %s: Revoked callbacks for %r still running after %ss; handing over",
+                                    self.member, role, self.revoke_timeout)
+                    self._queue.put(_Released(role))
+                    released.add(role)
             finally:
-                self._queue.put(_Released(item.role))
+                for revoke in batch:
+                    if revoke.role not in released:
+                        self._queue.put(_Released(revoke.role))

@@ -21,12 +21,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from elect.contract import Characteristics
 from elect.errors import AccessRefused, InfrastructureUnavailable
-from elect.lease.driver import LeaseElector, Opened, SessionLost, Sink, StoreError
+from elect.lease.driver import LeaseElector, Opened, Outcome, RoleAction, SessionLost, Sink, StoreError
 from elect.lease.etcd_gateway import (
     JSON,
     Access,
@@ -68,13 +68,20 @@ class StoreRefused(StoreError):
     on trying (its roles lapse by their deadlines)."""
 
 
+class TooManyOps(StoreError):
+    """etcd refused a transaction for its number of operations (`--max-txn-ops`)."""
+
+
 class EtcdStore:
     """The `Store` of `elect.lease.driver` on etcd."""
 
     def __init__(self, options: EtcdOptions, member: str) -> None:
         self.options = options
         self.member = member
-        self._gw = Gateway(options.endpoints, Access.of(options))
+        self._access = Access.of(options)
+        self._gw = Gateway(options.endpoints, self._access)  # the loop thread's: open, members, close, the watch
+        self._local = threading.local()  # each lane's own gateway (`_lane_gateway`): one HTTP connection per thread
+        self._lane_gateways: list[Gateway] = []
         self._prefix = options.key_prefix
         self._roles = self._prefix + "roles/"
         self._members = self._prefix + "members/"
@@ -90,9 +97,21 @@ class EtcdStore:
         self._unseen: tuple[int, float] | None = None  # (own renewal's revision, when) not yet watched
         self._watch_requests = 0
 
+    #: etcd refuses a transaction with more operations than its `--max-txn-ops` (128 by default, nested ones
+    #: counted); a server set lower is met by halving (`execute_batch`).
+    batch_size = 100
+
     @property
     def requests(self) -> int:
-        return self._gw.requests + self._watch_requests
+        return self._gw.requests + sum(gw.requests for gw in self._lane_gateways) + self._watch_requests
+
+    def _lane_gateway(self) -> Gateway:
+        """This thread's gateway (`http.client` connections are not thread-safe; the lanes run at once)."""
+        gw: Gateway | None = getattr(self._local, "gateway", None)
+        if gw is None:
+            gw = self._local.gateway = Gateway(self.options.endpoints, self._access)
+            self._lane_gateways.append(gw)
+        return gw
 
     # ------------------------------------------------------------------------------------------ session
     def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
@@ -158,55 +177,88 @@ class EtcdStore:
                 if self._watch is not None:
                     self._watch.close()
             self._gw.close()
+            for gw in self._lane_gateways:
+                gw.close()
             if self._watch_thread is not None and self._watch_thread is not threading.current_thread():
                 self._watch_thread.join(timeout + 1)
 
     # ------------------------------------------------------------------------------------------ actions
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
+        gw = self._lane_gateway()
         if isinstance(action, Renew):
-            return self._renew(timeout)
+            return self._renew(gw, timeout)
         if isinstance(action, KeepAlive):
             sent = time.monotonic()
-            data = self._call("lease/keepalive", {"ID": self._lease}, timeout).get("result", {})
+            data = self._call("lease/keepalive", {"ID": self._lease}, timeout, gw).get("result", {})
             ttl = int(data.get("TTL", 0))
             if ttl <= 0:
                 raise SessionLost(f"lease {self.session} expired")
             return [LeaseSeen(sent + ttl)]
-        if isinstance(action, Create):
-            key = self._role_key(action.role)
-            # no lease: only Delete and Expire (both timed by the core) may remove a role key
-            put = {"request_put": {"key": b64(key), "value": b64(encode_holder(self.member, self.session))}}
-            data = self._txn([_compare(key, "CREATE", 0)], [put], [self._range(key, prefix=False)], timeout)
-            if data.get("succeeded"):
-                rev = revision(data)
-                return [RoleSeen(action.role, Holder(self.session, self.member, rev), rev)]
-            return [self._role_seen(action.role, data)]
-        if isinstance(action, Expire):
-            key, member = self._role_key(action.role), self._member_key(action.holder.session)
-            data = self._txn([_compare(key, "CREATE", action.holder.token), _compare(member, "MOD", action.version)],
-                             [{"request_delete_range": {"key": b64(key)}}],
-                             [self._range(key, prefix=False), self._range(member, prefix=False)], timeout)
-            if data.get("succeeded"):
-                return [RoleSeen(action.role, None, revision(data))]
-            return [self._role_seen(action.role, data), self._member_seen(action.holder.session, data)]
-        if isinstance(action, Delete):
-            key = self._role_key(action.role)
-            data = self._txn([_compare(key, "CREATE", action.token)], [{"request_delete_range": {"key": b64(key)}}],
-                             [self._range(key, prefix=False)], timeout)
-            if data.get("succeeded"):
-                return [RoleSeen(action.role, None, revision(data))]
-            return [self._role_seen(action.role, data)]
+        if isinstance(action, (Create, Expire, Delete)):
+            answered, seen = self.execute_batch([action], timeout)[0]
+            if not answered:
+                raise StoreError(f"{type(action).__name__} {action.role!r}: no answer")
+            return seen
         if isinstance(action, Publish):
             self._call("kv/put", {"key": b64(self._member_key(self.session)),
-                                  "value": b64(encode_record(action.record)), "lease": self._lease}, timeout)
+                                  "value": b64(encode_record(action.record)), "lease": self._lease}, timeout, gw)
             return []
         raise StoreError(f"etcd cannot {type(action).__name__}")
 
-    def _renew(self, timeout: float) -> list[Observation]:
+    def execute_batch(self, actions: Sequence[RoleAction], timeout: float) -> list[Outcome]:
+        """One transaction of nested ones, one per action, each with its own compares: the outer one always
+        succeeds and each inner one decides for its own role (etcd applies them all at one revision)."""
+        inner = [self._role_txn(action) for action in actions]
+        try:
+            data = self._call("kv/txn", {"compare": [], "success": [{"request_txn": txn} for txn in inner],
+                                         "failure": []}, timeout, self._lane_gateway())
+        except TooManyOps:
+            if len(actions) == 1:
+                raise StoreError("etcd refuses even a single role's transaction: too many operations") from None
+            half = len(actions) // 2
+            self.batch_size = max(1, min(self.batch_size, half))
+            log.warning("elect: etcd refused %d operations in one transaction (its --max-txn-ops); batches of %d "
+                        "from now on", len(actions), self.batch_size)
+            return self.execute_batch(actions[:half], timeout) + self.execute_batch(actions[half:], timeout)
+        rev = revision(data)
+        responses = data.get("responses", [])
+        if len(responses) != len(actions):
+            raise StoreError(f"etcd answered {len(responses)} of {len(actions)} transactions")
+        return [self._role_outcome(action, response.get("response_txn", {}), rev)
+                for action, response in zip(actions, responses, strict=True)]
+
+    def _role_txn(self, action: RoleAction) -> JSON:
+        key = self._role_key(action.role)
+        delete = {"request_delete_range": {"key": b64(key)}}
+        if isinstance(action, Create):
+            # no lease: only Delete and Expire (both timed by the core) may remove a role key
+            put = {"request_put": {"key": b64(key), "value": b64(encode_holder(self.member, self.session))}}
+            return {"compare": [_compare(key, "CREATE", 0)], "success": [put],
+                    "failure": [self._range(key, prefix=False)]}
+        if isinstance(action, Expire):
+            member = self._member_key(action.holder.session)
+            return {"compare": [_compare(key, "CREATE", action.holder.token), _compare(member, "MOD", action.version)],
+                    "success": [delete], "failure": [self._range(key, prefix=False), self._range(member, prefix=False)]}
+        return {"compare": [_compare(key, "CREATE", action.token)], "success": [delete],
+                "failure": [self._range(key, prefix=False)]}
+
+    def _role_outcome(self, action: RoleAction, txn: JSON, rev: int) -> Outcome:
+        """What one inner transaction came to (`txn`: its response, without a header of its own): answered either
+        way, with what etcd holds now when its compares failed (another member was first)."""
+        data = {**txn, "header": {"revision": rev}}
+        if txn.get("succeeded"):
+            if isinstance(action, Create):
+                return True, [RoleSeen(action.role, Holder(self.session, self.member, rev), rev)]
+            return True, [RoleSeen(action.role, None, rev)]
+        if isinstance(action, Expire):
+            return True, [self._role_seen(action.role, data), self._member_seen(action.holder.session, data)]
+        return True, [self._role_seen(action.role, data)]
+
+    def _renew(self, gw: Gateway, timeout: float) -> list[Observation]:
         key = self._member_key(self.session)
         touch = {"request_put": {"key": b64(key), "ignore_value": True, "ignore_lease": True}}
         data = self._txn([_compare(key, "CREATE", 0, "GREATER")],
-                         [touch, self._range(self._roles), self._range(self._members)], [], timeout)
+                         [touch, self._range(self._roles), self._range(self._members)], [], timeout, gw)
         if not data.get("succeeded"):
             raise SessionLost(f"membership entry of session {self.session} is gone (lease expired)")
         self._check_watch(revision(data))
@@ -317,15 +369,18 @@ class EtcdStore:
             request["range_end"] = b64(range_end(key))
         return {"request_range": request}
 
-    def _txn(self, compare: list[JSON], success: list[JSON], failure: list[JSON], timeout: float) -> JSON:
-        return self._call("kv/txn", {"compare": compare, "success": success, "failure": failure}, timeout)
+    def _txn(self, compare: list[JSON], success: list[JSON], failure: list[JSON], timeout: float,
+             gw: Gateway | None = None) -> JSON:
+        return self._call("kv/txn", {"compare": compare, "success": success, "failure": failure}, timeout, gw)
 
-    def _call(self, path: str, body: JSON, timeout: float) -> JSON:
+    def _call(self, path: str, body: JSON, timeout: float, gw: Gateway | None = None) -> JSON:
         try:
-            return self._gw.call(path, body, timeout)
+            return (gw or self._gw).call(path, body, timeout)
         except GatewayError as exc:
             if exc.not_found and "lease" in exc.message:
                 raise SessionLost(exc.message) from None
+            if "too many operations" in exc.message:
+                raise TooManyOps(exc.message) from None
             raise StoreError(str(exc)) from None
         except Unreachable as exc:
             raise StoreError(f"etcd unreachable: {exc}") from None

@@ -44,12 +44,25 @@ import math
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from elect.contract import Characteristics
 from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
-from elect.lease.driver import Gone, LeaseElector, Opened, Refuted, SessionLost, Sink, StoreError, Suspended, Task
+from elect.lease.driver import (
+    Gone,
+    LeaseElector,
+    Opened,
+    Outcome,
+    Refuted,
+    RoleAction,
+    SessionLost,
+    Sink,
+    StoreError,
+    Suspended,
+    Task,
+)
 from elect.lease.model import (
     Create,
     Delete,
@@ -74,6 +87,14 @@ Report = Callable[[bytes | None, Any, int], None]
 
 GONE = 2 ** 63
 """The order (rev) of a report that a member node is gone: after every other, as a session's node never returns."""
+
+HALVINGS = 3
+"""How many times a refused `multi` of role actions is halved and sent again (at most 2**3 parts): a few refusals
+among many are found and answered; a batch refused throughout (its member's view of the roles was behind: another
+member took them all first) is given up after 14 requests and decided again on what the watches show by then."""
+
+ABSENT = -1
+"""The version `_held` notes for a role node that does not exist."""
 
 SESSION_FACTOR = 2.0
 """The ZooKeeper session asked for is this many times `session_timeout`: contenders time a holder's silence
@@ -101,10 +122,16 @@ class _NodeWatch:
         self.first = threading.Event()
         self.stopped = False
 
-    def arm(self) -> None:
-        if not self.stopped:
-            self._store.count()
+    def arm(self, exists: bool = True) -> None:
+        """Watch the node from now on; `exists` False: it is known not to exist (an `exists` watch at once, rather
+        than a read that finds nothing first)."""
+        if self.stopped:
+            return
+        self._store.count()
+        if exists:
             self._store.client.get_async(self.path, watch=self._fired).rawlink(self._on_get_watched)
+        else:
+            self._store.client.exists_async(self.path, watch=self._fired).rawlink(self._on_exists)
 
     def _fired(self, event: object) -> None:
         self.arm()
@@ -172,10 +199,14 @@ class ZooKeeperStore:
         self._roles = options.root + "/roles"
         self.session = ""
         self._record = b""  # this member's record as last written: every renewal writes it again
-        self._client: Any = None
+        self._client: Any = None  # the member's session: its node, renewals, every write
+        self._watcher: Any = None  # a session of its own for the watches (see `_connect`)
         self._sink: Sink | None = None
         self._tracked: dict[Role, _NodeWatch] = {}
-        self._held: dict[Role, tuple[int, Holder | None, int]] = {}  # role -> (rev, holder, node version) seen last
+        self._member_reads: dict[str, list[tuple[Role, int]]] = {}  # session -> freed roles waiting for its read
+        self._freeing: set[Role] = set()  # roles whose release is on its way to the store: left out of renewals
+        self._held: dict[Role, tuple[int, Holder | None, int]] = {}  # role -> (rev, holder, node version; -1: no
+        # node) as seen last
         self._member_watches: dict[str, _NodeWatch] = {}
         self._lock = threading.Lock()
         self._children_first = threading.Event()
@@ -192,7 +223,8 @@ class ZooKeeperStore:
 
     @property
     def client(self) -> Any:
-        return self._client
+        """The watches' client (`_NodeWatch` arms its watches there)."""
+        return self._watcher
 
     # ------------------------------------------------------------------------------------------ session
     def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
@@ -239,6 +271,9 @@ class ZooKeeperStore:
                 raise StoreError(f"a new ZooKeeper client did not connect: {exc}") from None
         if not self._client.connected:
             raise StoreError("not connected to ZooKeeper")
+        if self._watcher is None or self._died(self._watcher):
+            self._stop_client(self._watcher)
+            self._watcher = self._start_client(timeout, watches=True)
         return self._register(record, timeout)
 
     def _acl(self) -> list[Any] | None:
@@ -276,26 +311,40 @@ class ZooKeeperStore:
                 f"another identity (a wrong user or password, or a group made without user=) ({detail})")
 
     def _connect(self, timeout: float) -> None:
-        """A new client, connected within `timeout` (kazoo's own retries reconnect it after a drop)."""
+        """Two new clients, each connected within `timeout` (kazoo's own retries reconnect them after a drop): the
+        member's session, which makes every write, and one for the watches. ZooKeeper answers a session's requests
+        in order, and every member re-arms a watch with a read after each change of a node it watches (a role
+        changing hands, another member's renewal): in one session a renewal waited behind those reads, hundreds
+        at a cold start or a failover of 600 roles (a 200-write `multi` sent behind 1,200 reads: 105 ms in one
+        session, 16 ms in a session of its own, on an idle machine), and renewals timed out. Only the member's
+        session's state fences its leaderships; the watches' session re-arms every watch when it reconnects."""
+        deadline = time.monotonic() + timeout
+        self._client = self._start_client(timeout, watches=False)
+        self._watcher = self._start_client(max(0.0, deadline - time.monotonic()), watches=True)
+
+    def _start_client(self, timeout: float, *, watches: bool) -> Any:
         from kazoo.client import KazooClient
         from kazoo.retry import KazooRetry
+
+        from elect.lease.kazoo_poll import PollHandler
 
         retry = KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5)
         o = self.options
         self._connect_error = None
-        self._client = KazooClient(hosts=",".join(o.hosts), timeout=o.session_timeout * SESSION_FACTOR,
-                                   connection_retry=retry,
-                                   logger=logging.getLogger("elect.lease.kazoo"),
-                                   **client_security(o, self._password, self._acl()))
-        self._capture_negotiated_timeout()
-        self._client.add_listener(self._on_state)
-        started = self._client.start_async()  # as KazooClient.start, but a TLS refusal ends the wait at once
+        client = KazooClient(hosts=",".join(o.hosts), timeout=o.session_timeout * SESSION_FACTOR,
+                             connection_retry=retry, logger=logging.getLogger("elect.lease.kazoo"),
+                             handler=PollHandler(), **client_security(o, self._password, self._acl()))
+        self._capture_negotiated_timeout(client, record=not watches)
+        client.add_listener(self._on_watcher_state if watches else self._on_state)
+        started = client.start_async()  # as KazooClient.start, but a TLS refusal ends the wait at once
         deadline = time.monotonic() + timeout
         while not started.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
             if self._tls_refusal() is not None or time.monotonic() >= deadline:
                 break
-        if not self._client.connected:
+        if not client.connected:
+            self._stop_client(client)
             raise ConnectionError(self._tls_refusal() or f"no connection within {timeout:g} s")
+        return client
 
     def _tls_refusal(self) -> str | None:
         """What the last failed connection attempt says was refused (TLS), if anything."""
@@ -305,37 +354,48 @@ class ZooKeeperStore:
         return tls_refusal(said, "ZooKeeper", ",".join(self.options.hosts), tls=self.options.uses_tls)
 
     def _connection_died(self) -> bool:
+        """kazoo's connection thread of the member's session ended although the client was not stopped (see
+        `_died`)."""
+        return self._died(self._client)
+
+    @staticmethod
+    def _died(client: Any) -> bool:
         """kazoo's connection thread ended although the client was not stopped: an exception inside kazoo
         (seen: "xids do not match" after read time-outs under load) ends it, and then nothing reconnects."""
-        client = self._client
         connection = getattr(client, "_connection", None)
         stopped = getattr(connection, "connection_stopped", None)
         return client is not None and stopped is not None and stopped.is_set() and \
             not client._stopped.is_set()
 
     def _register(self, record: MemberRecord, timeout: float) -> Opened:
-        """Enter the membership directory under the current session and (re)arm every watch."""
-        try:
-            session = f"{self._client.client_id[0]:x}"
-            self.count()
-            data = encode_record(record)
-            self._client.create_async(self._member_path(session), data, ephemeral=True).get(timeout=timeout)
-        except Exception as exc:
-            raise self._error(exc) from None
-        self.session = session
-        self._record = data
-        self._rearm()
+        """(Re)arm every watch, wait for their first reports, then enter the membership directory under the current
+        session. In that order because the others count a member from the moment its node appears: one that
+        appeared before it could see the roles (600 role watches armed at a cold start take a while) was left the
+        roles it did not yet take, which their holders shed to it and took back after `fair_delay`, again and
+        again, for seconds."""
         deadline = time.monotonic() + timeout
+        self._rearm()
         self._children_first.wait(timeout)
         with self._lock:
             watches = [*self._member_watches.values(), *self._tracked.values()]
         for watch in watches:  # the first reports are queued before the core decides anything
             watch.first.wait(max(0.0, deadline - time.monotonic()))
+        try:
+            session = f"{self._client.client_id[0]:x}"
+            self.count()
+            data = encode_record(record)
+            self._client.create_async(self._member_path(session), data, ephemeral=True).get(
+                timeout=max(0.0, deadline - time.monotonic()))
+        except Exception as exc:
+            raise self._error(exc) from None
+        self.session = session
+        self._record = data
         return Opened(session, math.inf, [])
 
-    def _capture_negotiated_timeout(self) -> None:
-        """Record the session timeout the server granted (kazoo keeps it private), and why an attempt failed."""
-        connection = getattr(self._client, "_connection", None)
+    def _capture_negotiated_timeout(self, client: Any, *, record: bool) -> None:
+        """Record the session timeout the server granted (kazoo keeps it private; `record`: the member's session),
+        and why an attempt failed."""
+        connection = getattr(client, "_connection", None)
         connect = getattr(connection, "_connect", None)
         if connect is None:
             return
@@ -351,7 +411,8 @@ class ZooKeeperStore:
             except Exception as exc:  # kept: why connecting failed (a TLS refusal is named at start)
                 self._connect_error = f"{type(exc).__name__}: {exc}"
                 raise
-            self.negotiated = read_timeout * 1.5 / 1000.0  # kazoo reads for 2/3 of the negotiated timeout
+            if record:
+                self.negotiated = read_timeout * 1.5 / 1000.0  # kazoo reads for 2/3 of the negotiated timeout
             return read_timeout, connect_timeout
 
         connection._connect = capturing  # type: ignore[union-attr]
@@ -376,7 +437,10 @@ class ZooKeeperStore:
             self._sink(Suspended())
         elif state == "LOST":
             self._sink(Gone())
-        elif state == "CONNECTED":
+
+    def _on_watcher_state(self, state: str) -> None:
+        """The watches' session (re)connected: every watch is armed again (a new session has none)."""
+        if self._sink is not None and state == "CONNECTED":
             self._sink(Task(self._rearm))
 
     def track(self, roles: Iterable[Role]) -> None:
@@ -386,7 +450,7 @@ class ZooKeeperStore:
                 self._tracked.pop(role).stopped = True
         for role in wanted - set(self._tracked):
             watch = self._tracked[role] = _NodeWatch(self, self._role_path(role), self._role_report(role))
-            if self._client is not None and self._client.connected:
+            if self._watcher is not None and self._watcher.connected:
                 watch.arm()
 
     def close(self, timeout: float) -> None:
@@ -396,26 +460,43 @@ class ZooKeeperStore:
         self._shutdown()
 
     def _shutdown(self) -> None:
-        if self._client is None:
+        self._stop_client(self._client)  # closes the session: the server drops our ephemeral nodes at once
+        self._stop_client(self._watcher)
+
+    @staticmethod
+    def _stop_client(client: Any) -> None:
+        if client is None:
             return
         try:
-            self._client.stop()  # closes the session: the server drops our ephemeral nodes at once
-            self._client.close()
+            client.stop()
+            client.close()
         except Exception as exc:
             log.info("elect: closing the ZooKeeper client: %s", exc)
 
     # ------------------------------------------------------------------------------------------ watches
     def _rearm(self) -> None:
-        self.count()
-        self._client.get_children_async(self._members, watch=self._members_fired).rawlink(self._on_children)
+        """Arm every watch again (a new session of the watches has none). The role nodes are listed first, so a
+        role node not yet made (every one, in a new group) costs one request, not a read and then a watch."""
+        if self._watcher is None or not self._watcher.connected:
+            return  # armed once it connects (its CONNECTED comes here again)
+        self.count(2)
+        self._watcher.get_children_async(self._members, watch=self._members_fired).rawlink(self._on_children)
+        self._watcher.get_children_async(self._roles).rawlink(self._arm_roles)
+
+    def _arm_roles(self, listed: Any) -> None:
+        try:
+            names: set[str] | None = set(listed.get())
+        except Exception:  # connection trouble: each watch finds out for itself
+            names = None
         with self._lock:
             watches = [*self._member_watches.values(), *self._tracked.values()]
         for watch in watches:
-            watch.arm()
+            watch.arm(exists=names is None or watch.path.rpartition("/")[2] in names or
+                      not watch.path.startswith(self._roles + "/"))
 
     def _members_fired(self, event: object) -> None:
         self.count()
-        self._client.get_children_async(self._members, watch=self._members_fired).rawlink(self._on_children)
+        self._watcher.get_children_async(self._members, watch=self._members_fired).rawlink(self._on_children)
 
     def _on_children(self, result: Any) -> None:
         try:
@@ -455,10 +536,18 @@ class ZooKeeperStore:
         and a member watch reads the new record only in a round trip of its own. Seen role first, the holder
         would still count as a live member below its fair share wanting the role, for which the survivors leave
         it free for `fair_delay`: a quarter of the TTL added to every failover and every handover. The server
-        answers this session's requests in order, so a read sent now sees the expiry, or the new record."""
+        answers this session's requests in order, so a read sent now sees the expiry, or the new record. Roles of
+        one holder freed together (its stop, a contender's expiry of hundreds) share one read: any read sent after
+        the first of them was seen freed is sent after the record changed."""
         with self._lock:
             watch = self._member_watches.get(session)
-        if watch is None or self._client is None:
+            waiting = self._member_reads.get(session)
+            if watch is not None and self._watcher is not None and waiting is not None:
+                waiting.append((role, rev))  # a read of that member is on its way: report with it
+                return
+            if watch is not None and self._watcher is not None:
+                self._member_reads[session] = [(role, rev)]
+        if watch is None or self._watcher is None:
             self._emit(RoleSeen(role, None, rev))
             return
 
@@ -473,10 +562,13 @@ class ZooKeeperStore:
                 pass  # connection trouble: the member watch reports it once re-armed
             else:
                 watch.seen(data or b"", stat)
-            self._emit(RoleSeen(role, None, rev))
+            with self._lock:
+                freed = self._member_reads.pop(session, [])
+            for role, rev in freed:
+                self._emit(RoleSeen(role, None, rev))
 
         self.count()
-        self._client.get_async(self._member_path(session)).rawlink(read)
+        self._watcher.get_async(self._member_path(session)).rawlink(read)
 
     def _member_report(self, session: str) -> Report:
         def report(data: bytes | None, stat: Any, rev: int) -> None:
@@ -497,6 +589,11 @@ class ZooKeeperStore:
 
     # ------------------------------------------------------------------------------------------ actions
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
+        if isinstance(action, (Create, Expire, Delete)):
+            answered, seen = self.execute_batch([action], timeout)[0]
+            if not answered:
+                raise StoreError(f"{type(action).__name__} {action.role!r}: no answer")
+            return seen
         if self._connection_died():
             raise SessionLost("the ZooKeeper client's connection loop stopped")
         try:
@@ -529,6 +626,174 @@ class ZooKeeperStore:
             return []
         raise StoreError(f"ZooKeeper cannot {type(action).__name__}")
 
+    #: Role actions in one `multi` (ZooKeeper's jute.maxbuffer, 1 MB by default, bounds a request: a few hundred
+    #: bytes per action).
+    batch_size = 1000
+
+    def execute_batch(self, actions: Sequence[RoleAction], timeout: float) -> list[Outcome]:
+        """The actions as one `multi`: a conditional write per role node at the version this store last saw it
+        (`_held`), so no read comes first, and one request for all (in kazoo a `multi` of 500 writes took 10 ms
+        where 500 pipelined requests took 200 ms). A `multi` is all or nothing and names only its first failure, so
+        one that fails (a node moved on: another member was first, or a holder renewed) is halved and each half sent
+        again (`HALVINGS`), and an action refused on its own is answered by a read (`_read_back`): a few refusals
+        among hundreds of actions cost a few requests each. An action this store cannot write blind (an expiry of a
+        holder whose member node was never seen) takes the one-at-a-time path. Roles being released are left out of the
+        renewals made meanwhile (`_renew`), whose version check the release would otherwise refute."""
+        if self._connection_died():
+            raise SessionLost("the ZooKeeper client's connection loop stopped")
+        freeing = {a.role for a in actions if isinstance(a, Delete)}
+        with self._lock:  # a renewal made meanwhile leaves them out: its check would race the release
+            self._freeing |= freeing
+        try:
+            return self._batch(actions, timeout)
+        except (StoreError, ConfigError):
+            raise
+        except Exception as exc:
+            raise self._error(exc) from None
+        finally:
+            with self._lock:
+                self._freeing -= freeing
+
+    def _batch(self, actions: Sequence[RoleAction], timeout: float) -> list[Outcome]:
+        deadline = time.monotonic() + timeout
+        outcomes: list[Outcome | None] = [None] * len(actions)
+        pending: list[tuple[int, list[tuple[str, tuple[Any, ...]]]]] = []  # (index, its operations)
+        for i, action in enumerate(actions):
+            ops = self._blind(action)
+            if isinstance(ops, list) and ops and isinstance(ops[0], RoleSeen | MemberSeen):
+                outcomes[i] = (True, ops)  # what this store knows already answers it
+            elif ops is None:
+                outcomes[i] = self._one(action, deadline)
+            else:
+                pending.append((i, ops))
+        refused: list[int] = []
+        groups = [(pending, 0)] if pending else []
+        while groups:  # a multi that fails names only its first failure: halve it, a few times
+            group, depth = groups.pop()
+            if self._multi(actions, group, outcomes, deadline):
+                continue
+            if len(group) == 1:
+                refused.append(group[0][0])
+            elif depth < HALVINGS:
+                groups += [(group[len(group) // 2:], depth + 1), (group[:len(group) // 2], depth + 1)]
+            # else: left unanswered (not done); the core tries again after `retry_interval`, on a fresher view
+        self._read_back(actions, refused, outcomes, deadline)
+        return [outcome if outcome is not None else (False, []) for outcome in outcomes]
+
+    def _multi(self, actions: Sequence[RoleAction], group: list[tuple[int, list[tuple[str, tuple[Any, ...]]]]],
+               outcomes: list[Outcome | None], deadline: float) -> bool:
+        """Send `group`'s operations as one `multi`; True (and each action's outcome) if it went through."""
+        from kazoo.exceptions import NoNodeError
+
+        txn = self._client.transaction()
+        for _, ops in group:
+            for name, args in ops:
+                getattr(txn, name)(*args)
+        self.count()
+        results = txn.commit_async().get(timeout=max(0.0, deadline - time.monotonic()))
+        if any(isinstance(r, Exception) for r in results):
+            if len(group) == 1 and isinstance(actions[group[0][0]], Delete) and isinstance(results[0], NoNodeError):
+                raise SessionLost(f"membership node of session {self.session} is gone")
+            return False
+        stats = self._stats(results, deadline)
+        at = 0
+        for i, ops in group:
+            at += len(ops)
+            outcomes[i] = (True, [self._written(actions[i], stats[at - 1])])
+        return True
+
+    def _read_back(self, actions: Sequence[RoleAction], refused: list[int], outcomes: list[Outcome | None],
+                   deadline: float) -> None:
+        """Answer each refused action (its node moved on: another member was first, or a holder renewed) with what
+        the store holds now: its role node and, for an expiry, the holder's member node, read all at once."""
+        from kazoo.exceptions import SessionExpiredError
+
+        reads = []
+        for i in refused:
+            action = actions[i]
+            reads.append((i, self._client.get_async(self._role_path(action.role)),
+                          self._client.get_async(self._member_path(action.holder.session))
+                          if isinstance(action, Expire) else None))
+        self.count(sum(1 if member is None else 2 for _, _, member in reads))
+        for i, role_read, member_read in reads:
+            action = actions[i]
+            try:
+                seen: list[Observation] = [self._role_seen(action.role, *self._got(role_read, deadline))]
+                if isinstance(action, Expire) and member_read is not None:
+                    data, stat = self._got(member_read, deadline)
+                    seen.append(MemberSeen(action.holder.session, None, 0, GONE) if stat is None else
+                                MemberSeen(action.holder.session, decode_record(data or b""), _version(stat),
+                                           2 * int(stat.mzxid)))
+            except SessionExpiredError:
+                raise SessionLost("ZooKeeper session expired") from None
+            except Exception as exc:
+                log.info("elect: ZooKeeper read of %r: %s", action.role, exc)
+                continue
+            outcomes[i] = (True, seen)
+
+    @staticmethod
+    def _got(request: Any, deadline: float) -> tuple[bytes | None, Any]:
+        """A pipelined read's data and stat, (None, None) if the node does not exist."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, stat = request.get(timeout=max(0.0, deadline - time.monotonic()))
+            return data, stat
+        except NoNodeError:
+            return None, None
+
+    def _blind(self, action: RoleAction) -> list[Any] | None:
+        """The `multi` operations that do `action` without reading first, (name, arguments) each, its last one the
+        write of the role node; or what this store already knows shows instead (a list of observations: nothing
+        to do); or None (do it the one-at-a-time way)."""
+        with self._lock:
+            rev, holder, version = self._held.get(action.role, (0, None, ABSENT))
+        path = self._role_path(action.role)
+        if isinstance(action, Create):
+            mine = encode_holder(self.member, self.session)
+            if holder is not None:
+                return [RoleSeen(action.role, holder, rev)]
+            if version == ABSENT:
+                return [("create", (path, mine))]
+            return [("set_data", (path, mine, version))]
+        if isinstance(action, Expire):
+            if holder != action.holder or version == ABSENT:
+                return [RoleSeen(action.role, holder, rev)]
+            if action.version <= 0:
+                return None  # no member node was seen: its absence is checked by a read first
+            return [("check", (self._member_path(action.holder.session), action.version - 1)),
+                    ("set_data", (path, b"", version))]
+        if holder is None or holder.session != self.session or holder.token != action.token:
+            return [RoleSeen(action.role, holder, rev)]  # not ours any more: nothing to free
+        return [("check", (self._member_path(self.session), -1)), ("set_data", (path, b"", version))]
+
+    def _one(self, action: RoleAction, deadline: float) -> Outcome:
+        try:
+            return True, self._execute(action, max(0.0, deadline - time.monotonic()))
+        except SessionLost:
+            raise
+        except Exception as exc:
+            log.info("elect: ZooKeeper %s %r: %s", type(action).__name__, action.role, exc)
+            return False, []
+
+    def _stats(self, results: list[Any], deadline: float) -> list[Any]:
+        """Each operation's stat in a `multi` that succeeded. A create answers with its path only, but every
+        operation of a `multi` is one transaction with one zxid: taken from a write's stat, or (creates alone)
+        from one node read back."""
+        zxid = next((int(r.mzxid) for r in results if hasattr(r, "mzxid")), None)
+        if zxid is None:
+            created = next(r for r in results if isinstance(r, str))
+            self.count()
+            zxid = int(self._client.exists_async(created).get(timeout=max(0.0, deadline - time.monotonic())).mzxid)
+        return [r if hasattr(r, "mzxid") else _Created(zxid) for r in results]
+
+    def _written(self, action: RoleAction, stat: Any) -> RoleSeen:
+        """The role node as `action`'s successful write left it."""
+        rev = 2 * int(stat.mzxid)
+        holder = Holder(self.session, self.member, int(stat.mzxid)) if isinstance(action, Create) else None
+        self._note(action.role, holder, rev, stat)
+        return RoleSeen(action.role, holder, rev)
+
     def _renew(self, timeout: float) -> list[Observation]:
         """Rewrite this member's node (a write: only a live session, through the ensemble's leader, renews) in one
         `multi` with a version check on every role node last seen as this member's. A contender may have freed
@@ -541,15 +806,16 @@ class ZooKeeperStore:
         the checks were made from."""
         from kazoo.exceptions import NoNodeError, RolledBackError
 
-        with self._lock:
+        with self._lock:  # sent under the lock: a release made after it is sent after it (one session, in order)
             known = [RoleSeen(role, holder, rev) for role, (rev, holder, _) in self._held.items()]
             ours = [(role, version) for role, (_, holder, version) in self._held.items()
-                    if holder is not None and holder.session == self.session]
-        txn = self._client.transaction()
-        txn.set_data(self._member_path(self.session), self._record)
-        for role, version in ours:
-            txn.check(self._role_path(role), version)
-        results = txn.commit_async().get(timeout=timeout)
+                    if holder is not None and holder.session == self.session and role not in self._freeing]
+            txn = self._client.transaction()
+            txn.set_data(self._member_path(self.session), self._record)
+            for role, version in ours:
+                txn.check(self._role_path(role), version)
+            pending = txn.commit_async()
+        results = pending.get(timeout=timeout)
         if isinstance(results[0], NoNodeError):
             raise SessionLost(f"membership node of session {self.session} is gone")
         changed = [role for (role, _), result in zip(ours, results[1:], strict=True)
@@ -565,7 +831,7 @@ class ZooKeeperStore:
         from requests, in any order: the newest counts, as in the core)."""
         with self._lock:
             if rev >= self._held.get(role, (-1, None, 0))[0]:
-                self._held[role] = (rev, holder, int(stat.version) if stat is not None else 0)
+                self._held[role] = (rev, holder, int(stat.version) if stat is not None else ABSENT)
 
     def _create(self, role: Role, timeout: float) -> list[Observation]:
         """Take a free role: create its node holding us, or write us into its empty node (compared on its version)."""
@@ -693,6 +959,14 @@ class ZooKeeperStore:
 
     def _member_path(self, session: str) -> str:
         return f"{self._members}/{session}"
+
+
+@dataclass(frozen=True)
+class _Created:
+    """The stat of a node a `multi` created: its zxid, version 0."""
+
+    mzxid: int
+    version: int = 0
 
 
 def _version(stat: Any) -> int:

@@ -10,7 +10,19 @@ from lease_sim import Sim, decide
 from elect.core import Acquire, Fence
 from elect.errors import ConfigError
 from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import Create, Done, Expire, Holder, MemberRecord, MemberSeen, Renew, RoleSeen, Snapshot
+from elect.lease.model import (
+    Create,
+    Done,
+    Expire,
+    Holder,
+    MemberRecord,
+    MemberSeen,
+    Observation,
+    Renew,
+    RoleSeen,
+    Snapshot,
+    StoreAction,
+)
 from elect.roles import Role
 
 ETCD = Timing(ttl=1.0, renew_interval=0.25, renew_deadline=0.75, fair_delay=0.25, resign_backoff=1.0,
@@ -478,3 +490,59 @@ def test_shares_of_weighted_and_capped_members() -> None:
         LeaseCore("a", "s1", ETCD, ["x"], now=0.0, weight=0.0)
     with pytest.raises(ConfigError, match="max_roles"):
         LeaseCore("a", "s1", ETCD, ["x"], now=0.0, max_roles=0)
+
+
+# ---------------------------------------------------------------------------------------------- many roles at once
+def _refusals(sim: Sim) -> list[tuple[str, str, Role]]:
+    """Wrap the world's store: every Create or Expire it refuses (another member was first) is noted."""
+    refused: list[tuple[str, str, Role]] = []
+    execute = sim.store.execute
+
+    def noting(session: str, member: str, action: StoreAction, now: float) -> tuple[list[Observation],
+                                                                                    list[Observation]]:
+        mine, theirs = execute(session, member, action, now)
+        if isinstance(action, Create | Expire):
+            took = [o for o in mine if isinstance(o, RoleSeen) and o.role == action.role]
+            done = took and (took[-1].holder is None if isinstance(action, Expire) else
+                             took[-1].holder is not None and took[-1].holder.session == session)
+            if not done:
+                refused.append((member, type(action).__name__, action.role))
+        return mine, theirs
+
+    sim.store.execute = noting  # type: ignore[method-assign]
+    return refused
+
+
+def test_members_starting_together_split_the_roles_without_racing_for_them() -> None:
+    """Three members that find 60 free roles at once each create their own part (a plan every member computes
+    alike: each role to the first member in its rendezvous order that is below its share), all in one tick, and
+    none asks for a role another is taking."""
+    roles = list(range(60))
+    sim = Sim(ETCD)
+    refused = _refusals(sim)
+    members = [sim.add(name, roles) for name in "abc"]
+    sim.run(0.005)
+    sim.run_until(lambda: sorted(counts(sim).values()) == [20, 20, 20], 2.0)
+    assert refused == []
+    assert all(len({e.t for e in m.events if e.kind == "acquired"}) == 1 for m in members)  # one batch each
+
+
+@pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
+def test_a_dead_holders_roles_are_split_between_the_survivors_at_once(timing: Timing) -> None:
+    """600 roles over 3 members, one crashes: the survivors take its 200 in one step each (expired and created as
+    batches, not one role at a time), by the same plan, so none is expired or created twice, and each leads its
+    share of 300 right away rather than after a round of shedding."""
+    roles = list(range(600))
+    sim = Sim(timing, sessions=not timing.silence_takeover)
+    for name in "abc":
+        sim.add(name, roles)
+    sim.run_until(lambda: sorted(counts(sim).values()) == [200, 200, 200], 5.0)
+    refused = _refusals(sim)
+    sim.crash("a")
+    crashed = sim.now
+    took = sim.run_until(lambda: sorted(counts(sim).values()) == [300, 300], 3.0)
+    assert took <= timing.ttl + 0.1, took
+    assert refused == []
+    for name in "bc":
+        taken = {e.t for e in sim.members[name].events if e.kind == "acquired" and e.t > crashed}
+        assert len(taken) == 1, (name, sorted(taken))

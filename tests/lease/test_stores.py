@@ -441,3 +441,58 @@ def test_a_dropped_zookeeper_connection_ends_leadership_on_the_thread_that_hears
         wait_until(lambda: e.leading() == {"x"}, 20.0, what="leading x again after renewing")
     finally:
         e.stop()
+
+
+@pytest.mark.parametrize("scheme", STORES)
+def test_a_batch_of_role_actions_answers_each_on_its_own(scheme: str, infra: Endpoints) -> None:
+    """A member takes hundreds of roles at once as one batch (etcd: one transaction of nested ones; ZooKeeper: one
+    `multi`, halved where it is refused): each action succeeds or fails on its own, and one that another member
+    got to first is answered with that member as the holder. etcd's batch goes past `--max-txn-ops` (128) by
+    halving itself."""
+    from elect.lease.driver import Outcome
+    from elect.lease.etcd import EtcdStore
+    from elect.lease.model import Create, Delete, MemberRecord, RoleSeen
+    from elect.lease.options import EtcdOptions, ZooKeeperOptions
+    from elect.lease.zookeeper import ZooKeeperStore
+
+    roles = list(range(150))
+    path = unique("batch")
+    stores: list[EtcdStore | ZooKeeperStore] = []
+
+    def store(member: str) -> EtcdStore | ZooKeeperStore:
+        made: EtcdStore | ZooKeeperStore
+        if scheme == "etcd":
+            made = EtcdStore(EtcdOptions(endpoints=(infra.etcd[0],), prefix=path, ttl=TTL), member)
+        else:
+            made = ZooKeeperStore(ZooKeeperOptions(hosts=(infra.zookeeper[0],), path=path, session_timeout=TTL),
+                                  member)
+        made.open(MemberRecord(member, frozenset(roles)), lambda seen: None, 10.0)
+        stores.append(made)
+        return made
+
+    def last(outcome: Outcome) -> RoleSeen:
+        answered, seen = outcome
+        assert answered
+        return [o for o in seen if isinstance(o, RoleSeen)][-1]
+
+    def holder(outcome: Outcome) -> str | None:
+        held = last(outcome).holder
+        return None if held is None else held.member
+
+    def seen_by(watcher: EtcdStore | ZooKeeperStore) -> bool:
+        return not isinstance(watcher, ZooKeeperStore) or \
+            all(watcher._held.get(r, (0, None, 0))[1] is not None for r in range(0, 150, 10))
+
+    try:
+        first, second = store("b"), store("a")
+        taken = first.execute_batch([Create(r) for r in range(0, 150, 10)], 5.0)
+        assert [holder(o) for o in taken] == ["b"] * 15
+        wait_until(lambda: seen_by(second), 5.0, what="a's watches seeing b's roles")
+        outcomes = second.execute_batch([Create(r) for r in roles], 5.0)
+        assert [holder(o) for o in outcomes] == ["b" if r % 10 == 0 else "a" for r in roles]
+        mine = [last(o) for o in outcomes if holder(o) == "a"]
+        freed = second.execute_batch([Delete(o.role, o.holder.token) for o in mine if o.holder is not None], 5.0)
+        assert [holder(o) for o in freed] == [None] * len(mine)
+    finally:
+        for made in stores:
+            made.close(5.0)
