@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
 from elect.contract import Callback, Drained, Elector, Leadership, ObserveCallback, Transferred, Unsubscribe
-from elect.core import Acquire, Extend, LeadershipChange, Revoke
+from elect.core import Acquire, Extend, ExtendShared, LeadershipChange, Revoke
 from elect.deadlines import DeadlineTimer, SharedDeadline
 from elect.dispatch import EventDispatcher
 from elect.errors import ConfigError, NotLeader, NotStarted, NotSupported
@@ -66,6 +66,7 @@ class BaseElector(Elector):
         self._roles: dict[Role, None] = dict.fromkeys(normalize_roles(list(roles)))
         self._leaderships: dict[Role, Leadership] = {}
         self._bound: dict[Role, SharedDeadline] = {}  # leaderships following a shared deadline (`_share`)
+        self._core_shared: SharedDeadline | None = None  # the one a core's `shared` leaderships follow
         self._dispatcher: EventDispatcher[Event] = EventDispatcher(member)
         self._observers: EventDispatcher[LeaderChanged] = EventDispatcher(f"{member}-observe")
         self._observed = False   # an observer subscribed: LeaderChanged is published from then on
@@ -530,13 +531,25 @@ class BaseElector(Elector):
         `_revoke`; a driver whose thread must not block hands Revokes to `_begin_revoke` instead)."""
         if isinstance(change, Acquire):
             self._acquire(change.role, change.token, change.deadline)
+            if change.shared:
+                return self._share(change.role, self._core_deadline(change.deadline))
         elif isinstance(change, Extend):
             return self._extend(change.role, change.deadline)
+        elif isinstance(change, ExtendShared):
+            self._core_deadline(change.deadline)
         elif isinstance(change, Revoke):
             self._revoke(change.role, wait=wait)
         else:
             self._fence(change.role, change.until)
         return True
+
+    def _core_deadline(self, until: float) -> SharedDeadline:
+        """The shared deadline of the core's `shared` leaderships, moved on to `until`; a new one once the last has
+        passed (its leaderships lapsed with it, and a later deadline does not revive them)."""
+        shared = self._core_shared
+        if shared is None or not self._renew_shared(shared, until):
+            shared = self._core_shared = SharedDeadline(f"{self.member} renewed", until)
+        return shared
 
     def _drop_if_removed(self, role: Role) -> None:
         """A removed role's gauge goes once its leadership has ended (it stayed at 1 while it lasted)."""

@@ -37,11 +37,13 @@ I_in = TypeVar("I_in", contravariant=True)
 
 @dataclass(frozen=True, slots=True)
 class Acquire:
-    """This member leads `role` under `token` until `deadline` (monotonic) unless extended."""
+    """This member leads `role` under `token` until `deadline` (monotonic) unless extended. `shared`: the leadership
+    follows the core's shared deadline from now on, moved by `ExtendShared` rather than by an `Extend` of its own."""
 
     role: Role
     token: int
     deadline: float
+    shared: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,14 @@ class Extend:
     """The leadership of `role` holds until the new `deadline`."""
 
     role: Role
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendShared:
+    """Every leadership acquired `shared` (and not ended since) holds until the new `deadline`: one piece of evidence
+    renews them all (a lease member's renewal), so renewing costs the same for ten roles as for ten thousand."""
+
     deadline: float
 
 
@@ -70,7 +80,7 @@ class Fence:
     reason: str = ""
 
 
-LeadershipChange = Acquire | Extend | Revoke | Fence
+LeadershipChange = Acquire | Extend | ExtendShared | Revoke | Fence
 """What a core decided about this member's leadership of one role (for Raft: one group)."""
 
 

@@ -23,8 +23,11 @@ from elect_bench.fenced.client import Address, StoreClient, parse_address
 
 
 def say(text: str) -> None:
-    """One flushed line on stdout: worker threads print too, and whoever reads us (a log, a test) sees it now."""
-    print(text, flush=True)
+    """One flushed line on stdout, written whole: worker threads print too (`print` writes the text and the newline
+    separately, so two workers starting together ran their lines into one), and whoever reads us (a log, a test)
+    sees it now."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 class Writer:

@@ -56,7 +56,7 @@ from typing import cast
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
-from elect.core import Acquire, Fence, Ready, Revoke
+from elect.core import Acquire, ExtendShared, Fence, Ready, Revoke
 from elect.deadlines import SharedDeadline
 from elect.errors import InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
@@ -365,6 +365,8 @@ class RaftElector(BaseElector):
         """Apply each change of a partition's group to every role of that partition. The core emits no
         Extend: `_sweep` renews the deadlines from the groups' leases."""
         for c in ready.changes:
+            if isinstance(c, ExtendShared):
+                continue  # a Raft core renews through `_sweep`, never by this change
             p = cast(int, c.role)  # a Raft core's role is its group: the partition
             roles = self._roles_on(p)
             if isinstance(c, Acquire):

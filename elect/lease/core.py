@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from elect.budget import HandoverBudget
-from elect.core import Acquire, Extend, Fence, LeaderSeen, Ready, Revoke
+from elect.core import Acquire, ExtendShared, Fence, LeaderSeen, Ready, Revoke
 from elect.lease.model import (
     Create,
     Delete,
@@ -133,8 +133,10 @@ class _MemberView:
 
 @dataclass
 class _Lead:
+    """A leadership of this member. Every one lasts until the core's shared deadline (`LeaseCore._lead_until`): one
+    renewal extends them all (`ExtendShared`)."""
+
     token: int
-    deadline: float
     since: float = -math.inf
     fenced: bool = False
     pinned: bool = False  # taken by a transfer to this member: not shed for fairness
@@ -158,6 +160,15 @@ class LeaseCore:
         self._wanted_set: frozenset[Role] = frozenset()
         self._order: tuple[Role, ...] = ()
         self._roles: dict[Role, _RoleView] = {}
+        # What a tick looks at, kept as observations arrive so that a tick costs what changed, not the roles:
+        self._held_by: dict[str, set[Role]] = {}  # session -> the roles whose key it holds, as seen
+        self._free: set[Role] = set()             # wanted roles whose key nobody holds, as seen
+        self._lost: set[Role] = set()             # led or releasing roles whose key has changed since
+        self._lead_until = -INF                   # the deadline every leadership of this member follows
+        self._universe_size: tuple[object, int] | None = None  # (what it was computed from, roles contended for)
+        self._ranks: dict[Role, bytes] = {}
+        self._prefs: dict[Role, list[str]] = {}  # role -> sessions in its rendezvous order (`_plan`)
+        self._prefs_of: tuple[tuple[str, str], ...] = ()  # the (session, member) pairs `_prefs` were made for
         self._members: dict[str, _MemberView] = {}
         self._leading: dict[Role, _Lead] = {}
         self._releasing: dict[Role, _Lead] = {}  # handed to the handover thread: kept valid until released
@@ -204,7 +215,7 @@ class LeaseCore:
         if not self._stopping:
             return False
         busy = self._leading or self._releasing or self._to_release or self._deleting or self._publishing
-        return not busy and not (set(self._owned()) - self._abandoned)
+        return not busy and not (self._owned() - self._abandoned)
 
     def leading(self) -> dict[Role, int]:
         return {role: lead.token for role, lead in self._leading.items()}
@@ -249,7 +260,7 @@ class LeaseCore:
         """This member's share of the roles the live group contends for (with weights 1 and no caps
         ceil(roles / live members)); infinite when fair sharing is off."""
         live = self._live_others(now)
-        return self._shares_of(live, self._universe(live))[self.session]
+        return self._shares_of(live)[self.session]
 
     def ready(self) -> Ready[StoreAction, None]:
         """Everything decided since the last call: leadership changes, then store actions to execute."""
@@ -286,6 +297,8 @@ class LeaseCore:
             if ok:
                 self._renewed_sent = sent if self._renewed_sent is None else max(self._renewed_sent, sent)
                 self._next_renew = sent + self.timing.renew_interval
+                # extended now, not at the next tick: a tick may come late while thousands of roles change hands
+                self._check_leaderships(now, self.valid_until(), [])
             else:
                 self._next_renew = max(retry, now + self.timing.renew_interval / 4)
         elif isinstance(action, KeepAlive):
@@ -328,6 +341,7 @@ class LeaseCore:
                 self._seen(role, view.holder)
         self._wanted = wanted
         self._wanted_set = frozenset(wanted)
+        self._free = {r for r in wanted if self.holder(r) is None}
         self._order = tuple(sorted(wanted, key=self._rank))
         self._to_release |= removed & set(self._leading)
         self._record_dirty = True
@@ -367,20 +381,22 @@ class LeaseCore:
 
     def suspended(self, now: float) -> None:
         """The store connection is gone (ZooKeeper SUSPENDED): stop at once; renew before leading again."""
-        for role, lead in list(self._leading.items()):  # a leadership already past due ended at its deadline
+        for role in list(self._leading):  # a leadership already past due ended at its deadline
             del self._leading[role]
-            self._ready.changes.append(Fence(role, min(now, lead.deadline)))
+            self._ready.changes.append(Fence(role, min(now, self._lead_until)))
         for role, lead in self._releasing.items():
             if not lead.fenced:
                 lead.fenced = True
-                self._ready.changes.append(Fence(role, min(now, lead.deadline)))
+                self._ready.changes.append(Fence(role, min(now, self._lead_until)))
         self._renewed_sent = None
+        self._lead_until = -INF  # every leadership ended: the next is dated by the next renewal
         self._next_renew = min(self._next_renew, now)
 
     def rebind(self, session: str, now: float, lease_until: float = INF) -> None:
         """The session is gone and a new one began: what the old one held belongs to no one we know."""
         self.suspended(now)
         self.session = session
+        self._ranks.clear()  # a per-session order
         self._order = tuple(sorted(self._wanted, key=self._rank))
         for state in (self._releasing, self._retry_at):
             state.clear()
@@ -408,9 +424,8 @@ class LeaseCore:
                 wake.append(until)
         healthy = valid > now and not self._stopping
         live = self._live_others(now, wake)
-        universe = self._universe(live)
-        share = self._shares_of(live, universe)  # every live member's, by session
-        counts = Counter(v.holder.session for r, v in self._roles.items() if v.holder and r in universe)
+        share = self._shares_of(live)  # every live member's, by session
+        counts = Counter({session: len(roles) for session, roles in self._held_by.items()})
         if healthy and self.timing.fair:
             self._shed(now, live, share, counts, wake)
         else:
@@ -428,28 +443,31 @@ class LeaseCore:
         self._wake = min(wake)
 
     def _check_leaderships(self, now: float, valid: float, wake: list[float]) -> None:
+        """Extend every leadership at once when a renewal moved the shared deadline on; end the ones whose key
+        changed hands (seen as it arrived: `_lost`) at once, and all of them when the deadline passed. Releasing
+        ones are led until Revoked is issued."""
         changes = self._ready.changes
-        for role, lead in self._releasing.items():  # until Revoked is issued, they are still led
-            if lead.fenced or now >= lead.deadline:
-                continue
-            if not self._is_ours(role, lead.token):
-                lead.fenced = True
-                changes.append(Fence(role, now))
-            elif valid > lead.deadline:
-                lead.deadline = valid
-                changes.append(Extend(role, valid))
-        for role, lead in list(self._leading.items()):
-            if now >= lead.deadline:
-                del self._leading[role]
-                changes.append(Fence(role, lead.deadline))
-            elif not self._is_ours(role, lead.token):
+        if valid > self._lead_until:
+            self._lead_until = valid
+            if self._leading or self._releasing:
+                changes.append(ExtendShared(valid))
+        for role in self._lost:
+            lead = self._leading.get(role)
+            if lead is not None and not self._is_ours(role, lead.token):
                 del self._leading[role]
                 changes.append(Fence(role, now))
-            else:
-                if valid > lead.deadline:
-                    lead.deadline = valid
-                    changes.append(Extend(role, valid))
-                wake.append(lead.deadline)
+            releasing = self._releasing.get(role)
+            if releasing is not None and not releasing.fenced and now < self._lead_until and \
+                    not self._is_ours(role, releasing.token):
+                releasing.fenced = True
+                changes.append(Fence(role, now))
+        self._lost.clear()
+        if self._leading and now >= self._lead_until:
+            for role in self._leading:
+                changes.append(Fence(role, self._lead_until))
+            self._leading.clear()
+        elif self._leading:
+            wake.append(self._lead_until)
 
     def _upkeep(self, now: float, wake: list[float]) -> None:
         actions = self._ready.messages
@@ -481,12 +499,12 @@ class LeaseCore:
         """Adopt keys of this session that are not led (created, or confirmed again); delete unwanted ones."""
         owned = self._owned()
         for role, token in list(self._must_delete.items()):
-            if role not in self._deleting and (role not in owned or owned[role].token != token):
+            holder = self.holder(role)
+            if role not in self._deleting and (role not in owned or holder is None or holder.token != token):
                 del self._must_delete[role]  # gone already (or long since replaced): nothing to delete
-        for role, holder in owned.items():
-            if role in self._leading or role in self._releasing or role in self._deleting or \
-                    role in self._abandoned:
-                continue
+        for role in owned.difference(self._leading, self._releasing, self._deleting, self._abandoned):
+            holder = self._roles[role].holder
+            assert holder is not None
             if role in self._must_delete or not self._contending(role, now):
                 if self._retry_at.get(role, -INF) > now:
                     wake.append(self._retry_at[role])
@@ -494,9 +512,9 @@ class LeaseCore:
                 self._deleting.add(role)
                 self._ready.messages.append(Delete(role, holder.token))
             elif valid > now and not self._stopping:
-                self._leading[role] = _Lead(holder.token, valid, since=now, pinned=role in self._pin)
+                self._leading[role] = _Lead(holder.token, since=now, pinned=role in self._pin)
                 self._pin.discard(role)
-                self._ready.changes.append(Acquire(role, holder.token, valid))
+                self._ready.changes.append(Acquire(role, holder.token, valid, shared=True))
                 wake.append(valid)
 
     def _shed(self, now: float, live: dict[str, MemberRecord], share: dict[str, float], counts: Counter[str],
@@ -534,24 +552,28 @@ class LeaseCore:
     def _contend(self, now: float, live: dict[str, MemberRecord], share: dict[str, float], counts: Counter[str],
                  wake: list[float]) -> None:
         actions = self._ready.messages
-        plan = self._plan(now, live, share, counts) if self.timing.fair else {}
+        candidates = self._candidates(now, wake)
+        if not candidates:
+            return
+        plan = self._plan(candidates, live, share, counts) if self.timing.fair else {}
         # Creates in flight count as led: a member at its share leaves the rest to members below theirs, whatever
         # the plan says (its view of their room may be behind what they are taking).
-        mine = len([r for r in self._owned() if r in self._wanted_set and not self.busy(r)]) + len(self._creating)
+        owned = self._owned() & self._wanted_set
+        busy = owned.intersection(self._to_release, self._releasing, self._deleting, self._must_delete)
+        mine = len(owned) - len(busy) + len(self._creating)
         under = [rec for s, rec in live.items() if counts[s] < share[s]]
 
         def leave(role: Role) -> bool:
             return plan.get(role, self.session) != self.session or \
                 (mine >= share[self.session] and any(rec.wants(role) for rec in under))
 
-        for role in self._order:
+        for role in sorted(candidates, key=self._rank):
             if not self._contending(role, now) or role in self._creating or role in self._expiring:
                 continue
             if self._retry_at.get(role, -INF) > now:
                 wake.append(self._retry_at[role])
                 continue
-            view = self._roles.get(role)
-            holder = view.holder if view is not None else None
+            holder = self.holder(role)
             if holder is None:
                 hinted = self._hinted(role, now, wake)
                 if hinted is not None and hinted != self.member:
@@ -569,46 +591,65 @@ class LeaseCore:
                 mine += 1
             else:
                 self._free_since.pop(role, None)
-                if holder.session != self.session and self.timing.silence_takeover:
-                    member = self._member_view(holder.session, now)
-                    silent_from = member.changed_at + self.timing.ttl
-                    if now >= silent_from and leave(role):
-                        # the member that will take it frees it: one expiry per role, not one per contender
-                        silent_from += self.timing.fair_delay
-                    if now >= silent_from:
-                        self._expiring.add(role)
-                        actions.append(Expire(role, holder, member.version))
-                    else:
-                        wake.append(silent_from)
+                member = self._member_view(holder.session, now)
+                silent_from = member.changed_at + self.timing.ttl
+                if leave(role):  # the member that will take it frees it: one expiry per role, not one per contender
+                    silent_from += self.timing.fair_delay
+                if now >= silent_from:
+                    self._expiring.add(role)
+                    actions.append(Expire(role, holder, member.version))
+                else:
+                    wake.append(silent_from)
 
     # ------------------------------------------------------------------------------------------ helpers
-    def _plan(self, now: float, live: dict[str, MemberRecord], share: dict[str, float],
+    def _candidates(self, now: float, wake: list[float]) -> set[Role]:
+        """The roles there is something to decide about: the free ones this member wants, and (timing holders'
+        silence) those of holders silent for `ttl`. Everything else is led by a live member, this one included; a
+        tick looks at these only, so at rest it costs what changed, not the number of roles."""
+        found = set(self._free)
+        if not self.timing.silence_takeover:
+            return found
+        for session, roles in self._held_by.items():
+            if session == self.session or not roles or roles.isdisjoint(self._wanted_set):
+                continue
+            silent_from = self._member_view(session, now).changed_at + self.timing.ttl
+            if now >= silent_from:
+                found |= roles & self._wanted_set
+            else:
+                wake.append(silent_from)
+        return found
+
+    def _plan(self, pool: set[Role], live: dict[str, MemberRecord], share: dict[str, float],
               counts: Counter[str]) -> dict[Role, str]:
-        """Who takes each role that is free or whose holder has gone silent (by session): every member computes the
+        """Who takes each role of `pool` (free, or held by a silent holder), by session: every member computes the
         same plan from the same view, so members that find many roles to take at once (a cold start, a dead
         holder's hundreds) each take their own part, in one batch, instead of racing for the same ones. Roles go in
         one global order, each to the member first in the role's own order of members (rendezvous hashing on
         member ids) that is still below its share, or to the first of all when none is; a role planned for
         another member is taken after `fair_delay` if that member does not take it."""
-        pool = []
-        for role in self._wanted:
-            view = self._roles.get(role)
-            holder = view.holder if view is not None else None
-            if holder is not None and (holder.session == self.session or not self.timing.silence_takeover or
-                                       now < self._member_view(holder.session, now).changed_at + self.timing.ttl):
-                continue
-            pool.append(role)
-        if not pool:
-            return {}
         members = {self.session: self.member, **{s: rec.member for s, rec in live.items()}}
         # a member that contends for roles this one does not follow may lead some unseen here: its room is unknown,
         # so it gets none (only what nobody has room for), rather than roles it may have no room to take
         room = {s: share[s] - counts[s] if s == self.session or self._followed(live[s]) else 0 for s in members}
+        key = tuple(sorted(members.items()))
+        if key != self._prefs_of:  # each role's order of members, kept while the members stay the same
+            self._prefs_of = key
+            self._prefs.clear()
         plan: dict[Role, str] = {}
         for role in sorted(pool, key=lambda r: self._affinity("", r)):
-            wanting = [s for s in members if s == self.session or live[s].wants(role)]
-            wanting.sort(key=lambda s: self._affinity(members[s], role), reverse=True)
-            chosen = next((s for s in wanting if room[s] >= 1), wanting[0])
+            prefs = self._prefs.get(role)
+            if prefs is None:
+                prefs = self._prefs[role] = sorted(members, key=lambda s: (self._affinity(members[s], role), s),
+                                                   reverse=True)
+            first = chosen = None
+            for session in prefs:
+                if session != self.session and not live[session].wants(role):
+                    continue
+                if room[session] >= 1:
+                    chosen = session
+                    break
+                first = first or session
+            chosen = chosen or first or self.session
             room[chosen] -= 1
             plan[role] = chosen
         return plan
@@ -627,14 +668,18 @@ class LeaseCore:
 
     def _rank(self, role: Role) -> bytes:
         """A per-session order of roles, so simultaneous contenders start on different roles."""
-        return hashlib.blake2b(f"{self.session}\0{type(role).__name__}\0{role}".encode(), digest_size=8).digest()
+        found = self._ranks.get(role)
+        if found is None:
+            found = self._ranks[role] = hashlib.blake2b(f"{self.session}\0{type(role).__name__}\0{role}".encode(),
+                                                        digest_size=8).digest()
+        return found
 
     def _contending(self, role: Role, now: float) -> bool:
         return not self._stopping and role in self._wanted_set and self._backoff.get(role, -INF) <= now
 
-    def _owned(self) -> dict[Role, Holder]:
-        return {r: v.holder for r, v in self._roles.items() if v.holder is not None and
-                v.holder.session == self.session}
+    def _owned(self) -> set[Role]:
+        """The roles whose key this session holds, as seen (the index itself: do not change it)."""
+        return self._held_by.get(self.session, set())
 
     def _is_ours(self, role: Role, token: int) -> bool:
         view = self._roles.get(role)
@@ -662,7 +707,7 @@ class LeaseCore:
                 if wake is not None:
                     wake.append(dies)
             roles = view.record.roles
-            if roles is None or roles & wanted:
+            if roles is None or not roles.isdisjoint(wanted):
                 live[session] = view.record
         return live
 
@@ -684,21 +729,25 @@ class LeaseCore:
                 return to
         return None
 
-    def _universe(self, live: dict[str, MemberRecord]) -> set[Role]:
-        """The roles this member and the live members it shares roles with contend for."""
-        roles = set(self._wanted)
-        for record in live.values():
-            roles |= record.roles or set()
-        return roles
+    def _universe(self, live: dict[str, MemberRecord]) -> int:
+        """How many roles this member and the live members it shares roles with contend for (computed again only
+        when what it is made of changed: the live members' role sets or this member's)."""
+        key = (self._wanted_set, tuple(sorted((s, rec.roles or frozenset()) for s, rec in live.items())))
+        if self._universe_size is None or self._universe_size[0] != key:
+            roles = set(self._wanted)
+            for record in live.values():
+                roles |= record.roles or set()
+            self._universe_size = (key, len(roles))
+        return self._universe_size[1]
 
-    def _shares_of(self, live: dict[str, MemberRecord], universe: set[Role]) -> dict[str, float]:
+    def _shares_of(self, live: dict[str, MemberRecord]) -> dict[str, float]:
         """Every live member's share (by session, this one's included; `elect.shares`), infinite when fair sharing
         is off."""
         if not self.timing.fair:
             return {session: INF for session in (self.session, *live)}
         members = {self.session: self.capacity}
         members.update({s: Capacity(rec.weight, rec.max_roles) for s, rec in live.items()})
-        return {session: float(n) for session, n in shares(len(universe), members).items()}
+        return {session: float(n) for session, n in shares(self._universe(live), members).items()}
 
     def _see_role(self, role: Role, holder: Holder | None, rev: int, now: float) -> None:
         view = self._roles.get(role)
@@ -710,9 +759,27 @@ class LeaseCore:
             self._roles[role] = view = _RoleView(None, rev)
         if holder != view.holder:
             self._seen(role, holder)
+            self._index(role, view.holder, holder)
         view.holder, view.as_of = holder, rev
         if holder is not None and holder.session != self.session:
             self._member_view(holder.session, now)
+
+    def _index(self, role: Role, before: Holder | None, after: Holder | None) -> None:
+        """Keep what a tick looks at in step with a role key that changed hands (`_held_by`, `_free`, `_lost`)."""
+        if before is not None:
+            held = self._held_by.get(before.session)
+            if held is not None:
+                held.discard(role)
+                if not held:
+                    del self._held_by[before.session]
+        if after is not None:
+            self._held_by.setdefault(after.session, set()).add(role)
+            self._free.discard(role)
+            self._free_since.pop(role, None)  # free again later: left to others for fair_delay from then
+        elif role in self._wanted_set:
+            self._free.add(role)
+        if role in self._leading or role in self._releasing:
+            self._lost.add(role)
 
     def _seen(self, role: Role, holder: Holder | None) -> None:
         """Who holds `role`'s key now, for observers (every role with a view: the driver keeps those it wants)."""

@@ -5,13 +5,13 @@ handover, a deadline that passed, the outcome of a store request) is queued to t
 core (`step` or a command); the loop then ticks it and hands on what `ready()` gives: leadership changes
 through `BaseElector`, store actions to a lane. A lane is a thread that runs requests in order, each with a
 timeout, and queues each outcome back to the loop (`Done`). Renewals have a lane of their own (with the
-member's record, which the same entry holds), so a renewal is never sent late behind other work: a batch of
-thousands of creates at a cold start, a dead member's roles expired at once, a slow request. Role actions
-(create, expire, delete) go to the store as batches (`Store.execute_batch`: one request per
-`Store.batch_size` actions), so taking over hundreds of roles costs a few round trips rather than one per
-role. Revoked callbacks run on a handover thread, so a slow callback holds back only its own role's
-successor, never the renewals that keep the other roles. Whom the core sees hold each role's key
-(`Ready.seen`) goes to `observe`; each renewal's round trip to the store to the metrics.
+store's lease keep-alive and the member's record, which the renewed entry holds), so a renewal is never sent
+late behind other work: a batch of thousands of creates at a cold start, a dead member's roles expired at
+once, a slow request. Role actions (create, expire, delete) go to the store as batches
+(`Store.execute_batch`: one request per `Store.batch_size` actions), so taking over hundreds of roles costs a
+few round trips rather than one per role. Revoked callbacks run on a handover thread, so a slow callback
+holds back only its own role's successor, never the renewals that keep the other roles. Whom the core sees
+hold each role's key (`Ready.seen`) goes to `observe`; each renewal's round trip to the store to the metrics.
 """
 
 from __future__ import annotations
@@ -26,10 +26,21 @@ from typing import Protocol
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
-from elect.core import Revoke
+from elect.core import ExtendShared, Revoke
 from elect.errors import ElectError, NotLeader, TransferRefused
 from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import Create, Delete, Done, Expire, MemberRecord, Observation, Publish, Renew, StoreAction
+from elect.lease.model import (
+    Create,
+    Delete,
+    Done,
+    Expire,
+    KeepAlive,
+    MemberRecord,
+    Observation,
+    Publish,
+    Renew,
+    StoreAction,
+)
 from elect.lease.options import _LeaseOptions
 from elect.roles import Role
 
@@ -110,6 +121,10 @@ class Store(Protocol):
     def batch_size(self) -> int:
         """The most role actions `execute_batch` takes at once (a store's limit on one request)."""
 
+    @property
+    def parallel(self) -> int:
+        """How many batches may be under way at once (each on a thread of its own)."""
+
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
         """Do one action; return what it showed. Raise StoreError / SessionLost on failure."""
 
@@ -185,21 +200,26 @@ class _Lost:
 
 
 class _Lane:
-    """A thread that runs store requests in the order they come and reports each outcome to the loop."""
+    """Threads (`workers` of them) that run store requests and report each outcome to the loop; with one worker, in
+    the order they come."""
 
-    def __init__(self, name: str, perform: Callable[[int, list[StoreAction]], None]) -> None:
+    def __init__(self, name: str, perform: Callable[[int, list[StoreAction]], None], workers: int = 1) -> None:
         self._work: queue.SimpleQueue[tuple[int, list[StoreAction]] | None] = queue.SimpleQueue()
         self._perform = perform
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.thread.start()
+        self.threads = [threading.Thread(target=self._run, name=f"{name}-{i}", daemon=True) for i in range(workers)]
+        for thread in self.threads:
+            thread.start()
 
     def submit(self, epoch: int, actions: list[StoreAction]) -> None:
         self._work.put((epoch, actions))
 
     def close(self, timeout: float) -> None:
-        self._work.put(None)
-        if self.thread is not threading.current_thread():
-            self.thread.join(timeout)
+        for _ in self.threads:
+            self._work.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def _run(self) -> None:
         while (item := self._work.get()) is not None:
@@ -226,6 +246,9 @@ class LeaseElector(BaseElector):
         self._core: LeaseCore | None = None
         self._lanes: dict[str, _Lane] = {}
         self._epoch = 0  # the session's number: outcomes of requests made for an earlier one are dropped
+        self._ticked = 0.0  # when the loop last ticked the core
+        self._quantum = min(0.005, timing.renew_interval / 20)  # the least time between ticks while inputs stream
+        self._spacing = self._quantum  # the time between ticks while inputs stream (`_step`)
         self._session_down = False
         self._reopen_at = 0.0
         self._abort = threading.Event()
@@ -253,7 +276,9 @@ class LeaseElector(BaseElector):
         for obs in opened.observations:
             core.step(obs, now)
         self._core = core
-        self._lanes = {lane: _Lane(f"elect-lease-{lane}-{self.member}", self._perform) for lane in ("renew", "store")}
+        self._lanes = {"renew": _Lane(f"elect-lease-renew-{self.member}", self._perform),
+                       "store": _Lane(f"elect-lease-store-{self.member}", self._perform,
+                                      max(1, self._store.parallel))}
         for target, name in ((self._run, "loop"), (self._run_handovers, "handover")):
             thread = threading.Thread(target=target, name=f"elect-lease-{name}-{self.member}", daemon=True)
             self._threads.append(thread)
@@ -376,6 +401,7 @@ class LeaseElector(BaseElector):
                     item = None
                 if item is not None:
                     self._apply(item)
+                self._gather()
                 self._drain()
                 if self._session_down:
                     if core.stopping:
@@ -399,6 +425,19 @@ class LeaseElector(BaseElector):
             self._finished.set()
             for waiter in self._waiters:
                 waiter.done.set()
+
+    def _gather(self) -> None:
+        """While inputs stream in (a watch reporting thousands of roles changing hands), take them in for up to one
+        `_spacing` after the last tick before ticking again: a tick looks at every role with something to decide,
+        hundreds during a cold start or a failover, so one per input would cost that many times over."""
+        assert self._core is not None
+        until = min(self._ticked + self._spacing, self._core.next_wakeup())  # a renewal due is never held back
+        while (left := until - time.monotonic()) > 0:
+            try:
+                item = self._queue.get(timeout=left)
+            except queue.Empty:
+                return
+            self._apply(item)
 
     def _close_lanes(self) -> None:
         for lane in self._lanes.values():
@@ -464,31 +503,53 @@ class LeaseElector(BaseElector):
         """Tick the core and hand its store actions to the lanes: renewals to their own, the rest in order to the
         other (role actions as one batch). Leadership changes and handovers cost no I/O and take effect at once;
         the outcomes come back through the queue, each stepped in before the core decides again."""
-        actions = self._decide(time.monotonic())
-        renewals: list[StoreAction] = [a for a in actions if isinstance(a, Renew | Publish)]
-        others: list[StoreAction] = [a for a in actions if not isinstance(a, Renew | Publish)]
-        if renewals:  # both write the member's own entry: in order, on one lane (a record never goes back)
+        began = time.monotonic()
+        actions = self._decide(began)
+        self._ticked = time.monotonic()
+        # ticks at most as often as to take a third of the loop's time: a tick that looks at thousands of roles (a
+        # failover of thousands) leaves the lanes and the watch the rest, instead of running back to back
+        self._spacing = max(self._quantum, 2 * (self._ticked - began))
+        self._send(actions)
+
+    def _send(self, actions: list[StoreAction]) -> None:
+        """Hand store actions to the lanes."""
+        renewals: list[StoreAction] = [a for a in actions if isinstance(a, Renew | KeepAlive | Publish)]
+        others: list[StoreAction] = [a for a in actions if not isinstance(a, Renew | KeepAlive | Publish)]
+        if renewals:  # what keeps the session alive, and the record (the same entry): never behind a batch
             self._lanes["renew"].submit(self._epoch, renewals)
-        if others:
-            self._lanes["store"].submit(self._epoch, others)
+        singles: list[StoreAction] = [a for a in others if not isinstance(a, (Create, Expire, Delete))]
+        if singles:
+            self._lanes["store"].submit(self._epoch, singles)
+        batch: list[StoreAction] = [a for a in others if isinstance(a, (Create, Expire, Delete))]
+        size = max(1, self._store.batch_size)
+        for start in range(0, len(batch), size):  # chunks go to the store lane's workers side by side
+            self._lanes["store"].submit(self._epoch, batch[start:start + size])
 
     def _decide(self, now: float) -> list[StoreAction]:
         """Tick the core, apply its leadership changes and start handovers; return its store actions."""
         core = self._core
         assert core is not None
         core.tick(now)
+        return self._take_ready()
+
+    def _take_ready(self) -> list[StoreAction]:
+        """Apply what the core decided (leadership changes, handovers, whom it sees lead); return its store
+        actions."""
+        core = self._core
+        assert core is not None
         ready = core.ready()
         for change in ready.changes:
             if isinstance(change, Revoke):
                 self._handovers.put(change)  # its callbacks run on the handover thread; the loop goes on
-            elif not self._apply_change(change):
+            elif not self._apply_change(change) and not isinstance(change, ExtendShared):
                 core.lapsed(change.role, time.monotonic())
         for seen in ready.seen:
             self._saw(seen.role, seen.leader, seen.token)
         return ready.messages
 
     def _perform(self, epoch: int, actions: list[StoreAction]) -> None:
-        """On a lane: run `actions` (role actions in batches of `batch_size`), queueing each outcome to the loop."""
+        """On a lane: run `actions` (role actions as one batch, which `_step` made no bigger than `batch_size`),
+        queueing each outcome to the loop."""
         timeout = self.options.timeout
         singles = [a for a in actions if not isinstance(a, (Create, Expire, Delete))]
         batch = [a for a in actions if isinstance(a, (Create, Expire, Delete))]
@@ -530,12 +591,16 @@ class LeaseElector(BaseElector):
         core = self._core
         assert core is not None
         now = time.monotonic()
+        renewed = False
         for action, ok, sent, seen in item.results:
             if ok and isinstance(action, Renew):
                 self._renewed(now - sent)
+                renewed = True
             for obs in seen:
                 core.step(obs, now)
             core.step(Done(action, ok, sent), now)
+        if renewed:  # the extension it made, applied now rather than at the next tick (see `_gather`)
+            self._send(self._take_ready())
 
     def _lose_session(self, now: float) -> None:
         core = self._core

@@ -629,6 +629,9 @@ class ZooKeeperStore:
     #: Role actions in one `multi` (ZooKeeper's jute.maxbuffer, 1 MB by default, bounds a request: a few hundred
     #: bytes per action).
     batch_size = 1000
+    #: Batches under way at once: the session's requests are answered in order, so a second only overlaps one
+    #: `multi`'s round trip with the next one's making.
+    parallel = 2
 
     def execute_batch(self, actions: Sequence[RoleAction], timeout: float) -> list[Outcome]:
         """The actions as one `multi`: a conditional write per role node at the version this store last saw it

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
 
-from elect.core import Acquire, Fence, LeadershipChange, Revoke
+from elect.core import Acquire, ExtendShared, Fence, LeadershipChange, Revoke
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.roles import Role
 from raft_priority.config import GroupSpec, RaftConfig
@@ -83,6 +83,8 @@ def lines_of(records: Iterable[Recorded]) -> list[dict[str, object]]:
     tokens: dict[tuple[str, Role], int] = {}
     out: list[dict[str, object]] = []
     for r in records:
+        if isinstance(r.change, ExtendShared):
+            continue  # prints nothing (the Raft core emits none)
         c, key = r.change, (r.node, r.change.role)
         event: Event | None = None
         if isinstance(c, Acquire):

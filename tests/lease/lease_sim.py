@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from elect.core import Acquire, Extend, Fence, LeadershipChange, Revoke
+from elect.core import Acquire, Extend, ExtendShared, Fence, LeadershipChange, Revoke
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import (
     Create,
@@ -151,6 +151,7 @@ class SimMember:
     events: list[Event] = field(default_factory=list)
     releases: list[tuple[float, Role]] = field(default_factory=list)
     handovers: list[Role] = field(default_factory=list)  # the handover thread's queue: one at a time
+    shared: set[Role] = field(default_factory=set)  # leaderships acquired on the core's shared deadline
     handover_free_at: float = 0.0
     blind: bool = False  # sees nothing of others: no watch events, no snapshots
     alive: bool = True
@@ -263,11 +264,19 @@ class Sim:
             if isinstance(out, Acquire):
                 assert out.role not in m.leading
                 m.leading[out.role] = (out.token, out.deadline)
+                if out.shared:
+                    m.shared.add(out.role)
+                else:
+                    m.shared.discard(out.role)
                 m.events.append(Event("acquired", out.role, out.token, now))
             elif isinstance(out, Extend):
                 if out.role in m.leading:
                     token, deadline = m.leading[out.role]
                     m.leading[out.role] = (token, max(deadline, out.deadline))
+            elif isinstance(out, ExtendShared):  # as BaseElector: every shared leadership still in force
+                for role, (token, deadline) in list(m.leading.items()):
+                    if role in m.shared and now < deadline:
+                        m.leading[role] = (token, max(deadline, out.deadline))
             elif isinstance(out, Fence):
                 if out.role in m.leading:
                     token, _ = m.leading.pop(out.role)

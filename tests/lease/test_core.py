@@ -73,7 +73,7 @@ def test_no_leadership_before_a_renewal_succeeded() -> None:
     core.step(Done(Create("x"), True, 0.01), 0.02)
     (acquire,) = [o for o in decide(core, 0.02) if isinstance(o, Acquire)]
     # the deadline counts from when the last successful renewal was *sent*
-    assert acquire == Acquire("x", 7, 0.0 + ETCD.renew_deadline)
+    assert acquire == Acquire("x", 7, 0.0 + ETCD.renew_deadline, shared=True)
 
 
 def test_older_observations_are_ignored() -> None:
