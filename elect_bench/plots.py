@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from elect_bench.envelope import EnvelopeResult
 from elect_bench.history import History
 from elect_bench.idle import IdleResult
 from elect_bench.simulation.runner import SimResult
@@ -35,6 +36,90 @@ def draw_simulation(result: SimResult, out: Path) -> list[Path]:
     path = out / "simulation-failover-cdf.png"
     _save(plt, fig, path)
     return [path]
+
+
+def draw_envelope(result: EnvelopeResult, out: Path) -> list[Path]:
+    """The envelope's three pictures: kill failover p99 / D against roles, false failovers against D, and what a
+    member costs at rest against roles; none without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    rows = result.summaries()
+    methods = result.methods()
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for method in methods:
+        points = sorted((r["roles"], r["failover_p99_ratio"]) for r in rows if r["method"] == method and
+                        r["fault"] == "kill" and r["axis"] in ("base", "roles") and r["failover_n"])
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
+    for level, style in ((1.1, "--"), (1.3, ":")):
+        ax.axhline(level, color="grey", linestyle=style, linewidth=1, label=f"{level} D")
+    _log_roles(ax)
+    ax.set_xlabel("roles (log)")
+    ax.set_ylabel("kill failover p99 / D")
+    ax.set_title(f"Failover as the roles grow ({result.scenario.origin.members} members, "
+                 f"D = {result.scenario.origin.budget:g} s)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    path = out / "envelope-failover.png"
+    _save(plt, fig, path)
+    paths.append(path)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, method in enumerate(methods):
+        points = sorted((r["budget"], r["false_per_member_hour"]) for r in rows if r["method"] == method and
+                        r["axis"] in ("base", "budget") and r["fault"] == result.scenario.base.faults[0].name)
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=f"C{i}", label=method)
+        busy = sorted((run_.budget, run_.trial.rest_changes * 3600 / max(1e-9, run_.trial.rest * run_.trial.members))
+                      for run_ in result.floor if run_.method == method and run_.busy and run_.trial is not None
+                      and run_.trial.ok and run_.trial.rest > 0)
+        if busy:
+            ax.plot([p[0] for p in busy], [p[1] for p in busy], marker="x", linestyle="", color=f"C{i}",
+                    label=f"{method} (busy, floor pass)")
+    ax.set_xscale("log")
+    ax.set_xlabel("detection budget D, s (log)")
+    ax.set_ylabel("false failovers per member-hour at rest")
+    ax.set_title("Leaderships lost with nothing struck", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    path = out / "envelope-false-failovers.png"
+    _save(plt, fig, path)
+    paths.append(path)
+
+    cost = result.cost_rows()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for method in methods:
+        cpu = sorted((r["roles"], r["rest_cpu_mean"]) for r in rows if r["method"] == method and
+                     r["axis"] in ("base", "roles") and r["fault"] == result.scenario.base.faults[0].name)
+        if cpu:
+            axes[0].plot([p[0] for p in cpu], [100 * p[1] for p in cpu], marker="o", label=method)
+        sent = sorted((r["roles"], r["sent_rps_mean"]) for r in cost if r["method"] == method and r["ok"])
+        if sent:
+            axes[1].plot([p[0] for p in sent], [p[1] for p in sent], marker="o", label=method)
+    for ax, label in ((axes[0], "CPU per member at rest, % of a core"),
+                      (axes[1], "requests/s per member at rest (relays)")):
+        _log_roles(ax)
+        ax.set_xlabel("roles (log)")
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_title("What a member costs as the roles grow", fontsize=9)
+    path = out / "envelope-cost.png"
+    _save(plt, fig, path)
+    paths.append(path)
+    return paths
+
+
+def _log_roles(ax: Any) -> None:
+    """A log axis of role counts, labelled with plain numbers (6, 60, 600, 6,000)."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
 
 
 def draw_idle(result: IdleResult, out: Path) -> list[Path]:

@@ -11,7 +11,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from elect_bench import idle, neli
+from elect_bench import envelope, idle, neli
+from elect_bench.envelope import EnvelopeResult
 from elect_bench.idle import IdleResult
 from elect_bench.neli import NeliResult
 from elect_bench.simulation import runner as simulation
@@ -19,7 +20,7 @@ from elect_bench.simulation.runner import SimResult
 from elect_bench.simulation.world import NetworkModel
 from elect_bench.suite import RunResult, made
 
-Result = RunResult | SimResult | IdleResult | NeliResult
+Result = RunResult | SimResult | IdleResult | NeliResult | EnvelopeResult
 Columns = list[tuple[str, str, str]]  # summary key, title, format (named fields are the summary's)
 
 COLUMNS: Columns = [
@@ -103,6 +104,8 @@ def markdown_table(result: Result) -> str:
 def _table(result: Result) -> tuple[list[str], list[list[str]]]:
     if isinstance(result, SimResult):
         return [title for _, title, _ in simulation.COLUMNS], simulation.rows(result)
+    if isinstance(result, EnvelopeResult):
+        return [title for _, title, _ in envelope.COLUMNS], rows(envelope.COLUMNS, result.summaries())
     columns = idle.COLUMNS if isinstance(result, IdleResult) else neli.COLUMNS if isinstance(result, NeliResult) \
         else COLUMNS + (WRITE_COLUMNS if _wrote(result) else []) + (REBALANCE_COLUMNS if _restarted(result) else [])
     return [title for _, title, _ in columns], rows(columns, result.summaries())
@@ -125,6 +128,8 @@ def provenance(result: Result) -> str:
         return idle.provenance(result)
     if isinstance(result, NeliResult):
         return neli.provenance(result)
+    if isinstance(result, EnvelopeResult):
+        return envelope.provenance(result)
     s = result.scenario
     sizes = "/".join(map(str, s.group_sizes))
     broker = f" Kafka broker: {result.kafka_broker}." if result.kafka_broker else ""
@@ -140,7 +145,12 @@ def write(result: Result, out: Path, plots: list[Path]) -> tuple[Path, Path]:
     data = out / "results.json"
     data.write_text(json.dumps(result.to_json(), indent=1, default=_jsonable))
     report = out / "report.md"
-    parts = [f"# {_title(result)}", "", provenance(result), "", markdown_table(result), "", *_notes(result)]
+    if isinstance(result, EnvelopeResult):  # what a reader looks for first, then every cell
+        parts = [f"# {_title(result)}", "", provenance(result), "", "## Which method for me", "",
+                 *envelope.which_method_table(result), *envelope.floor_table(result), *envelope.cost_table(result),
+                 "## Every cell", "", envelope.NOTES, "", markdown_table(result), "", *_notes(result)]
+    else:
+        parts = [f"# {_title(result)}", "", provenance(result), "", markdown_table(result), "", *_notes(result)]
     for plot in plots:
         parts += [f"![{plot.stem}]({plot.name})", ""]
     report.write_text("\n".join(parts))
@@ -154,6 +164,8 @@ def _title(result: Result) -> str:
         return f"elect idle cost: {result.scenario.name}"
     if isinstance(result, NeliResult):
         return f"elect NELI benchmark: {result.scenario.name}"
+    if isinstance(result, EnvelopeResult):
+        return f"elect operating envelope: {result.scenario.name}"
     return f"elect benchmark: {result.scenario.name}"
 
 
@@ -165,6 +177,11 @@ def _notes(result: Result) -> list[str]:
         failed = [(s["method"], f"{s['partitions']} partitions", s["error"]) for s in result.summaries() if s["error"]]
         return [idle.NOTES, "", *_failures(failed)]
     failed = [(s["method"], s["fault"], e) for s in result.summaries() for e in s["errors"]]
+    if isinstance(result, EnvelopeResult):
+        skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
+        points = [(s["method"], f"{s['point']} / {s['fault']}", e) for s in result.summaries() for e in s["errors"]]
+        return [*envelope.held_notes(result), *(["Not run:", "", *skipped, ""] if skipped else []),
+                *_failures(points)]
     if isinstance(result, NeliResult):
         return [neli.NOTES, "", *_failures(failed), *_violations(result.run)]
     skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]

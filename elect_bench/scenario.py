@@ -1,8 +1,9 @@
 """Scenarios: which methods, faults, sizes and how many trials, from a small YAML file or flags.
 
 A file may describe another kind of run (`kind`): a simulation (it names `shapes`; elect_bench.simulation),
-the idle cost of a group at scale (`kind: idle`; elect_bench.idle) or NELI in depth (`kind: neli`;
-elect_bench.neli). Each kind reads its own keys; the fault names in a file become `Fault` objects here.
+the idle cost of a group at scale (`kind: idle`; elect_bench.idle), NELI in depth (`kind: neli`;
+elect_bench.neli) or the operating envelope (`kind: envelope`, or any trials scenario with a `sweep`;
+elect_bench.envelope). Each kind reads its own keys; the fault names in a file become `Fault` objects here.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from elect_bench.fenced import WORKLOADS
 from elect_bench.methods import METHODS, method_spec
 from elect_cluster.local import BROKERS
 
-KINDS = ("trials", "simulation", "idle", "neli")
+KINDS = ("trials", "simulation", "idle", "neli", "envelope")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Scenario:
     broker: str = "apache"  # the Kafka broker: Apache Kafka, or the light Tansu (elect_cluster.local.BROKERS)
     brokers: int = 1  # Apache Kafka nodes (3: a replicated leader topic that survives losing one)
     workload: str = "none"  # none | fenced | unfenced: leaders write to a store checking tokens (elect_bench.fenced)
+    rest: float = 0.0  # seconds at rest before each trial's fault: leaderships that end there are false failovers
+    busy: int = 0  # CPU-bound processes beside the members during each trial (elect_bench.busy)
 
     @property
     def group_sizes(self) -> tuple[int, ...]:
@@ -86,6 +89,8 @@ class Scenario:
                               "member faults", parameter="faults")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
+        if self.rest < 0 or self.busy < 0:
+            raise ConfigError("rest >= 0 and busy >= 0 are required", parameter="rest" if self.rest < 0 else "busy")
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -136,7 +141,7 @@ def listed(value: Any) -> list[Any]:
 def kind(data: Mapping[str, Any]) -> str:
     """Which kind of run a scenario's mapping describes: its `kind`, else a simulation if it names shapes, else
     trials (faults on real members)."""
-    named = str(data.get("kind", "simulation" if "shapes" in data else "trials"))
+    named = str(data.get("kind", "simulation" if "shapes" in data else "envelope" if "sweep" in data else "trials"))
     if named not in KINDS:
         raise ConfigError(f"unknown scenario kind {named!r}; known: {', '.join(KINDS)}", parameter="kind")
     return named

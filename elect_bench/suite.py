@@ -72,6 +72,11 @@ class Cell:
             "violations": sum(len(t.violations) for t in ok),
             "stale_tokens": sum(1 for t in ok for v in t.violations if v.startswith("token ")),
             "startup_p50": Summary.of([t.startup for t in ok]).p50,
+            "startup_max": Summary.of([t.startup for t in ok]).max,
+            "rest_seconds": sum(t.rest for t in ok), "rest_changes": sum(t.rest_changes for t in ok),
+            "false_per_member_hour": false_failovers([t for t in ok if t.rest > 0]),
+            "rest_cpu_mean": mean([c for t in ok for c in t.rest_cpu.values()]),
+            "rss_mb_max": max((m for t in ok for m in t.rss_mb.values()), default=math.nan),
             "cpu_mean": mean([c for t in ok for c in t.cpu.values()]),
             "rss_mb_mean": mean([m for t in ok for m in t.rss_mb.values()]),
             "sent_rps_mean": mean([x for t in ok for x in t.sent_rps.values()]),
@@ -83,6 +88,12 @@ class Cell:
             "conflicting_writes": sum(t.conflicting_writes for t in ok),
             "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
         }
+
+
+def false_failovers(trials: Sequence[TrialResult]) -> float:
+    """Leaderships that ended at rest (no fault), per member-hour at rest; NaN without a window at rest."""
+    hours = sum(t.rest * t.members for t in trials) / 3600
+    return sum(t.rest_changes for t in trials) / hours if hours > 0 else math.nan
 
 
 def _share(flags: list[bool]) -> float:
@@ -309,7 +320,8 @@ def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress:
     done = sum(len(c.trials) for c in cells)
     specs = {id(cell): TrialSpec(cell.method, cell.fault, scenario.budget, cell.members, scenario.roles,
                                  scenario.hold, scenario.load_window,
-                                 dict(scenario.overrides.get(cell.method.name, {})), workload=scenario.workload)
+                                 dict(scenario.overrides.get(cell.method.name, {})), workload=scenario.workload,
+                                 rest=scenario.rest, busy=scenario.busy)
              for cell in cells}
     for i in range(scenario.trials):
         for cell in cells:

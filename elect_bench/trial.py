@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from elect.contract import Characteristics
+from elect_bench.busy import Busy
 from elect_bench.checker import check
 from elect_bench.faults import Fault, InfraFault, MemberFault
 from elect_bench.fenced.workload import Workload, store_host
@@ -55,6 +56,8 @@ class TrialSpec:
     load_window: float = 0.0  # seconds of steady state over which each member's sent messages are counted
     overrides: dict[str, str] = field(default_factory=dict)
     workload: str = "none"  # none | fenced | unfenced: leaders write to a store of their own (elect_bench.fenced)
+    rest: float = 0.0  # seconds at rest after steady state, before the fault: leadership changes there are false
+    busy: int = 0  # CPU-bound processes beside the members for the whole trial (elect_bench.busy)
 
     @property
     def hold_for(self) -> float:
@@ -102,6 +105,10 @@ class TrialResult:
     stale_writes: int = 0                                 # accepted under a token below one accepted before
     lost_writes: int = 0                                  # acknowledged to a writer, missing from the store
     conflicting_writes: int = 0                           # accepted over another member's newer-token writes
+    rest: float = 0.0                                     # seconds of the window at rest (no fault)
+    rest_changes: int = 0                                 # leaderships that ended in it: false failovers
+    rest_cpu: dict[str, float] = field(default_factory=dict)  # member -> share of one core over the window
+    busy: int = 0                                         # CPU-bound processes beside the members
     history: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -128,7 +135,7 @@ class Environment:
 def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
               progress: Progress = lambda _m: None) -> TrialResult:
     """Run one trial; never raises for a failed trial (it comes back with ok=False and the reason)."""
-    result = TrialResult(spec.method.name, spec.fault.name, index, ok=False, members=spec.members)
+    result = TrialResult(spec.method.name, spec.fault.name, index, ok=False, members=spec.members, busy=spec.busy)
     ids = [f"m{i}" for i in range(spec.members)]
     group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address, env.router or direct,
                   state_dir=str(env.workdir / unique / "state"))
@@ -138,7 +145,9 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
     result.workload = workload.kind
     records: list[Record] = []
     began = time.monotonic()
+    busy = Busy(spec.busy)
     try:
+        busy.start()
         workload.open(store_host(env.placement) if workload.active else "127.0.0.1")
         procs += [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
                                 prefix=env.placement.prefix(i), python=env.placement.python,
@@ -148,6 +157,9 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
                   for i in ids]
         promised = spec.method.promises(urls[ids[0]])
         _reach_steady_state(spec, procs, result, began, progress)
+        if spec.rest > 0:
+            progress(f"at rest for {spec.rest:g} s")
+            _rest(spec, env, procs, result)
         if spec.load_window > 0:
             progress(f"counting load for {spec.load_window:g} s")
             _count_load(spec, env, procs, result)
@@ -166,7 +178,10 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         try:
             _stop(spec, env, procs, progress)
         finally:
-            _judge_writes(workload, result)
+            try:
+                _judge_writes(workload, result)
+            finally:
+                busy.stop()
     result.history = history.to_json()
     return result
 
@@ -208,6 +223,27 @@ def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result:
     steady_ivs = History([line for p in procs for line in p.log.lines], end=steady).intervals()
     result.steady_max_led = max_led(steady_ivs, steady - 1e-6)
     result.steady_balanced = balanced(result.steady_max_led, spec.roles, len(procs))
+
+
+def _rest(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], result: TrialResult) -> None:
+    """The group at rest, nothing struck, for `spec.rest` seconds: every leadership that ends in the window (a
+    `fenced` or `revoked` line) is a false failover; each member's CPU over the window; with the relays (meter),
+    what each member sent, as the load window counts it."""
+    ends = sum(1 for p in procs for line in p.log.lines if line["event"] != "acquired")
+    cpu = {p.member_id: used.cpu_seconds for p in procs
+           if (used := usage(env.placement.process_id(p, p.pid))) is not None}
+    sent = env.router.messages() if env.router else {}
+    t0 = time.monotonic()
+    wait_until_time(t0 + spec.rest)
+    result.rest = time.monotonic() - t0
+    result.rest_changes = sum(1 for p in procs for line in p.log.lines if line["event"] != "acquired") - ends
+    for p in procs:
+        used = usage(env.placement.process_id(p, p.pid))
+        if used is not None and p.member_id in cpu:
+            result.rest_cpu[p.member_id] = (used.cpu_seconds - cpu[p.member_id]) / result.rest
+    after = env.router.messages() if env.router else {}
+    for member, count in after.items():
+        result.sent_rps[member] = (count - sent.get(member, 0)) / result.rest
 
 
 def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], result: TrialResult) -> None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 #: the signals that stop a run cleanly (its `finally` blocks stop members, infrastructure and namespaces)
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
-BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli, writes, anchors, anchors-load"
+BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli, writes, anchors, anchors-load, envelope"
 
 
 def register(sub: Any) -> None:
@@ -57,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--broker", choices=("apache", "tansu"),
                    help="the Kafka broker: Apache Kafka (default) or the light in-memory Tansu")
     p.add_argument("--brokers", type=int, choices=(1, 3), help="Apache Kafka nodes (the infra fault wants 3)")
+    p.add_argument("--rest", type=float,
+                   help="seconds at rest before each trial's fault: leaderships that end there are false failovers")
+    p.add_argument("--busy", type=int, help="CPU-bound processes beside the members during each trial")
     p.add_argument("--workload", choices=WORKLOADS,
                    help="leaders write to a store that refuses stale tokens (fenced) or takes every write (unfenced)")
     p.add_argument("--placement", choices=("local", "docker", "docker-official"), default="local",
@@ -79,7 +82,7 @@ def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     exit_cleanly_on(*TERMINATING)
     raw = scenario.read(scenario_name or args.scenario)
     kinds: dict[str, Callable[[argparse.Namespace, dict[str, Any]], int]] = {
-        "trials": _trials, "simulation": _simulate, "idle": _idle, "neli": _neli}
+        "trials": _trials, "simulation": _simulate, "idle": _idle, "neli": _neli, "envelope": _envelope}
     return kinds[scenario.kind(raw)](args, raw)
 
 
@@ -91,7 +94,8 @@ def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
         methods=args.methods.split(",") if args.methods else None,
         faults=[fault(name) for name in args.faults.split(",")] if args.faults else None,
         trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
-        store_members=args.store_members, broker=args.broker, brokers=args.brokers, workload=args.workload)
+        store_members=args.store_members, broker=args.broker, brokers=args.brokers, workload=args.workload,
+        rest=getattr(args, "rest", None), busy=getattr(args, "busy", None))
     partial = args.out / "results.partial.json"
     resume = None
     if getattr(args, "resume", False):
@@ -114,6 +118,41 @@ def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     for method, why in result.skipped.items():
         print(f"skipped {method}: {why}", file=sys.stderr)
     _report(result, plots.draw(result, args.out), args.out)
+    partial.unlink(missing_ok=True)
+    return 0 if result.ok else 1
+
+
+def _envelope(args: argparse.Namespace, raw: dict[str, Any]) -> int:
+    """The operating envelope (elect_bench.envelope); flags set the base point and what runs at every point."""
+    from elect_bench import envelope, plots
+
+    given = _given(methods=args.methods, faults=args.faults, trials=args.trials, members=args.members,
+                   roles=args.roles, budget=args.budget, hold=args.hold, store_members=args.store_members,
+                   broker=args.broker, brokers=args.brokers, rest=getattr(args, "rest", None),
+                   busy=getattr(args, "busy", None))
+    chosen = envelope.EnvelopeScenario.from_mapping(raw | given)
+    partial = args.out / "results.partial.json"
+    resume = None
+    if getattr(args, "resume", False):
+        if not partial.is_file():
+            raise ConfigError(f"nothing to resume: {partial} does not exist", parameter="resume")
+        resume = json.loads(partial.read_text())
+
+    def checkpoint(so_far: envelope.EnvelopeResult) -> None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(so_far.to_json(), default=str))
+
+    with tempfile.TemporaryDirectory(prefix="elect-envelope-") as tmp:
+        try:
+            result = envelope.run(chosen, Path(tmp), _progress(), command=_command(), checkpoint=checkpoint,
+                                  resume=resume)
+        finally:
+            if getattr(args, "keep_logs", False):
+                _keep_member_logs(Path(tmp), args.out / "logs")
+    print(file=sys.stderr)
+    for method, why in result.skipped.items():
+        print(f"skipped {method}: {why}", file=sys.stderr)
+    _report(result, plots.draw_envelope(result, args.out), args.out)
     partial.unlink(missing_ok=True)
     return 0 if result.ok else 1
 

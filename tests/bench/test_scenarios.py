@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from elect.errors import ConfigError
@@ -25,9 +27,9 @@ def test_fault_names_become_fault_objects() -> None:
 
 def test_every_bundled_scenario_has_a_kind_its_runner_reads() -> None:
     kinds = {name: scenario.kind(scenario.read(name))
-             for name in ("default", "demo", "infra", "lease", "load", "raft", "sim", "idle", "neli")}
+             for name in ("default", "demo", "infra", "lease", "load", "raft", "sim", "idle", "neli", "envelope")}
     assert kinds == {"default": "trials", "demo": "trials", "infra": "trials", "lease": "trials", "load": "trials",
-                     "raft": "trials", "sim": "simulation", "idle": "idle", "neli": "neli"}
+                     "raft": "trials", "sim": "simulation", "idle": "idle", "neli": "neli", "envelope": "envelope"}
     idle = IdleScenario.from_mapping(scenario.read("idle"))
     assert idle.partitions == (100, 1000, 10000) and idle.methods == ("raft", "raft-loud")
     neli = NeliScenario.from_mapping(scenario.read("neli"))
@@ -74,3 +76,37 @@ def test_the_secure_scenario_runs_plain_and_secured_methods_on_two_clusters() ->
 
     assert urls["a"].startswith("etcd://h:2/g?") and "password_file=/s/elect.password" in unquote(urls["a"])
     assert "ttl=1" in urls["a"]
+
+
+def test_an_envelope_runs_cuts_through_its_base_point() -> None:
+    """The envelope's points: the base, then each axis's values with every other axis at the base (not the
+    product); a method held below a limit on an axis does not run past it, and says why."""
+    from elect_bench.envelope import EnvelopeScenario, Point
+
+    env = EnvelopeScenario.from_mapping({"methods": ["etcd", "raft"], "budget": 1.0, "roles": 6, "members": 3,
+                                         "rest": 5, "sweep": {"budget": [0.5, 1.0], "roles": [60, 600],
+                                                              "busy": [2]},
+                                         "limits": {"raft": {"roles": 60}}, "why": {"raft": "too slow here"}})
+    assert env.points() == [Point(1.0, 6, 3, 0), Point(0.5, 6, 3, 0), Point(1.0, 60, 3, 0), Point(1.0, 600, 3, 0),
+                            Point(1.0, 6, 3, 2)]
+    assert [env.axis_of(p) for p in env.points()] == ["base", "budget", "roles", "roles", "busy"]
+    assert env.held("raft", Point(1.0, 600, 3, 0)) == "roles above 60: too slow here"
+    assert env.held("etcd", Point(1.0, 600, 3, 0)) is None
+    assert scenario.kind({"sweep": {"roles": [6]}}) == "envelope"
+    bundled = EnvelopeScenario.from_mapping(scenario.read("envelope"))
+    assert bundled.floor is not None and bundled.floor.rest == 600 and bundled.cost > 0
+    assert {p.roles for p in bundled.points()} == {6, 60, 600, 6000}
+    with pytest.raises(ConfigError, match="unknown sweep axis"):
+        EnvelopeScenario.from_mapping({"rest": 5, "sweep": {"partitions": [6]}})
+    with pytest.raises(ConfigError, match="rest"):
+        EnvelopeScenario.from_mapping({"sweep": {"roles": [6]}})
+
+
+def test_false_failovers_count_per_member_hour_at_rest() -> None:
+    from elect_bench.suite import false_failovers
+    from elect_bench.trial import TrialResult
+
+    trials = [TrialResult("etcd", "kill", 0, True, members=3, rest=600.0, rest_changes=2),
+              TrialResult("etcd", "kill", 1, True, members=3, rest=600.0, rest_changes=0)]
+    assert false_failovers(trials) == pytest.approx(2 / 1.0)  # 2 ends over 3 members x 1,200 s = 1 member-hour
+    assert math.isnan(false_failovers([]))
