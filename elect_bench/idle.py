@@ -166,7 +166,7 @@ def measure(cell: IdleCell, scenario: IdleScenario, workdir: Path, progress: Cal
 
 def _window(cell: IdleCell, procs: Sequence[MemberProcess], window: float) -> None:
     before = {p.member_id: _used(p).cpu_seconds for p in procs}
-    lines_before = sum(len(p.log.lines) for p in procs)
+    lines_before = sum(len(p.log) for p in procs)
     t0 = time.monotonic()
     time.sleep(window)  # the measurement window itself, not a wait for a condition
     cell.window = time.monotonic() - t0
@@ -175,7 +175,7 @@ def _window(cell: IdleCell, procs: Sequence[MemberProcess], window: float) -> No
         cell.cpu[p.member_id] = (used.cpu_seconds - before[p.member_id]) / cell.window
         cell.rss_mb[p.member_id] = used.rss_mb
         cell.leading[p.member_id] = len(p.log.leading())
-    cell.changes = sum(len(p.log.lines) for p in procs) - lines_before
+    cell.changes = sum(len(p.log) for p in procs) - lines_before
 
 
 def _used(proc: MemberProcess) -> Usage:

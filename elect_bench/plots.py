@@ -215,7 +215,9 @@ def draw(result: RunResult, out: Path) -> list[Path]:
         _save(plt, fig, path)
         paths.append(path)
 
-    timeline = [c.trials[0] for c in cells if c.trials and c.trials[0].ok and c.fault.injects]
+    # one trial's timeline per cell, where its roles fit in a picture (a row per role)
+    timeline = [c.trials[0] for c in cells if c.trials and c.trials[0].ok and c.fault.injects and
+                result.scenario.roles <= 60]
     if timeline:
         fig, axes = plt.subplots(len(timeline), 1, figsize=(8, 1.6 * len(timeline) + 0.6), squeeze=False)
         for ax, trial in zip(axes[:, 0], timeline, strict=True):

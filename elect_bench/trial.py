@@ -229,14 +229,14 @@ def _rest(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], res
     """The group at rest, nothing struck, for `spec.rest` seconds: every leadership that ends in the window (a
     `fenced` or `revoked` line) is a false failover; each member's CPU over the window; with the relays (meter),
     what each member sent, as the load window counts it."""
-    ends = sum(1 for p in procs for line in p.log.lines if line["event"] != "acquired")
+    ends = sum(p.log.ended for p in procs)
     cpu = {p.member_id: used.cpu_seconds for p in procs
            if (used := usage(env.placement.process_id(p, p.pid))) is not None}
     sent = env.router.messages() if env.router else {}
     t0 = time.monotonic()
     wait_until_time(t0 + spec.rest)
     result.rest = time.monotonic() - t0
-    result.rest_changes = sum(1 for p in procs for line in p.log.lines if line["event"] != "acquired") - ends
+    result.rest_changes = sum(p.log.ended for p in procs) - ends
     for p in procs:
         used = usage(env.placement.process_id(p, p.pid))
         if used is not None and p.member_id in cpu:
@@ -270,15 +270,21 @@ def strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: 
     report how its leadership ended (a restarted one: to lead again); settle."""
     victim = (leaders(procs, role) or [procs[0]])[0]
     held = set(victim.log.leading())
+    survivors = [p for p in procs if p is not victim]
+    read = {p.member_id: len(p.log) for p in survivors}  # lines from before the fault need no look
+    waiting = set(held)
     progress(f"{fault} {victim.member_id} (leads {len(held)} roles)")
     at = time.monotonic()
     fault.inject(env.placement, victim)
     records.append(Record(at, fault.name, victim.member_id))
-    survivors = [p for p in procs if p is not victim]
 
-    def recovered() -> bool:
-        return all(any(line["event"] == "acquired" and line["role"] == r and line["mono"] >= at
-                       for p in survivors for line in p.log.lines) for r in held)
+    def recovered() -> bool:  # reads only the lines that came since the last look
+        for p in survivors:
+            new = p.log.since(read[p.member_id])
+            read[p.member_id] += len(new)
+            waiting.difference_update(line["role"] for line in new if line["event"] == "acquired" and
+                                      line["mono"] >= at)
+        return not waiting
 
     if fault.fails_over:  # a lossy or slow link may move nothing: it is held for the hold only
         with contextlib.suppress(WaitTimeout):  # what did not recover is reported as unrecovered
@@ -302,13 +308,10 @@ def strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: 
 
 def _balanced_now(procs: Sequence[MemberProcess], roles: set[str]) -> bool:
     """Every role has one leader, and the busiest member leads ceil(roles / members), as the logs say now."""
-    counts: dict[str, int] = {}
-    for role in roles:
-        who = leaders(procs, role)
-        if len(who) != 1:
-            return False
-        counts[who[0].member_id] = counts.get(who[0].member_id, 0) + 1
-    return balanced(max(counts.values(), default=0), len(roles), len(procs))
+    held = [p.log.leading() & roles for p in procs if p.alive]
+    if sum(len(h) for h in held) != len(roles) or set().union(*held) != roles:
+        return False  # a role led by nobody, or by two
+    return balanced(max((len(h) for h in held), default=0), len(roles), len(procs))
 
 
 def strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],

@@ -1,7 +1,7 @@
 """NELI over Kafka: leadership per role induced by consumer-group partition assignment (`kafka://`).
 
     kafka://HOST:PORT[,HOST:PORT]/TOPIC?group=G&mode=fast|full&session_timeout=1.0&heartbeat_interval=0.1
-        &heartbeat_timeout=0.6&group_heartbeat_interval=0.1&poll_interval=0.05&partitions=M
+        &heartbeat_timeout=0.75&group_heartbeat_interval=0.1&poll_interval=0.05&partitions=M
         &assignment=cooperative-sticky|range|roundrobin&static_membership=false&connect_timeout=10
         &revoke_timeout=30&rejoin_delay=2.0&replication=-1
 

@@ -139,7 +139,7 @@ class KafkaElector(BaseElector):
                 log.warning("neli: %s: no parking topic (%s); resign will leave the group instead", self.member, exc)
         self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance, mode=o.mode,
                               partitions=self.partitions, interval=o.interval, timeout=o.timeout,
-                              overlap=not o.exclusive, release_margin=max(0.1, 2 * o.poll_interval),
+                              overlap=not o.exclusive, release_margin=max(2 * o.poll, min(0.1, o.timeout / 4)),
                               roles=self.roles)
         self._producer = Producer(self._producer_config())
         self._consumer = self._new_consumer()
@@ -209,7 +209,7 @@ class KafkaElector(BaseElector):
             else:
                 self._parking = "off"
                 self._subscribe(self._consumer, self.options.topic)
-        wait = min(max(0.0, core.next_wakeup() - time.monotonic()), self.options.poll_interval)
+        wait = min(max(0.0, core.next_wakeup() - time.monotonic()), self.options.poll)
         if self._consumer is not None:
             for msg in self._consumer.consume(500, wait):
                 self._on_message(msg)

@@ -25,7 +25,7 @@ from neli.kafka_wire import api_versions
 pytestmark = pytest.mark.infra
 
 SESSION = 1.0
-HEARTBEAT_TIMEOUT = 0.6  # the fast-mode default for a 1 s session
+HEARTBEAT_TIMEOUT = 0.75  # the fast-mode default for a 1 s session
 SLACK = 0.75  # scheduling delay a busy machine may add to a timer
 BOUND = 30.0  # for anything that involves a rebalance
 

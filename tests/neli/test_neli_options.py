@@ -20,7 +20,7 @@ def test_url_parts_and_defaults() -> None:
     o = options("kafka://h1:9092,h2:9093/leaders?group=g&partitions=6")
     assert o.servers == ("h1:9092", "h2:9093") and o.topic == "leaders" and o.group_id == "g"
     assert o.mode == "fast" and o.assignment == "cooperative-sticky" and o.partitions == 6
-    assert (o.interval, o.timeout, o.group_interval) == pytest.approx((0.1, 0.6, 0.1))
+    assert (o.interval, o.timeout, o.group_interval) == pytest.approx((0.1, 0.75, 0.1))
     assert o.exclusive
 
 
