@@ -261,15 +261,24 @@ class EnvelopeResult:
     def methods(self) -> list[str]:
         return [m for m in self.scenario.base.methods if m not in self.skipped]
 
+    def headline(self) -> Fault:
+        """The fault the tables and pictures lead with: the scenario's first (kill in bench/envelope.yaml)."""
+        return self.scenario.base.faults[0]
+
+    def along(self, axis: str, method: str, *, failed_over: bool = False,
+              rows: Sequence[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """`method`'s summary rows for the headline fault along one axis, the base point included; with
+        `failed_over`, only those with a failover measured."""
+        name = self.headline().name
+        return [r for r in (self.summaries() if rows is None else rows)
+                if r["method"] == method and r["fault"] == name and r["axis"] in ("base", axis)
+                and (r["failover_n"] or not failed_over)]
+
     def largest_held(self, method: str, ratio: float = 1.1) -> int | None:
-        """The largest role count of the roles axis at which `method`'s kill failover p99 stayed within
+        """The largest role count of the roles axis at which `method`'s headline failover p99 stayed within
         `ratio` x D (None: not even the smallest)."""
-        best = None
-        for row in self.summaries():
-            if row["method"] == method and row["fault"] == "kill" and row["axis"] in ("base", "roles") and \
-                    row["failover_n"] and row["failover_p99_ratio"] <= ratio:
-                best = max(best or 0, row["roles"])
-        return best
+        held = [r["roles"] for r in self.along("roles", method, failed_over=True) if r["failover_p99_ratio"] <= ratio]
+        return max(held, default=None)
 
     def cost_rows(self) -> list[dict[str, Any]]:
         return [run_.row() for run_ in self.cost]
@@ -458,8 +467,7 @@ def which_method(result: EnvelopeResult) -> list[dict[str, Any]]:
     summaries = result.summaries()
     cost = result.cost_rows()
     for method in result.methods():
-        kills = [r for r in summaries if r["method"] == method and r["fault"] == "kill" and
-                 r["axis"] in ("base", "roles") and r["failover_n"]]
+        kills = result.along("roles", method, failed_over=True, rows=summaries)
         at = next((r for r in kills if r["roles"] == 600), max(kills, key=lambda r: r["roles"], default=None))
         spent = sorted((r for r in cost if r["method"] == method and r["ok"]), key=lambda r: r["roles"])
         per_k = _per_thousand(spent)

@@ -51,15 +51,15 @@ def draw_envelope(result: EnvelopeResult, out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for method in methods:
-        points = sorted((r["roles"], r["failover_p99_ratio"]) for r in rows if r["method"] == method and
-                        r["fault"] == "kill" and r["axis"] in ("base", "roles") and r["failover_n"])
+        points = sorted((r["roles"], r["failover_p99_ratio"])
+                        for r in result.along("roles", method, failed_over=True, rows=rows))
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
     for level, style in ((1.1, "--"), (1.3, ":")):
         ax.axhline(level, color="grey", linestyle=style, linewidth=1, label=f"{level} D")
     _log_roles(ax)
     ax.set_xlabel("roles (log)")
-    ax.set_ylabel("kill failover p99 / D")
+    ax.set_ylabel(f"{result.headline().name} failover p99 / D")
     ax.set_title(f"Failover as the roles grow ({result.scenario.origin.members} members, "
                  f"D = {result.scenario.origin.budget:g} s)", fontsize=9)
     ax.grid(alpha=0.3)
@@ -70,8 +70,7 @@ def draw_envelope(result: EnvelopeResult, out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, method in enumerate(methods):
-        points = sorted((r["budget"], r["false_per_member_hour"]) for r in rows if r["method"] == method and
-                        r["axis"] in ("base", "budget") and r["fault"] == result.scenario.base.faults[0].name)
+        points = sorted((r["budget"], r["false_per_member_hour"]) for r in result.along("budget", method, rows=rows))
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=f"C{i}", label=method)
         busy = sorted((run_.budget, run_.trial.rest_changes * 3600 / max(1e-9, run_.trial.rest * run_.trial.members))
@@ -93,8 +92,7 @@ def draw_envelope(result: EnvelopeResult, out: Path) -> list[Path]:
     cost = result.cost_rows()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for method in methods:
-        cpu = sorted((r["roles"], r["rest_cpu_mean"]) for r in rows if r["method"] == method and
-                     r["axis"] in ("base", "roles") and r["fault"] == result.scenario.base.faults[0].name)
+        cpu = sorted((r["roles"], r["rest_cpu_mean"]) for r in result.along("roles", method, rows=rows))
         if cpu:
             axes[0].plot([p[0] for p in cpu], [100 * p[1] for p in cpu], marker="o", label=method)
         sent = sorted((r["roles"], r["sent_rps_mean"]) for r in cost if r["method"] == method and r["ok"])

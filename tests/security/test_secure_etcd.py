@@ -114,15 +114,21 @@ def test_a_token_gone_stale_is_fetched_again_and_leadership_goes_on(secure_etcd:
     elector.start()
     try:
         wait_until(lambda: elector.is_leader("r0"), 10.0, what="a leader of r0")
-        gateway = elector._store._gw  # type: ignore[attr-defined]
-        before = gateway._token
+        store = elector._store  # type: ignore[attr-defined]
+
+        def tokens() -> dict[int, str | None]:  # the renewals' lane gateways and the loop's own
+            return {id(gw): gw._token for gw in [store._gw, *store._lane_gateways]}
+
+        wait_until(lambda: any(tokens().values()) and len(tokens()) > 1, 10.0, what="a renewal's gateway")
+        before = tokens()
         root = Gateway(secure_etcd.endpoints.etcd, Access(sec.client_context(), "root", sec.admin_password()))
         try:
             root.call("auth/user/changepw", {"name": sec.user, "password": sec.password()}, 5.0)
         finally:
             root.close()
-        wait_until(lambda: gateway._token != before, 10.0, what="a new token after the old one was dropped")
-        wait_until(lambda: gateway.requests > 0 and elector.is_leader("r0"), 5.0, what="still leading")
+        wait_until(lambda: any(before.get(key) not in (None, token) for key, token in tokens().items()), 10.0,
+                   what="a new token after the old one was dropped")
+        wait_until(lambda: elector.is_leader("r0"), 5.0, what="still leading")
         assert [type(e).__name__ for e in events] == ["Acquired"], events
     finally:
         elector.stop()
