@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         workers = _Workers(elector, max(0.0, args.work))
         workers.cover(elector.roles)
     elector.start()
-    _say(f"elect member: {elector.member} {STARTED} {elector.scheme}:// with roles {sorted(map(str, elector.roles))}")
+    _say(f"elect member: {elector.member} {STARTED} {elector.scheme}:// with {_roles_said(elector.roles)}")
     if args.control:
         threading.Thread(target=_control_loop, args=(elector, stop, workers), daemon=True, name="control").start()
     while not stop.wait(0.5):  # wake periodically so signal handlers run promptly
@@ -284,3 +284,12 @@ def _writer(args: argparse.Namespace, elector: Elector) -> FencedWriter | None:
     elector.subscribe(writer)
     writer.start()
     return writer
+
+
+def _roles_said(roles: Iterable[object], shown: int = 10) -> str:
+    """The roles for the started line: all of a few, else a count and the first few (a line of 6,000 names helps
+    no one reading a log)."""
+    names = sorted(map(str, roles))
+    if len(names) <= shown:
+        return f"roles {names}"
+    return f"{len(names)} roles {names[:shown]} ..."
