@@ -482,12 +482,13 @@ def which_method(result: EnvelopeResult) -> list[dict[str, Any]]:
 
 def _per_thousand(rows: Sequence[dict[str, Any]]) -> tuple[float, float]:
     """What 1,000 more roles cost a member at rest (CPU share, requests/s): the slope between the smallest and the
-    largest role count counted (NaN where they are less than 1,000 roles apart)."""
-    if len(rows) < 2 or rows[-1]["roles"] - rows[0]["roles"] < 1000:  # any less is within the noise
+    largest role count counted (NaN where they are less than 500 roles apart: any less is within the noise; a slope
+    below zero is noise too, and shows as 0)."""
+    if len(rows) < 2 or rows[-1]["roles"] - rows[0]["roles"] < 500:
         return math.nan, math.nan
     span = (rows[-1]["roles"] - rows[0]["roles"]) / 1000
-    return ((rows[-1]["cpu_mean"] - rows[0]["cpu_mean"]) / span, (rows[-1]["sent_rps_mean"] - rows[0]["sent_rps_mean"])
-            / span)
+    return (max(0.0, (rows[-1]["cpu_mean"] - rows[0]["cpu_mean"]) / span),
+            max(0.0, (rows[-1]["sent_rps_mean"] - rows[0]["sent_rps_mean"]) / span))
 
 
 COLUMNS = [

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from elect_bench.faults import MemberFault
@@ -84,13 +85,7 @@ def rebalance_time(servers: str, fault: MemberFault, consumers: int, partitions:
                    protocol: str = "classic") -> float:
     """Seconds from `fault` striking one consumer of a settled group to the survivors' assignment of its
     partitions, with `session` as the session timeout, on the `classic` or the KIP-848 `consumer` protocol."""
-    topic = _topic(servers, partitions)
-    if protocol == "consumer":
-        _configure_group(servers, topic, session)
-    group = [Consumer(servers, topic, f"c{i}", session, protocol) for i in range(consumers)]
-    try:
-        wait_until(lambda: _balanced(group, partitions), LIMIT, what=f"{consumers} consumers sharing {partitions} "
-                   "partitions evenly")
+    with _settled(servers, consumers, partitions, session, protocol) as group:
         time.sleep(1.0)  # let the group be quiet
         for c in group:
             c.pump()
@@ -110,6 +105,35 @@ def rebalance_time(servers: str, fault: MemberFault, consumers: int, partitions:
             return None
 
         return wait_until(moved, LIMIT, what="the victim's partitions reassigned") - began
+
+
+def revocations_at_rest(servers: str, consumers: int, partitions: int, session: float, protocol: str,
+                        seconds: float) -> int:
+    """How many times a consumer of a settled group, nothing faulted, had partitions taken away in `seconds`: what a
+    NELI group on that protocol and session timeout would see as false failovers, before any election logic."""
+    with _settled(servers, consumers, partitions, session, protocol) as group:
+        for c in group:
+            c.pump()
+        marks = [len(c.lines) for c in group]
+        time.sleep(seconds)  # the window at rest itself, not a wait for a condition
+        for c in group:
+            c.pump()
+        return sum(1 for c, mark in zip(group, marks, strict=True) for line in c.lines[mark:]
+                   if line["event"] == "revoke" and line["parts"])
+
+
+@contextlib.contextmanager
+def _settled(servers: str, consumers: int, partitions: int, session: float,
+             protocol: str) -> Iterator[list[Consumer]]:
+    """A group of bare consumers on a new topic, once it shares the partitions evenly; killed on the way out."""
+    topic = _topic(servers, partitions)
+    if protocol == "consumer":
+        _configure_group(servers, topic, session)
+    group = [Consumer(servers, topic, f"c{i}", session, protocol) for i in range(consumers)]
+    try:
+        wait_until(lambda: _balanced(group, partitions), LIMIT, what=f"{consumers} consumers sharing {partitions} "
+                   "partitions evenly")
+        yield group
     finally:
         for c in group:
             c.kill()

@@ -125,3 +125,11 @@ def test_leader_table_follows_what_an_observer_reads() -> None:
 def test_watch_refuses_a_url_of_a_method_without_a_store() -> None:
     result = run_elect("watch", "--once", "memory://g")
     assert result.returncode != 0 and "event lines" in result.stderr
+
+
+def test_the_started_line_names_a_few_roles_and_counts_many() -> None:
+    from elect_cli.member import _roles_said
+
+    assert _roles_said(["b", "a"]) == "roles ['a', 'b']"
+    said = _roles_said(str(i) for i in range(6000))
+    assert said.startswith("6000 roles ['0', '1', '10',") and said.endswith("...") and len(said) < 120
