@@ -92,3 +92,14 @@ def test_the_parking_topic_name_is_valid_for_any_leader_topic() -> None:
     long = parking_topic("t" * 249)
     assert len(long) == 249 and long.endswith(".parked")
     KafkaOptions(topic=long)  # accepted as a topic name
+
+
+@pytest.mark.parametrize("session", [0.1, 0.2, 0.5, 1.0, 10.0])
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_every_derived_setting_follows_the_session_timeout_alone(session: float, protocol: str) -> None:
+    """A user sets only D and gets a member the rules accept: the poll below the heartbeat interval, the
+    heartbeat timeout within the exclusivity bound, the group heartbeat a tenth of the session."""
+    o = options(f"kafka://h:9092/t?session_timeout={session}&protocol={protocol}")
+    assert o.poll <= o.interval / 2 + 1e-12 and o.poll <= 0.05
+    assert o.timeout == pytest.approx(0.75 * session) and o.timeout + o.group_interval < session
+    assert o.group_interval == pytest.approx(session / 10) and o.exclusive
