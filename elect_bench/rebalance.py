@@ -126,7 +126,7 @@ def revocations_at_rest(servers: str, consumers: int, partitions: int, session: 
 def _settled(servers: str, consumers: int, partitions: int, session: float,
              protocol: str) -> Iterator[list[Consumer]]:
     """A group of bare consumers on a new topic, once it shares the partitions evenly; killed on the way out."""
-    topic = _topic(servers, partitions)
+    topic = new_topic(servers, partitions)
     if protocol == "consumer":
         _configure_group(servers, topic, session)
     group = [Consumer(servers, topic, f"c{i}", session, protocol) for i in range(consumers)]
@@ -151,7 +151,8 @@ def _configure_group(servers: str, group: str, session: float) -> None:
     configure_group(AdminClient({"bootstrap.servers": servers}), options)
 
 
-def _topic(servers: str, partitions: int) -> str:
+def new_topic(servers: str, partitions: int) -> str:
+    """A topic of its own (a random name, replication 1) for a measurement."""
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     topic = f"raw-{uuid.uuid4().hex[:8]}"

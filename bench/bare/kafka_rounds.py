@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import argparse
 import time
-import uuid
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from elect_bench.rebalance import new_topic
 
 
 def _rounds(bootstrap: str, partitions: int, seconds: float) -> tuple[int, list[float]]:
-    topic = f"bare-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: the future fails if its client is collected
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    topic = new_topic(bootstrap, partitions)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1, "enable.idempotence": False})
     took: list[float] = []
     began = time.monotonic()
