@@ -294,22 +294,46 @@ class KafkaElector(BaseElector):
         consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
 
     def _close_consumer(self) -> None:
+        """Leave the group: give up what the member owns first, in order (Revoked, and the barrier), as `_park` does,
+        then close the consumer (which sends the LeaveGroup) on a thread of its own, waiting at most `close_wait`.
+
+        librdkafka's close can hang (an assignment that arrives while it closes: librdkafka #4527, #4883), and a
+        stop must not: once the member leads nothing, the close only tells the group early what the session's
+        expiry would tell it anyway. The closing consumer's rebalance callbacks are ignored from then on, so only
+        the poll thread ever touches the core."""
         self._parking = "off"
         consumer, self._consumer = self._consumer, None
         if consumer is None:
             return
+        core = self._require_core()
+        if core.owned:
+            self._feed(Unassigned(tuple(sorted(core.owned))))
+        closer = threading.Thread(target=self._close, args=(consumer,), name=f"neli-{self.member}-close", daemon=True)
+        began = time.monotonic()
+        closer.start()
+        closer.join(self.close_wait)
+        if closer.is_alive():
+            log.warning("neli: %s: the consumer has not closed after %.1f s; leaving it to close in the background "
+                        "(the group moves its partitions once the session of %g s expires)", self.member,
+                        time.monotonic() - began, self.options.session_timeout)
+
+    @property
+    def close_wait(self) -> float:
+        """How long leaving the group may take before the member stops without waiting for it."""
+        return max(5.0, 3 * self.options.session_timeout)
+
+    def _close(self, consumer: Consumer) -> None:
         try:
-            consumer.close()  # runs on_revoke (the barrier), then leaves the group
+            consumer.close()
         except (KafkaException, RuntimeError) as exc:
             log.warning("neli: %s: closing the consumer failed: %s", self.member, exc)
-        core = self._require_core()
-        if core.owned:  # close could not run the revoke callback (e.g. the session was already lost)
-            self._feed(Unassigned(tuple(sorted(core.owned)), lost=True))
 
     def _partitions(self, parts: list[TopicPartition]) -> list[int]:
         return [p.partition for p in parts if p.topic == self.options.topic]
 
     def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return  # a consumer closing (`_close_consumer`): the core gave its partitions up already
         self._joined.set()
         ours = self._partitions(parts)
         if self._parking != "off" and ours:
@@ -338,6 +362,8 @@ class KafkaElector(BaseElector):
             log.warning("neli: %s: could not set start offsets (%s); reading from the end", self.member, exc)
 
     def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return  # a consumer closing (`_close_consumer`): the core gave its partitions up already
         self._guarded(Unassigned(tuple(self._partitions(parts))))
         self._revoked()
 
@@ -346,6 +372,8 @@ class KafkaElector(BaseElector):
             self._parking = "joining"
 
     def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return  # a consumer closing (`_close_consumer`): the core gave its partitions up already
         owned = [p for p in self._partitions(parts) if p in self._require_core().owned]
         if owned:  # (partitions given up before parking are reported lost too: nothing to say about those)
             log.warning("neli: %s lost partitions %s (session expired behind its back)", self.member, owned)

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
+from elect_bench.members import MemberProcess
 from elect_cluster.local import LocalCluster
 
-from implementations import Group, Implementation, params
+from implementations import Group, Implementation, _Deferred, params
 
 
 @pytest.fixture(params=params())
@@ -27,3 +28,19 @@ def group(impl: Implementation, tmp_path: Path, request: pytest.FixtureRequest) 
         yield g
     finally:
         g.close()
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:  # what the members said is most of what a failure tells
+            for m in g.members:
+                proc = m.proc if isinstance(m, _Deferred) else m
+                if isinstance(proc, MemberProcess):
+                    print(f"--- {proc.member_id}'s stderr (last 60 lines):\n{proc.stderr_tail(60)}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                              pytest.TestReport]:
+    """Keep the call phase's report on the test item, for the `group` fixture's teardown."""
+    report = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
+    return report
