@@ -222,6 +222,7 @@ def test_drain_hands_every_role_over_and_names_the_successors(url: str, stopped:
     b.start()
     led = a.leading()
     assert led  # a started first: it leads some roles
+    wait_until(lambda: len(work.started) == len(led), 20, what="a call per role led")  # (see above: no call else)
     drained = a.drain(timeout=5)
     assert drained.roles == led and drained.successors == {r: "b" for r in led} and drained.confirmed
     assert 0 < drained.seconds < 5 and not a.running and b.leading() == {"r", "s", "t"}
