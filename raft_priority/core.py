@@ -83,6 +83,7 @@ class RaftGroup:
         "closed",
         "contact",
         "deadline",
+        "elected_at",
         "first_timeout",
         "group",
         "hb_due",
@@ -157,8 +158,9 @@ class RaftGroup:
         self.quorum = spec.quorum
         self.prioritized = config.priority_mode == "zeebe"
         self.window = config.lease_window if config.check_quorum else INF
-        need = self.quorum - 1  # the node links' quorum a quiet lease rests on: peers in one order for all groups
-        self._shared_key = (tuple(sorted(self.peers)), need) if need > 0 and self.window != INF else None
+        # the node links' quorum a quiet lease rests on: (the followers that answered quiet, in one order for all
+        # groups; how many of them make a quorum with this node), set when the group goes quiet (`_note_quiet`)
+        self._shared_key: tuple[tuple[str, ...], int] | None = None
         hs = hard_state or HardState()
         self.term = hs.term
         self.voted_for = hs.voted_for
@@ -183,6 +185,7 @@ class RaftGroup:
         self.acks: dict[str, float] = {}
         self.heard: dict[str, float] = {}
         self.healthy_since: dict[str, float] = {}
+        self.elected_at = -INF
         self.positions: dict[str, tuple[int, int]] = {}
         self.quorum_ack = -INF
         self._lease = -INF
@@ -397,17 +400,37 @@ class RaftGroup:
         self.quiet_peers.clear()
 
     def _may_quiesce(self, now: float) -> bool:
-        """A leader may let this group go quiet: serving, no transfer under way or abandoned, every follower
-        heard lately (so the succession its quiet followers keep names them all), and nothing to rebalance (a
-        higher-priority peer it might hand over to needs heartbeats to be judged)."""
+        """A leader may let this group go quiet: serving, no transfer under way or abandoned, enough live
+        followers for a quorum (the quiet lease rests on them), and nothing to rebalance (a live higher-priority
+        peer it might hand over to needs heartbeats to be judged). A dead follower does not keep the group loud:
+        with thousands of groups, every one heartbeating to a dead peer for as long as it stays dead is more than
+        a node can send (the spiral a kill caused at 6,000 partitions); it rejoins through its first vote
+        request, which wakes the group."""
         if not (self.cfg.quiesce and self.serving and self.transfer_to is None and self.resume_from == INF):
             return False
-        live = now - self.cfg.election_timeout
-        heard = self.heard
-        if any(heard[p] < live for p in self.peers):
+        live = self._live_peers(now)
+        if len(live) < self.quorum - 1:
             return False
-        outranked = bool(self.peer_priority) and self.peer_priority[0] > self.priority
-        return not (self.cfg.rebalance and self.prioritized and not self.pinned and outranked)
+        if len(live) < len(self.peers) and now < self.elected_at + self.cfg.election_timeout:
+            # a follower not heard yet since the election is not dead until it has had ET to answer (unless its
+            # node fell silent): quiet before that, the succession the followers keep would leave it out
+            silent = self.links.silent_at
+            if any(p not in live and p not in silent for p in self.peers):
+                return False
+        if self.cfg.rebalance and self.prioritized and not self.pinned:
+            return not any(pr > self.priority and p in live for p, pr in zip(self.peers, self.peer_priority,
+                                                                            strict=True))
+        return True
+
+    def _live_peers(self, now: float) -> list[str]:
+        """The followers this leader counts as alive: heard within the election timeout, and since their node last
+        fell silent (`Links.silent_at`: a node that stopped acking is dead to quiescence until it answers again,
+        so groups woken by its silence go quiet again without it in one round)."""
+        live = now - self.cfg.election_timeout
+        heard, silent = self.heard, self.links.silent_at
+        if not silent:
+            return [p for p in self.peers if heard[p] >= live]
+        return [p for p in self.peers if heard[p] >= live and heard[p] > silent.get(p, -INF)]
 
     @property
     def leader_lease_until(self) -> float:
@@ -536,6 +559,7 @@ class RaftGroup:
 
     def _become_leader(self, now: float) -> None:
         self.state = RaftState.LEADER
+        self.elected_at = now
         self.serving = True
         self.pinned, self.pinning = self.pinning, False
         self._set_leader(self.node)
@@ -643,9 +667,8 @@ class RaftGroup:
             return
         succession: tuple[int, ...] = ()
         if self.cfg.fast_failover and self.prioritized:
-            live = now - self.cfg.election_timeout
-            heard = self.heard
-            succession = tuple(pr for p, pr in zip(self.peers, self.peer_priority, strict=True) if heard[p] >= live)
+            live = self._live_peers(now)
+            succession = tuple(pr for p, pr in zip(self.peers, self.peer_priority, strict=True) if p in live)
         term, group, node, closed = self.term, self.group, self.node, self.transfer_closed
         quiesce = self._may_quiesce(now)
         if not quiesce and self.quiet_peers:
@@ -746,19 +769,28 @@ class RaftGroup:
             self._send_timeout_now()
 
     def _note_quiet(self, p: str, quiet: bool, now: float) -> None:
-        """Follower ``p`` answered (not) quiet: keep the links' digest for it in step, and go quiet once every
-        follower is, if this leader still may."""
+        """Follower ``p`` answered (not) quiet: keep the links' digest for it in step, and go quiet once every live
+        follower is (at least a quorum's worth), if this leader still may."""
         if not quiet:
             self.quiet_peers.discard(p)
             self.links.lead_awake(p, self.group, self.qkey)
             return
+        if self.quiet:
+            # a follower back from the dead answered after the group went quiet without it: one more round, so the
+            # succession the followers keep names it, and a live follower that outranks this leader is rebalanced to
+            self.wake(now)
+            return
         if not self.quiet_peers:
             self.qkey = quiet_key(self.group, self.term)
-        self.quiet_peers.add(p)
+        answered = self.quiet_peers
+        answered.add(p)
         self.links.lead_quiet(p, self.group, self.qkey)
-        if len(self.quiet_peers) == len(self.peers) and self._may_quiesce(now):
+        if (len(answered) >= self.quorum - 1 and answered.issuperset(self._live_peers(now))
+                and self._may_quiesce(now)):
             self.quiet = True
             self.hb_due = INF
+            if self.window != INF and self.quorum > 1:  # the lease rests on the node links of these followers
+                self._shared_key = (tuple(sorted(answered)), self.quorum - 1)
 
     def _on_pre_vote(self, m: PreVoteRequest, now: float) -> None:
         if m.term < self.term or self._quiet(now):

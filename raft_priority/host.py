@@ -209,6 +209,7 @@ class NodeHost:
                     continue
                 again = links.acked.get(peer, due - patience) + patience
                 if again <= now:
+                    links.silent_at[peer] = now  # dead to quiescence until it answers (`RaftGroup._live_peers`)
                     self._wake_led(peer, now)  # a follower's node stopped acking: its groups heartbeat again
                     continue
             else:
@@ -227,8 +228,10 @@ class NodeHost:
 
     def _schedule_links(self, now: float) -> None:
         """One lazy timer per peer and side while any group is quiet with it, armed when its first group goes
-        quiet (a timer that fires while its link is alive re-arms itself at the new due time). A link not heard
-        (acked) yet counts from now: the quiet exchange that just happened was itself word from that node."""
+        quiet (a timer that fires while its link is alive re-arms itself at the new due time). It counts from now
+        at the earliest: the quiet exchange that just happened was itself word from that node, whose link may not
+        have been heard (acked) yet, or not since it was last silent (a node back from the dead, whose last ack
+        would fire the timer at once and wake its groups again, for ever)."""
         links, sched, heap = self.links, self._link_scheduled, self._link_heap
         if not links.fresh:
             return
@@ -236,9 +239,9 @@ class NodeHost:
             if (peer, leading) in sched:
                 continue
             if leading:
-                due = links.acked.get(peer, now) + self._ack_patience
+                due = max(links.acked.get(peer, now), now) + self._ack_patience
             else:
-                due = links.heard.get(peer, now) + self.config.election_timeout
+                due = max(links.heard.get(peer, now), now) + self.config.election_timeout
             sched[(peer, leading)] = due
             heapq.heappush(heap, (due, peer, leading))
         links.fresh.clear()

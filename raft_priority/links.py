@@ -26,8 +26,9 @@ Liveness: a quiet follower wakes when its leader's node has been silent for the 
 then runs from the last node beat, as it would have from the last heartbeat, so failover times do not change),
 when the leader's process restarts (a new incarnation), or when the leader's digest disagrees with its own for
 two beats in a row (the leader stepped down or woke the group and the word was lost). A quiet leader wakes the
-groups it leads with a peer whose node has not acked for the election timeout (a dead follower: the group then
-heartbeats, so its succession of live followers stays current, until every follower is quiet again).
+groups it leads with a peer whose node has not acked for half the lease window (a dead follower: the group then
+heartbeats one round, so the succession its quiet followers keep names only live ones, and goes quiet again with
+the followers that answer, as long as they make a quorum; the dead one rejoins through its first vote request).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Links:
         "led",
         "mismatch_in",
         "mismatch_out",
+        "silent_at",
         "woke",
     )
 
@@ -84,6 +86,9 @@ class Links:
         self.mismatch_in: dict[str, int] = {}
         self.mismatch_out: dict[str, int] = {}
         self._quorums: dict[tuple[tuple[str, ...], int], float] = {}  # emptied whenever an ack counts
+        self.silent_at: dict[str, float] = {}
+        """Peer -> when its node stopped acking this node's beats (this node then woke the groups it leads with it):
+        until it answers again, a leader counts it as dead when deciding to go quiet (`RaftGroup._live_peers`)."""
         self.woke: set[int] = set()
         """Groups this node led quietly whose leases stopped resting on these links (woken, stepped down) since the
         driver last took them: leaderships renewed together with a quorum's shared deadline must leave it."""

@@ -247,3 +247,39 @@ def test_a_paused_quiet_leader_is_fenced_at_its_lease_end() -> None:
     assert fenced and all(3.0 < c.until < 4.0 for c in fenced)  # the node links' lease end, noticed at 8.0
     assert check(History(lines_of(sim.history)), exclusive=True) == []
     assert sim.all_led()
+
+
+def test_groups_go_quiet_again_without_a_dead_follower_and_take_it_back_when_it_returns() -> None:
+    """After a node dies, the survivors' groups (those it followed, and those it led, once failed over) go quiet
+    with the followers left, as long as those make a quorum: a node heartbeating every group to a dead peer for as
+    long as it stays dead is what made 6,000 partitions spiral after a kill. The dead node rejoins through its
+    first vote request, which wakes the groups; they go quiet with it again and the priorities bring back its
+    leaders. Safety holds throughout."""
+    cfg = RaftConfig.improved(quiesce=True)
+    sim = ex.build(3, 60, 3, cfg, seed=5, network=LAN)
+    assert ex.settle(sim, 10.0) < 10.0
+    sim.run_until(6.0)
+    rest = _rate(sim, 2.0)
+    victim = "n0"
+    sim.crash(victim)
+    assert ex.settle(sim, sim.now + 5 * cfg.election_timeout) < math.inf
+    sim.run_until(sim.now + 3 * cfg.election_timeout)
+    survivors = [n for n in sim.nodes if n != victim]
+    led = [g for n in survivors for g in sim.nodes[n].host.groups.values() if g.is_leader(sim.now)]  # type: ignore[union-attr]
+    assert len(led) == 60 and all(g.quiet for g in led)
+    assert _rate(sim, 2.0) <= rest  # one beat and its ack per pair of live nodes, as at rest
+    sim.restart(victim)
+    back = sim.now
+    sim.run_while(lambda: sim.leader_counts().get(victim, 0) < 20, back + 30.0)
+    assert sim.leader_counts() == {"n0": 20, "n1": 20, "n2": 20}
+    sim.run_until(sim.now + 3 * cfg.election_timeout)
+    assert all(g.quiet for n in sim.nodes for g in sim.nodes[n].host.groups.values()  # type: ignore[union-attr]
+               if g.is_leader(sim.now))
+    assert check(History(lines_of(sim.history)), exclusive=True) == []
+
+
+def _rate(sim: Simulation, seconds: float) -> float:
+    """Messages per second sent by all nodes over the next `seconds`."""
+    sent = sim.messages_sent
+    sim.run_until(sim.now + seconds)
+    return (sim.messages_sent - sent) / seconds
