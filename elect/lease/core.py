@@ -58,6 +58,7 @@ from elect.lease.model import (
     RoleSeen,
     Snapshot,
     StoreAction,
+    Take,
 )
 from elect.options import rule
 from elect.roles import Role
@@ -176,7 +177,7 @@ class LeaseCore:
         self._must_delete: dict[Role, int] = {}  # released: delete the key with this token, whatever else
         self._deleting: set[Role] = set()
         self._abandoned: set[Role] = set()       # stopping and the store did not answer: leave to expiry
-        self._creating: set[Role] = set()
+        self._creating: set[Role] = set()        # a Create or Take in flight
         self._expiring: set[Role] = set()
         self._retry_at: dict[Role, float] = {}
         self._free_since: dict[Role, float] = {}
@@ -305,7 +306,7 @@ class LeaseCore:
             self._ka_inflight = False
             interval = self.timing.keepalive_interval or 0.0
             self._next_ka = sent + interval if ok else retry
-        elif isinstance(action, Create):
+        elif isinstance(action, Create | Take):
             self._creating.discard(action.role)
             if not ok:
                 self._pin.discard(action.role)
@@ -593,13 +594,20 @@ class LeaseCore:
                 self._free_since.pop(role, None)
                 member = self._member_view(holder.session, now)
                 silent_from = member.changed_at + self.timing.ttl
-                if leave(role):  # the member that will take it frees it: one expiry per role, not one per contender
+                # the member that will take it takes it over in one write; another frees it only if that member
+                # has not within fair_delay (one write per role, not one per contender)
+                other = leave(role)
+                if other:
                     silent_from += self.timing.fair_delay
-                if now >= silent_from:
+                if now < silent_from:
+                    wake.append(silent_from)
+                elif other:
                     self._expiring.add(role)
                     actions.append(Expire(role, holder, member.version))
                 else:
-                    wake.append(silent_from)
+                    self._creating.add(role)
+                    actions.append(Take(role, holder, member.version))
+                    mine += 1
 
     # ------------------------------------------------------------------------------------------ helpers
     def _candidates(self, now: float, wake: list[float]) -> set[Role]:

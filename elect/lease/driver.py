@@ -30,15 +30,14 @@ from elect.core import ExtendShared, Revoke
 from elect.errors import ElectError, NotLeader, TransferRefused
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import (
-    Create,
-    Delete,
+    ROLE_ACTIONS,
     Done,
-    Expire,
     KeepAlive,
     MemberRecord,
     Observation,
     Publish,
     Renew,
+    RoleAction,
     StoreAction,
 )
 from elect.lease.options import _LeaseOptions
@@ -90,9 +89,6 @@ class Task:
 
 
 Sink = Callable[[object], None]
-
-RoleAction = Create | Expire | Delete
-"""The actions on role keys, which a store takes in batches."""
 
 Outcome = tuple[bool, list[Observation]]
 """One action's outcome in a batch: whether the store answered it (False: its outcome is unknown), and what it
@@ -517,10 +513,10 @@ class LeaseElector(BaseElector):
         others: list[StoreAction] = [a for a in actions if not isinstance(a, Renew | KeepAlive | Publish)]
         if renewals:  # what keeps the session alive, and the record (the same entry): never behind a batch
             self._lanes["renew"].submit(self._epoch, renewals)
-        singles: list[StoreAction] = [a for a in others if not isinstance(a, (Create, Expire, Delete))]
+        singles: list[StoreAction] = [a for a in others if not isinstance(a, ROLE_ACTIONS)]
         if singles:
             self._lanes["store"].submit(self._epoch, singles)
-        batch: list[StoreAction] = [a for a in others if isinstance(a, (Create, Expire, Delete))]
+        batch: list[StoreAction] = [a for a in others if isinstance(a, ROLE_ACTIONS)]
         size = max(1, self._store.batch_size)
         for start in range(0, len(batch), size):  # chunks go to the store lane's workers side by side
             self._lanes["store"].submit(self._epoch, batch[start:start + size])
@@ -548,11 +544,11 @@ class LeaseElector(BaseElector):
         return ready.messages
 
     def _perform(self, epoch: int, actions: list[StoreAction]) -> None:
-        """On a lane: run `actions` (role actions as one batch, which `_step` made no bigger than `batch_size`),
+        """On a lane: run `actions` (role actions as one batch, which `_send` made no bigger than `batch_size`),
         queueing each outcome to the loop."""
         timeout = self.options.timeout
-        singles = [a for a in actions if not isinstance(a, (Create, Expire, Delete))]
-        batch = [a for a in actions if isinstance(a, (Create, Expire, Delete))]
+        singles = [a for a in actions if not isinstance(a, ROLE_ACTIONS)]
+        batch = [a for a in actions if isinstance(a, ROLE_ACTIONS)]
         for action in singles:
             if epoch != self._epoch or self._abort.is_set():
                 return

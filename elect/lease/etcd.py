@@ -1,10 +1,11 @@
 """`etcd://`: the lease core on etcd, through the v3 JSON gateway.
 
-Layout under /PREFIX/: `roles/<role>` (value: holder member and session; created only if absent, so
-its creation revision is the fencing token) and `members/<lease id>` (value: member and the roles it
+Layout under /PREFIX/: `roles/<role>` (value: holder member and session; written only when the role changes
+hands: created if absent, or taken over from a silent holder in one compare-and-swap, so the revision of that
+write, the key's mod revision, is the fencing token) and `members/<lease id>` (value: member and the roles it
 contends for; bound to the member's lease). Each renewal is one transaction that touches the member's
-own entry (new mod revision: the holder is alive) and reads every key, so it both proves liveness and
-refreshes the member's view even when the watch lags. The watch makes handovers immediate. etcd's lease
+own entry (new mod revision: the holder is alive); the watch, once it has delivered that very write, has shown
+the member everything before it (`_renew`). The watch makes handovers immediate. etcd's lease
 (whole seconds, expiry swept coarsely) is only the backstop that clears a dead member's directory
 entry: contenders time a silent holder themselves (see `elect.lease.core`).
 
@@ -26,7 +27,7 @@ from typing import Any
 
 from elect.contract import Characteristics
 from elect.errors import AccessRefused, InfrastructureUnavailable
-from elect.lease.driver import LeaseElector, Opened, Outcome, RoleAction, SessionLost, Sink, StoreError
+from elect.lease.driver import LeaseElector, Opened, Outcome, SessionLost, Sink, StoreError
 from elect.lease.etcd_gateway import (
     JSON,
     Access,
@@ -41,8 +42,8 @@ from elect.lease.etcd_gateway import (
     unb64,
 )
 from elect.lease.model import (
+    ROLE_ACTIONS,
     Create,
-    Delete,
     Expire,
     Holder,
     KeepAlive,
@@ -52,9 +53,11 @@ from elect.lease.model import (
     Observation,
     Publish,
     Renew,
+    RoleAction,
     RoleSeen,
     Snapshot,
     StoreAction,
+    Take,
 )
 from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name, role_of
 from elect.lease.options import EtcdOptions
@@ -201,7 +204,7 @@ class EtcdStore:
             if ttl <= 0:
                 raise SessionLost(f"lease {self.session} expired")
             return [LeaseSeen(sent + ttl)]
-        if isinstance(action, (Create, Expire, Delete)):
+        if isinstance(action, ROLE_ACTIONS):
             answered, seen = self.execute_batch([action], timeout)[0]
             if not answered:
                 raise StoreError(f"{type(action).__name__} {action.role!r}: no answer")
@@ -235,29 +238,38 @@ class EtcdStore:
                 for action, response in zip(actions, responses, strict=True)]
 
     def _role_txn(self, action: RoleAction) -> JSON:
+        """One role's transaction. A role key is written only when it changes hands (renewals touch the member's
+        own entry), so its mod revision names the write that made its holder: the fencing token, and what an
+        expiry, a takeover and a release compare."""
         key = self._role_key(action.role)
         delete = {"request_delete_range": {"key": b64(key)}}
-        if isinstance(action, Create):
+        if isinstance(action, Create | Take):
             # no lease: only Delete and Expire (both timed by the core) may remove a role key
             put = {"request_put": {"key": b64(key), "value": b64(encode_holder(self.member, self.session))}}
-            return {"compare": [_compare(key, "CREATE", 0)], "success": [put],
-                    "failure": [self._range(key, prefix=False)]}
+            if isinstance(action, Create):
+                return {"compare": [_compare(key, "CREATE", 0)], "success": [put],
+                        "failure": [self._range(key, prefix=False)]}
+            return self._silent(key, action.holder, action.version, put)
         if isinstance(action, Expire):
-            member = self._member_key(action.holder.session)
-            return {"compare": [_compare(key, "CREATE", action.holder.token), _compare(member, "MOD", action.version)],
-                    "success": [delete], "failure": [self._range(key, prefix=False), self._range(member, prefix=False)]}
-        return {"compare": [_compare(key, "CREATE", action.token)], "success": [delete],
+            return self._silent(key, action.holder, action.version, delete)
+        return {"compare": [_compare(key, "MOD", action.token)], "success": [delete],
                 "failure": [self._range(key, prefix=False)]}
+
+    def _silent(self, key: str, holder: Holder, version: int, write: JSON) -> JSON:
+        """`write` to `key` if `holder` still holds it and its membership entry is still at `version` (silent)."""
+        member = self._member_key(holder.session)
+        return {"compare": [_compare(key, "MOD", holder.token), _compare(member, "MOD", version)],
+                "success": [write], "failure": [self._range(key, prefix=False), self._range(member, prefix=False)]}
 
     def _role_outcome(self, action: RoleAction, txn: JSON, rev: int) -> Outcome:
         """What one inner transaction came to (`txn`: its response, without a header of its own): answered either
         way, with what etcd holds now when its compares failed (another member was first)."""
         data = {**txn, "header": {"revision": rev}}
         if txn.get("succeeded"):
-            if isinstance(action, Create):
+            if isinstance(action, Create | Take):
                 return True, [RoleSeen(action.role, Holder(self.session, self.member, rev), rev)]
             return True, [RoleSeen(action.role, None, rev)]
-        if isinstance(action, Expire):
+        if isinstance(action, Expire | Take):
             return True, [self._role_seen(action.role, data), self._member_seen(action.holder.session, data)]
         return True, [self._role_seen(action.role, data)]
 
@@ -356,7 +368,8 @@ class EtcdStore:
         return None
 
     def _holder(self, kv: JSON) -> Holder:
-        return decode_holder(unb64(kv.get("value")), int(kv.get("create_revision", 0)),
+        """The holder a role key names; its token the key's mod revision (see `_role_txn`)."""
+        return decode_holder(unb64(kv.get("value")), int(kv.get("mod_revision", 0)),
                              f"{int(kv.get('lease', 0)):x}")
 
     def _snapshot(self, data: JSON, first: int) -> Snapshot:
@@ -430,7 +443,8 @@ def characteristics(options: EtcdOptions) -> Characteristics:
     """Exclusive while clocks run at one rate; a crashed leader's roles move after about ttl, plus up to
     one renew interval for the last renewal to be seen."""
     return Characteristics(exclusive=True, max_overlap=0.0, max_failover=options.ttl + options.interval,
-                           graceful_handover=True, token="etcd creation revision of the role's key",
+                           graceful_handover=True,
+                           token="etcd revision of the write that gave the role's key its holder",
                            observes_leaders=True, transfers=True, weights=options.fair)
 
 

@@ -1,6 +1,6 @@
 """Observers of the lease stores: the role keys (`<prefix>/roles/<role>`) and their holders, read as the
-lease electors write them (elect.lease.names), with the same token (etcd: the key's creation revision;
-ZooKeeper: the zxid of the write that made the holder)."""
+lease electors write them (elect.lease.names), with the same token (etcd: the key's mod revision, that of the
+write that gave it its holder; ZooKeeper: the zxid of the write that made the holder)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class EtcdObserver:
         out = []
         for kv in data.get("kvs", []):
             key = unb64(kv.get("key")).decode(errors="replace")
-            holder = decode_holder(unb64(kv.get("value")), int(kv.get("create_revision", 0)))
+            holder = decode_holder(unb64(kv.get("value")), int(kv.get("mod_revision", 0)))
             out.append(Claim(str(role_of(key[len(self._roles):])), holder.member, holder.token))
         return out
 

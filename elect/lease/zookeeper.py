@@ -56,7 +56,6 @@ from elect.lease.driver import (
     Opened,
     Outcome,
     Refuted,
-    RoleAction,
     SessionLost,
     Sink,
     StoreError,
@@ -64,6 +63,7 @@ from elect.lease.driver import (
     Task,
 )
 from elect.lease.model import (
+    ROLE_ACTIONS,
     Create,
     Delete,
     Expire,
@@ -73,8 +73,10 @@ from elect.lease.model import (
     Observation,
     Publish,
     Renew,
+    RoleAction,
     RoleSeen,
     StoreAction,
+    Take,
 )
 from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name
 from elect.lease.options import ZooKeeperOptions
@@ -591,7 +593,7 @@ class ZooKeeperStore:
 
     # ------------------------------------------------------------------------------------------ actions
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
-        if isinstance(action, (Create, Expire, Delete)):
+        if isinstance(action, ROLE_ACTIONS):
             answered, seen = self.execute_batch([action], timeout)[0]
             if not answered:
                 raise StoreError(f"{type(action).__name__} {action.role!r}: no answer")
@@ -614,7 +616,7 @@ class ZooKeeperStore:
             return self._renew(timeout)
         if isinstance(action, Create):
             return self._create(action.role, timeout)
-        if isinstance(action, Expire):
+        if isinstance(action, Expire | Take):
             return self._expire(action, timeout)
         if isinstance(action, Delete):
             return self._release(action.role, action.token, timeout)
@@ -718,13 +720,13 @@ class ZooKeeperStore:
             action = actions[i]
             reads.append((i, self._client.get_async(self._role_path(action.role)),
                           self._client.get_async(self._member_path(action.holder.session))
-                          if isinstance(action, Expire) else None))
+                          if isinstance(action, Expire | Take) else None))
         self.count(sum(1 if member is None else 2 for _, _, member in reads))
         for i, role_read, member_read in reads:
             action = actions[i]
             try:
                 seen: list[Observation] = [self._role_seen(action.role, *self._got(role_read, deadline))]
-                if isinstance(action, Expire) and member_read is not None:
+                if isinstance(action, Expire | Take) and member_read is not None:
                     data, stat = self._got(member_read, deadline)
                     seen.append(MemberSeen(action.holder.session, None, 0, GONE) if stat is None else
                                 MemberSeen(action.holder.session, decode_record(data or b""), _version(stat),
@@ -761,13 +763,14 @@ class ZooKeeperStore:
             if version == ABSENT:
                 return [("create", (path, mine))]
             return [("set_data", (path, mine, version))]
-        if isinstance(action, Expire):
+        if isinstance(action, Expire | Take):
             if holder != action.holder or version == ABSENT:
                 return [RoleSeen(action.role, holder, rev)]
             if action.version <= 0:
                 return None  # no member node was seen: its absence is checked by a read first
+            data = encode_holder(self.member, self.session) if isinstance(action, Take) else b""
             return [("check", (self._member_path(action.holder.session), action.version - 1)),
-                    ("set_data", (path, b"", version))]
+                    ("set_data", (path, data, version))]
         if holder is None or holder.session != self.session or holder.token != action.token:
             return [RoleSeen(action.role, holder, rev)]  # not ours any more: nothing to free
         return [("check", (self._member_path(self.session), -1)), ("set_data", (path, b"", version))]
@@ -795,7 +798,7 @@ class ZooKeeperStore:
     def _written(self, action: RoleAction, stat: Any) -> RoleSeen:
         """The role node as `action`'s successful write left it."""
         rev = 2 * int(stat.mzxid)
-        holder = Holder(self.session, self.member, int(stat.mzxid)) if isinstance(action, Create) else None
+        holder = Holder(self.session, self.member, int(stat.mzxid)) if isinstance(action, Create | Take) else None
         self._note(action.role, holder, rev, stat)
         return RoleSeen(action.role, holder, rev)
 
@@ -867,10 +870,12 @@ class ZooKeeperStore:
         except BadVersionError:  # taken (or freed again) meanwhile: report what is there now
             return [self._role_seen(role, *self._read(path, timeout))]
 
-    def _expire(self, action: Expire, timeout: float) -> list[Observation]:
-        """Free a silent holder's role, in one `multi` comparing the role node's version (still that holder's
-        node: versions only grow) and the holder's member node's version (still silent since the core timed it)."""
+    def _expire(self, action: Expire | Take, timeout: float) -> list[Observation]:
+        """Free a silent holder's role (`Take`: write this member in its place), in one `multi` comparing the role
+        node's version (still that holder's node: versions only grow) and the holder's member node's version (still
+        silent since the core timed it)."""
         role, holder = action.role, action.holder
+        mine = encode_holder(self.member, self.session) if isinstance(action, Take) else b""
         path, member = self._role_path(role), self._member_path(holder.session)
         data, stat = self._read(path, timeout)
         seen = self._holder(data, stat)
@@ -883,13 +888,12 @@ class ZooKeeperStore:
             self.count()
             if self._client.exists_async(member).get(timeout=timeout) is not None:
                 return [self._member_now(holder.session, timeout)]
-        txn.set_data(path, b"", version=stat.version)
+        txn.set_data(path, mine, version=stat.version)
         self.count()
         results = txn.commit_async().get(timeout=timeout)
-        freed = results[-1]
-        if not isinstance(freed, Exception):
-            self._note(role, None, 2 * int(freed.mzxid), freed)
-            return [RoleSeen(role, None, 2 * int(freed.mzxid))]
+        written = results[-1]
+        if not isinstance(written, Exception):
+            return [self._role_seen(role, mine, written)]
         return [self._role_seen(role, *self._read(path, timeout)), self._member_now(holder.session, timeout)]
 
     def _release(self, role: Role, token: int, timeout: float) -> list[Observation]:
@@ -1006,7 +1010,7 @@ def characteristics(options: ZooKeeperOptions) -> Characteristics:
     `session_timeout` of its silence from its last renewal seen, bounded here by one renew interval of slack."""
     return Characteristics(exclusive=True, max_overlap=0.0,
                            max_failover=options.session_timeout + options.interval, graceful_handover=True,
-                           token="ZooKeeper creation zxid of the role's node", observes_leaders=True,
+                           token="zxid of the write that gave the role's node its holder", observes_leaders=True,
                            transfers=True, weights=options.fair)
 
 

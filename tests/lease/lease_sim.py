@@ -1,6 +1,6 @@
 """A deterministic, virtual-time world for the lease core: an in-memory store and members run by it.
 
-The store follows etcd's semantics (compare-and-swap on creation revisions, a global revision,
+The store follows etcd's semantics (compare-and-swap on the revision of a key's last write, a global revision,
 membership entries whose mod revision is the last renewal) or, with `sessions=True`, ZooKeeper's (the
 store deletes a session's keys once it has not heard from it for `ttl`). Members execute the core's
 actions at once, see every change after `watch_delay`, and keep leaderships the way BaseElector does
@@ -31,6 +31,7 @@ from elect.lease.model import (
     RoleSeen,
     Snapshot,
     StoreAction,
+    Take,
 )
 from elect.roles import Role
 
@@ -120,14 +121,18 @@ class SimStore:
                 seen = RoleSeen(action.role, current, self.rev)
                 return [seen], [seen]
             return [RoleSeen(action.role, current, self.rev)], []
-        if isinstance(action, Expire):
+        if isinstance(action, Expire | Take):
             current = self.roles.get(action.role)
             entry = self.members.get(action.holder.session)
             version = entry[1] if entry else 0
             if current is not None and current.token == action.holder.token and version == action.version:
                 self.rev += 1
-                del self.roles[action.role]
-                seen = RoleSeen(action.role, None, self.rev)
+                if isinstance(action, Take):
+                    current = self.roles[action.role] = Holder(session, member, self.rev)
+                    seen = RoleSeen(action.role, current, self.rev)
+                else:
+                    del self.roles[action.role]
+                    seen = RoleSeen(action.role, None, self.rev)
                 return [seen], [seen]
             return [RoleSeen(action.role, current, self.rev),
                     MemberSeen(action.holder.session, entry[0] if entry else None, version, self.rev)], []

@@ -22,6 +22,7 @@ from elect.lease.model import (
     RoleSeen,
     Snapshot,
     StoreAction,
+    Take,
 )
 from elect.roles import Role
 
@@ -116,18 +117,44 @@ def test_suspended_fences_every_role_now() -> None:
     assert {o.role for o in decide(core, 0.61) if isinstance(o, Acquire)} == {"x", "y"}
 
 
-def test_a_silent_holder_is_expired_only_after_ttl_on_our_own_clock() -> None:
+def test_a_silent_holder_is_taken_over_only_after_ttl_on_our_own_clock() -> None:
     core = LeaseCore("b", "s2", ETCD, ["x"], now=0.0)
     core.step(MemberSeen("s1", MemberRecord("a", frozenset({"x"})), 5, 5), 0.0)
     core.step(RoleSeen("x", Holder("s1", "a", 6), 6), 0.0)
     core.step(Done(Renew(), True, 0.85), 0.85)
-    assert not [o for o in decide(core, 0.9) if isinstance(o, Expire)]
+    assert not [o for o in decide(core, 0.9) if isinstance(o, Take | Expire)]
     core.step(MemberSeen("s1", MemberRecord("a", frozenset({"x"})), 8, 8), 0.9)  # a renewal of a
     core.step(Done(Renew(), True, 0.9), 0.9)
-    assert not [o for o in decide(core, 1.5) if isinstance(o, Expire)]
+    assert not [o for o in decide(core, 1.5) if isinstance(o, Take | Expire)]
     core.step(Done(Renew(), True, 1.85), 1.85)
-    expire = [o for o in decide(core, 1.9) if isinstance(o, Expire)]
-    assert [(e.role, e.version) for e in expire] == [("x", 8)]  # guarded by the version last seen
+    taken = [o for o in decide(core, 1.9) if isinstance(o, Take | Expire)]
+    # the only contender takes it over in one write, guarded by the holder's token and the version last seen
+    assert taken == [Take("x", Holder("s1", "a", 6), 8)]
+    core.step(RoleSeen("x", Holder("s2", "b", 9), 9), 1.92)
+    core.step(Done(taken[0], True, 1.9), 1.92)
+    assert [o for o in decide(core, 1.92) if isinstance(o, Acquire)] == [Acquire("x", 9, 1.85 + ETCD.renew_deadline,
+                                                                                 shared=True)]
+
+
+def test_a_silent_holders_roles_planned_for_another_member_are_freed_only_if_it_does_not_take_them() -> None:
+    """Of a dead member's roles, each contender takes over the ones planned for it; a role planned for another
+    live member is left to it for `fair_delay`, then freed (an expiry, not a takeover: the planned member may
+    still create it)."""
+    c = LeaseCore("c", "s3", ETCD, ["x", "y", "z", "w"], now=0.0)
+    for session, name, version in (("s1", "a", 5), ("s2", "b", 6)):
+        c.step(MemberSeen(session, MemberRecord(name, frozenset({"x", "y", "z", "w"})), version, version), 0.0)
+    for i, role in enumerate(("x", "y", "z", "w")):
+        c.step(RoleSeen(role, Holder("s1", "a", 10 + i), 10 + i), 0.0)
+    for t in (0.5, 1.0, 1.1):
+        c.step(MemberSeen("s2", MemberRecord("b", frozenset({"x", "y", "z", "w"})), int(t * 100), int(t * 100)), t)
+        c.step(Done(Renew(), True, t), t)
+    out = decide(c, 1.1)  # a silent for ttl: c takes its planned share over, b's part waits
+    taken = {o.role for o in out if isinstance(o, Take)}
+    assert taken and not [o for o in out if isinstance(o, Expire)]
+    c.step(Done(Renew(), True, 1.1 + ETCD.fair_delay), 1.1 + ETCD.fair_delay)
+    c.step(MemberSeen("s2", MemberRecord("b", frozenset({"x", "y", "z", "w"})), 200, 200), 1.1 + ETCD.fair_delay)
+    later = decide(c, 1.1 + ETCD.fair_delay)
+    assert {o.role for o in later if isinstance(o, Expire)} == {"x", "y", "z", "w"} - taken
 
 
 # ---------------------------------------------------------------------------------------------- worlds
@@ -494,14 +521,14 @@ def test_shares_of_weighted_and_capped_members() -> None:
 
 # ---------------------------------------------------------------------------------------------- many roles at once
 def _refusals(sim: Sim) -> list[tuple[str, str, Role]]:
-    """Wrap the world's store: every Create or Expire it refuses (another member was first) is noted."""
+    """Wrap the world's store: every Create, Expire or Take it refuses (another member was first) is noted."""
     refused: list[tuple[str, str, Role]] = []
     execute = sim.store.execute
 
     def noting(session: str, member: str, action: StoreAction, now: float) -> tuple[list[Observation],
                                                                                     list[Observation]]:
         mine, theirs = execute(session, member, action, now)
-        if isinstance(action, Create | Expire):
+        if isinstance(action, Create | Expire | Take):
             took = [o for o in mine if isinstance(o, RoleSeen) and o.role == action.role]
             done = took and (took[-1].holder is None if isinstance(action, Expire) else
                              took[-1].holder is not None and took[-1].holder.session == session)

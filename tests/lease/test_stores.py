@@ -420,7 +420,9 @@ def test_a_transfer_to_a_member_not_yet_watched_is_confirmed_by_a_fresh_read(sch
         b.start()
         a._core.can_take = lambda role, member, now: False  # type: ignore[attr-defined]  # its watch lags
         done = a.transfer("x", "b", timeout=20.0)
-        assert done.confirmed and b.leading() == {"x"}, done
+        assert done.confirmed, done
+        # a sees b's key at once; b leads once its own request's answer reached it (on a busy machine, later)
+        wait_until(lambda: b.leading() == {"x"}, 20.0, what="b leading x")
         b._core.can_take = lambda role, member, now: False  # type: ignore[attr-defined]
         with pytest.raises(elect.TransferRefused, match="no live member of that id contends"):
             b.transfer("x", "nobody")
@@ -500,6 +502,75 @@ def test_a_batch_of_role_actions_answers_each_on_its_own(scheme: str, infra: End
         mine = [last(o) for o in outcomes if holder(o) == "a"]
         freed = second.execute_batch([Delete(o.role, o.holder.token) for o in mine if o.holder is not None], 5.0)
         assert [holder(o) for o in freed] == [None] * len(mine)
+    finally:
+        for made in stores:
+            made.close(5.0)
+
+
+@pytest.mark.parametrize("scheme", STORES)
+def test_a_takeover_is_one_conditional_write_refused_once_the_holder_renewed(scheme: str, infra: Endpoints) -> None:
+    """`Take`: a contender writes itself in place of a silent holder in one conditional write (an expiry and a
+    create in one), so a dead member's roles cost the store one write each; its token is that write's revision,
+    above the holder's. Once the holder's member entry has changed (it renewed: not silent after all) the same
+    takeover is refused, and answered with what the store holds: the holder, and its member entry's new version."""
+    from elect.lease.etcd import EtcdStore
+    from elect.lease.model import Create, MemberRecord, MemberSeen, Observation, Publish, RoleSeen, Snapshot, Take
+    from elect.lease.options import EtcdOptions, ZooKeeperOptions
+    from elect.lease.zookeeper import ZooKeeperStore
+
+    path = unique("take")
+    stores: list[EtcdStore | ZooKeeperStore] = []
+    seen: dict[str, list[Observation]] = {}
+
+    def store(member: str) -> EtcdStore | ZooKeeperStore:
+        made: EtcdStore | ZooKeeperStore
+        if scheme == "etcd":
+            made = EtcdStore(EtcdOptions(endpoints=(infra.etcd[0],), prefix=path, ttl=TTL), member)
+        else:
+            made = ZooKeeperStore(ZooKeeperOptions(hosts=(infra.zookeeper[0],), path=path, session_timeout=TTL),
+                                  member)
+        seen[member] = []
+        opened = made.open(MemberRecord(member, frozenset(range(4))), seen[member].append, 10.0)
+        for o in opened.observations:  # what it saw at once, as later reports say it
+            if isinstance(o, Snapshot):
+                seen[member] += [MemberSeen(s, record, version, o.rev) for s, (record, version) in o.members.items()]
+            else:
+                seen[member].append(o)
+        made.track(range(4))
+        stores.append(made)
+        return made
+
+    def version_of(session: str) -> int:
+        return max((o.version for o in list(seen["b"]) if isinstance(o, MemberSeen) and o.session == session),
+                   default=0)
+
+    def held(outcome: tuple[bool, list[Observation]]) -> RoleSeen:
+        answered, observed = outcome
+        assert answered
+        return [o for o in observed if isinstance(o, RoleSeen)][-1]
+
+    try:
+        a, b = store("a"), store("b")
+        created = [held(o) for o in a.execute_batch([Create(r) for r in range(4)], 5.0)]
+        assert all(c.holder is not None and c.holder.member == "a" for c in created)
+        wait_until(lambda: version_of(a.session) > 0 and all(
+            any(isinstance(o, RoleSeen) and o.role == c.role and o.holder == c.holder for o in seen["b"])
+            for c in created), 10.0, what="b seeing a's member entry and roles")
+        version = version_of(a.session)
+        taken = [held(o) for o in b.execute_batch([Take(c.role, c.holder, version) for c in created[:2]
+                                                   if c.holder is not None], 5.0)]
+        for before, after in zip(created, taken, strict=False):
+            assert after.holder is not None and after.holder.member == "b", after
+            assert before.holder is not None and after.holder.token > before.holder.token
+        a.execute(Publish(MemberRecord("a", frozenset(range(4)))), 5.0)  # a is alive after all: its entry moves on
+        refused = b.execute_batch([Take(c.role, c.holder, version) for c in created[2:] if c.holder is not None],
+                                  5.0)
+        for c, (answered, observed) in zip(created[2:], refused, strict=True):
+            assert answered
+            role = [o for o in observed if isinstance(o, RoleSeen)][-1]
+            assert role.holder == c.holder, role  # still a's
+            member = [o for o in observed if isinstance(o, MemberSeen)]
+            assert member and member[-1].version > version, observed
     finally:
         for made in stores:
             made.close(5.0)
