@@ -17,7 +17,8 @@ Fair sharing: each member publishes the roles it contends for, its `weight` and 
 computes every live member's share of the roles the live group contends for by one rule (`elect.shares`):
 ceil(roles x weight / total live weight), a cap below that being the member's share and the rest spread over
 the others by weight. With weights 1 and no caps that is `ceil(roles / live members)` for all. A member leading
-its share leaves a free role for `fair_delay` to a live member below its own share that wants it, and sheds
+its share leaves a free role to a live member below its own share that wants it (for `fair_delay`, longer while
+the others are seen taking roles: `_patience`), and sheds
 (orderly) roles beyond its share to such a member once the imbalance has lasted `fair_delay`, at most
 `rebalance_limit` roles per `rebalance_window`. A cap is soft for the same reason a share is: a role nobody
 below their share wants is taken anyway, so a member past its cap leads what no one else can (a role only it
@@ -181,6 +182,7 @@ class LeaseCore:
         self._expiring: set[Role] = set()
         self._retry_at: dict[Role, float] = {}
         self._free_since: dict[Role, float] = {}
+        self._taken_at = -INF  # when another member was last seen taking a role (the group making progress)
         self._backoff: dict[Role, float] = {}   # resigned: left to others, and published as such
         self._hints: dict[Role, str] = {}       # transferred: the member named, published while backing off
         self._pin: set[Role] = set()            # being created on a transfer to this member
@@ -582,9 +584,9 @@ class LeaseCore:
                 if hinted == self.member:
                     self._pin.add(role)
                 elif leave(role):
-                    since = self._free_since.setdefault(role, now)
-                    if now < since + self.timing.fair_delay:
-                        wake.append(since + self.timing.fair_delay)
+                    due = self._patience(self._free_since.setdefault(role, now))
+                    if now < due:
+                        wake.append(due)
                         continue
                 self._free_since.pop(role, None)
                 self._creating.add(role)
@@ -595,10 +597,10 @@ class LeaseCore:
                 member = self._member_view(holder.session, now)
                 silent_from = member.changed_at + self.timing.ttl
                 # the member that will take it takes it over in one write; another frees it only if that member
-                # has not within fair_delay (one write per role, not one per contender)
+                # has not (`_patience`): one write per role, not one per contender
                 other = leave(role)
                 if other:
-                    silent_from += self.timing.fair_delay
+                    silent_from = self._patience(silent_from)
                 if now < silent_from:
                     wake.append(silent_from)
                 elif other:
@@ -610,6 +612,14 @@ class LeaseCore:
                     mine += 1
 
     # ------------------------------------------------------------------------------------------ helpers
+    def _patience(self, since: float) -> float:
+        """Until when a role that became takeable at `since` is left to the member the plan gives it: `fair_delay`
+        from then, or from when this member last saw another take a role, whichever is later (a member taking
+        over a dead one's thousands takes a few hundred a batch, for longer than `fair_delay`: stepping in on its
+        part meanwhile only races it), but no longer than `ttl` past `since` (progress elsewhere must not hold a
+        role back from a member that is stuck)."""
+        return max(since, min(self._taken_at, since + self.timing.ttl)) + self.timing.fair_delay
+
     def _candidates(self, now: float, wake: list[float]) -> set[Role]:
         """The roles there is something to decide about: the free ones this member wants, and (timing holders'
         silence) those of holders silent for `ttl`. Everything else is led by a live member, this one included; a
@@ -768,6 +778,8 @@ class LeaseCore:
         if holder != view.holder:
             self._seen(role, holder)
             self._index(role, view.holder, holder)
+            if holder is not None and holder.session != self.session:
+                self._taken_at = now
         view.holder, view.as_of = holder, rev
         if holder is not None and holder.session != self.session:
             self._member_view(holder.session, now)

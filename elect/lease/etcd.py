@@ -102,9 +102,10 @@ class EtcdStore:
         self._covered = 0            # gaps a renewal has since read every key for
         self._watch_requests = 0
 
-    #: etcd refuses a transaction with more operations than its `--max-txn-ops` (128 by default, nested ones
-    #: counted); a server set lower is met by halving (`execute_batch`).
-    batch_size = 100
+    #: etcd refuses a transaction with more operations than its `--max-txn-ops` (128 by default), counting a nested
+    #: transaction's compares against what the outer one leaves: 126 role transactions of at most 2 compares each
+    #: make 128. A server set lower is met by halving (`execute_batch`).
+    batch_size = 126
     #: Batches under way at once, each on its own connection: etcd applies concurrent transactions in one Raft
     #: proposal where it can (2,000 creates in batches of 100 from Python here: 3,200/s on one connection, 7,300/s
     #: on four).
