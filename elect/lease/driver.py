@@ -488,12 +488,18 @@ class LeaseElector(BaseElector):
             core.step(item, now)  # type: ignore[arg-type]
 
     def _drain(self) -> None:
-        while True:
+        """Take in what is queued, but no longer than until the core has something due (a renewal): at a cold start
+        of thousands of roles the watches queue thousands of reports, and taking them all before ticking sent
+        renewals up to 1.3 s late, so every leadership lapsed (ZooKeeper, 6,000 roles: 25,000 fences in 14 s)."""
+        assert self._core is not None
+        due = self._core.next_wakeup()
+        while time.monotonic() < due:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
             self._apply(item)
+            due = self._core.next_wakeup()
 
     def _step(self) -> None:
         """Tick the core and hand its store actions to the lanes: renewals to their own, the rest in order to the
