@@ -129,10 +129,13 @@ class EnvelopeScenario:
         return differ[0] if differ else "base"
 
     def held(self, method: str, point: Point) -> str | None:
-        """Why `method` does not run at `point` (a limit of its), or None."""
+        """Why `method` does not run at `point` (a limit of its, or a budget its members refuse), or None."""
         for axis, largest in self.limits.get(method, {}).items():
             if getattr(point, axis) > largest:
                 return f"{axis} above {largest:g}" + (f": {self.why[method]}" if method in self.why else "")
+        refused = method_spec(method, self.base.methods).refuses(point.budget)
+        if refused is not None:
+            return f"refuses D = {point.budget:g} s: {refused}"
         return None
 
     def at(self, point: Point, **changes: Any) -> Scenario:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
-from elect.config import connect
+from elect.config import connect, spec_from_url
 from elect.contract import Characteristics
 from elect.errors import ConfigError
 from elect_bench import anchors
@@ -66,6 +66,21 @@ class Method:
 
     def promises(self, url: str) -> Characteristics:
         return anchors.PROMISES[self.scheme] if self.anchor else promises(url)
+
+    def refuses(self, budget: float) -> str | None:
+        """Why this method's members refuse to start at detection budget `budget` (a setting its options reject,
+        e.g. NELI fast on the classic protocol below 1 s), or None. Checked on URLs of placeholder hosts: only the
+        options are validated, nothing is opened."""
+        if self.anchor or not self.needs or self.secure:
+            return None
+        where = ("127.0.0.1:9",)
+        placeholder = Endpoints(kafka=where, etcd=where, zookeeper=where)
+        urls = self.member_urls(Group(("m0",), 6, "refuses", placeholder), budget)
+        try:
+            spec_from_url(urls["m0"])
+        except ConfigError as exc:
+            return str(exc)
+        return None
 
     def launch(self, url: str, member: str, roles: Sequence[int], python: str) -> list[str] | None:
         """An anchor's adapter command line for a member (None: the member is `elect member URL`)."""

@@ -92,6 +92,13 @@ def test_an_envelope_runs_cuts_through_its_base_point() -> None:
     assert [env.axis_of(p) for p in env.points()] == ["base", "budget", "roles", "roles", "busy"]
     assert env.held("raft", Point(1.0, 600, 3, 0)) == "roles above 60: too slow here"
     assert env.held("etcd", Point(1.0, 600, 3, 0)) is None
+    # a budget a method's members refuse is not run either, and the refusal says why
+    neli = EnvelopeScenario.from_mapping({"methods": ["kafka-fast", "kafka-fast-848"], "rest": 5,
+                                          "sweep": {"budget": [0.5]}})
+    refused = neli.held("kafka-fast", Point(0.5, 6, 3, 0))
+    assert refused is not None and refused.startswith("refuses D = 0.5 s: session_timeout: the classic group")
+    assert neli.held("kafka-fast", Point(1.0, 6, 3, 0)) is None and neli.held("kafka-fast-848", Point(0.5, 6, 3, 0)) \
+        is None
     assert scenario.kind({"sweep": {"roles": [6]}}) == "envelope"
     bundled = EnvelopeScenario.from_mapping(scenario.read("envelope"))
     assert bundled.floor is not None and bundled.floor.rest == 600 and bundled.cost > 0

@@ -94,8 +94,9 @@ def test_the_parking_topic_name_is_valid_for_any_leader_topic() -> None:
     KafkaOptions(topic=long)  # accepted as a topic name
 
 
-@pytest.mark.parametrize("session", [0.1, 0.2, 0.5, 1.0, 10.0])
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+@pytest.mark.parametrize("session,protocol", [(0.1, "consumer"), (0.2, "consumer"), (0.5, "consumer"),
+                                              (1.0, "consumer"), (10.0, "consumer"), (1.0, "classic"),
+                                              (10.0, "classic")])
 def test_every_derived_setting_follows_the_session_timeout_alone(session: float, protocol: str) -> None:
     """A user sets only D and gets a member the rules accept: the poll below the heartbeat interval, the
     heartbeat timeout within the exclusivity bound, the group heartbeat a tenth of the session."""
@@ -103,3 +104,13 @@ def test_every_derived_setting_follows_the_session_timeout_alone(session: float,
     assert o.poll <= o.interval / 2 + 1e-12 and o.poll <= 0.05
     assert o.timeout == pytest.approx(0.75 * session) and o.timeout + o.group_interval < session
     assert o.group_interval == pytest.approx(session / 10) and o.exclusive
+
+
+@pytest.mark.parametrize("url", ["kafka://h:9092/t?session_timeout=0.5", "kafka://h:9092/t?session_timeout=0.1",
+                                 "kafka://h:9092/t?mode=full&session_timeout=0.5&heartbeat_timeout=0.2"])
+def test_an_exclusive_member_on_the_classic_protocol_refuses_a_session_the_group_cannot_hold(url: str) -> None:
+    """Below 1 s the classic group keeps rebalancing on Apache Kafka here, and an exclusive mode overlapped on it:
+    refused, saying why and what to set instead. Full mode that overlaps by design is left to the user."""
+    with pytest.raises(ConfigError, match=r"classic group protocol does not hold a group steady.*protocol=consumer"):
+        options(url)
+    assert not options("kafka://h:9092/t?mode=full&session_timeout=0.5").exclusive  # accepted: not exclusive
