@@ -30,7 +30,8 @@ def test_an_envelope_measures_each_point_the_floor_and_the_cost(tmp_path: Path) 
     for row in rows:
         assert row["rest_seconds"] >= 1.5 and row["rest_changes"] == 0 and row["false_per_member_hour"] == 0
         assert 0.5 <= row["failover_p99_ratio"] <= 1.5 and 0 < row["startup_max"] < 30
-        assert 0 < row["rest_cpu_mean"] < 1
+        # measured (a second and a half at rest can be a few of the kernel's 10 ms CPU ticks, or none)
+        assert 0 <= row["rest_cpu_mean"] < 1 and 0 < row["cpu_mean"] < 1
     assert [(r["budget"], r["busy"], r["stage"]) for r in data["floor"]] == \
         [(1.0, 0, "screen"), (1.0, 1, "screen"), (1.0, 0, "hold"), (1.0, 1, "hold")]
     assert data["floors"] == {"etcd": 1.0}

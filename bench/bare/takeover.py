@@ -1,0 +1,114 @@
+"""Where a lease takeover of thousands of roles spends its time: 3 `elect member` processes of etcd:// or
+zookeeper:// with N roles on a store started by the project's own code, every role led and the group balanced,
+then the member leading most SIGKILLed. Prints the cold start (all led, balanced), each member's leaderships that
+ended at rest, and when the survivors acquired the victim's roles (first, p50, p99, max after the kill); with
+`--profile` each survivor is sampled by py-spy through the takeover (`pip install py-spy`) and the busiest
+functions per thread are printed. Beside `etcd_creates.py`, it shows what the elector adds to the bare store.
+
+    python3 bench/bare/takeover.py etcd 6000
+    python3 bench/bare/takeover.py zookeeper 6000 --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from elect_bench.members import MemberProcess
+from elect_cluster.local import LocalCluster
+from elect_cluster.waiting import wait_until
+
+
+def _quantiles(times: list[float]) -> str:
+    times = sorted(times)
+
+    def at(q: float) -> float:
+        return times[min(len(times) - 1, int(q * len(times)))]
+
+    return f"first {times[0]:.2f} s, p50 {at(0.5):.2f} s, p99 {at(0.99):.2f} s, max {times[-1]:.2f} s"
+
+
+def _hottest(raw: Path, top: int) -> list[str]:
+    """py-spy's raw (collapsed) stacks: per thread, the functions with the most samples (inclusive)."""
+    threads: collections.Counter[str] = collections.Counter()
+    functions: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        thread = frames[0].split(": ")[-1]
+        threads[thread] += int(count)
+        for name in {frame.split(" (")[0] for frame in frames[1:]}:
+            functions[thread][name] += int(count)
+    lines = []
+    for thread, samples in threads.most_common(4):
+        lines.append(f"  {samples:5d} samples  {thread}")
+        lines += [f"        {n:5d}  {name}" for name, n in functions[thread].most_common(top)
+                  if not name.startswith(("Thread.", "_bootstrap"))]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("store", choices=["etcd", "zookeeper"])
+    parser.add_argument("roles", type=int)
+    parser.add_argument("--budget", type=float, default=1.0, help="ttl / session_timeout, seconds")
+    parser.add_argument("--profile", action="store_true", help="py-spy the survivors through the takeover")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="elect-takeover-"))
+    cluster = LocalCluster(work / "cluster", services=(args.store,))
+    cluster.up(timeout=120)
+    procs: list[MemberProcess] = []
+    try:
+        hosts = ",".join(getattr(cluster.endpoints, args.store))
+        group = "takeover-" + uuid.uuid4().hex[:6]
+        knob = "ttl" if args.store == "etcd" else "session_timeout"
+        url = f"{args.store}://{hosts}/{group}?{knob}={args.budget:g}"
+        roles = [str(i) for i in range(args.roles)]
+        began = time.monotonic()
+        procs = [MemberProcess(url, f"m{i}", roles, log_dir=work / "logs") for i in range(3)]
+        for p in procs:
+            p.start()
+        wait_until(lambda: len(set().union(*(p.log.leading() for p in procs))) == args.roles, 300, what="all led")
+        print(f"cold start: all {args.roles} roles led {time.monotonic() - began:.2f} s after starting the members")
+        share = -(-args.roles // 3)
+        wait_until(lambda: max(len(p.log.leading()) for p in procs) <= share, 120, what="balanced")
+        print(f"            balanced after {time.monotonic() - began:.2f} s")
+        time.sleep(3 * args.budget)
+        for p in procs:
+            ended = sum(1 for line in p.log.lines if line["event"] in ("fenced", "revoked"))
+            print(f"  {p.member_id}: leads {len(p.log.leading())}, {ended} leaderships ended since the start")
+        victim = max(procs, key=lambda p: len(p.log.leading()))
+        lost = set(victim.log.leading())
+        survivors = [p for p in procs if p is not victim]
+        spies = [subprocess.Popen(["py-spy", "record", "-p", str(p.pid), "-d", str(4 * args.budget), "-r", "200", "-f",
+                                   "raw", "--threads", "--nonblocking", "-o", str(work / f"spy-{p.member_id}.txt")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for p in survivors] if args.profile else []
+        time.sleep(0.3 if spies else 0.0)
+        killed = time.monotonic()
+        victim.kill()
+        wait_until(lambda: lost <= set().union(*(p.log.leading() for p in survivors)), 120, what="taken over")
+        times = [line["mono"] - killed for p in survivors for line in p.log.lines
+                 if line["event"] == "acquired" and line["mono"] > killed and line["role"] in lost]
+        print(f"takeover of {len(lost)} roles after SIGKILL of {victim.member_id}: {_quantiles(times)}")
+        for spy, p in zip(spies, survivors, strict=True):
+            spy.wait()
+            raw = work / f"spy-{p.member_id}.txt"
+            if raw.exists():
+                print(f"py-spy of {p.member_id} through the takeover (200 samples/s while busy):")
+                print("\n".join(_hottest(raw, 12)))
+    finally:
+        for p in procs:
+            p.kill()
+        cluster.down()
+    print(f"(member logs in {work / 'logs'})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
