@@ -21,6 +21,7 @@ report gives: the envelope says where a method stops, and why, rather than faili
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import time
@@ -148,7 +149,7 @@ class EnvelopeScenario:
                 "faults": [f.name for f in base.faults], "trials": base.trials, "rest": base.rest, "hold": base.hold,
                 "base": dataclasses.asdict(self.origin), "sweep": {k: list(v) for k, v in self.sweep.items()},
                 "limits": self.limits, "why": self.why, "cost": self.cost,
-                "floor": dataclasses.asdict(self.floor) if self.floor else None,
+                "floor": json.loads(json.dumps(dataclasses.asdict(self.floor))) if self.floor else None,  # lists, as read back
                 "store_members": base.store_members, "broker": base.broker}
 
     @classmethod

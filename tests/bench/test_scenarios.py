@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import math
 
 import pytest
@@ -90,6 +92,9 @@ def test_an_envelope_runs_cuts_through_its_base_point() -> None:
     assert env.points() == [Point(1.0, 6, 3, 0), Point(0.5, 6, 3, 0), Point(1.0, 60, 3, 0), Point(1.0, 600, 3, 0),
                             Point(1.0, 6, 3, 2)]
     assert [env.axis_of(p) for p in env.points()] == ["base", "budget", "roles", "roles", "busy"]
+    # its JSON reads back equal (a resumed run compares the checkpoint's scenario with this)
+    floored = EnvelopeScenario.from_mapping({"methods": ["etcd"], "rest": 5, "floor": {"budgets": [0.1, 1], "busy": [0, 2]}})
+    assert json.loads(json.dumps(floored.to_json())) == floored.to_json()
     assert env.held("raft", Point(1.0, 600, 3, 0)) == "roles above 60: too slow here"
     assert env.held("etcd", Point(1.0, 600, 3, 0)) is None
     # a budget a method's members refuse is not run either, and the refusal says why
