@@ -97,7 +97,7 @@ def main() -> None:
         times = [line["mono"] - killed for p in survivors for line in p.log.lines
                  if line["event"] == "acquired" and line["mono"] > killed and line["role"] in lost]
         print(f"takeover of {len(lost)} roles after SIGKILL of {victim.member_id}: {_quantiles(times)}")
-        for spy, p in zip(spies, survivors, strict=True):
+        for spy, p in zip(spies, survivors if spies else [], strict=True):
             spy.wait()
             raw = work / f"spy-{p.member_id}.txt"
             if raw.exists():

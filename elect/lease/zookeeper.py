@@ -105,15 +105,13 @@ the member node) restart their timing on every failover."""
 
 
 class _NodeWatch:
-    """Reports one node's state (data, stat, rev) now and after every change, until stopped.
+    """Reports one node's state (data, stat, rev) as read now and after every change, until stopped.
 
     `rev` orders reports: 2 x mzxid while the node exists, 2 x (last mzxid seen) + 1 once it is gone.
 
-    One request per change while the node exists: a read that leaves a watch (`get` with a watch), which sees the
-    node and arms for its next change at one point of the server's order. Member nodes are rewritten by every
-    renewal and every member watches every other, so this is most of what a member asks of ZooKeeper (with an
-    `exists` watch and a separate read it was twice as much). Only for a node that does not exist is the watch an
-    `exists` one, to hear of its creation.
+    One request per change: the member's one persistent recursive watch on the group's tree (`ZooKeeperStore`)
+    says which node changed, and a plain read (`read`) sees it. Member nodes are rewritten by every renewal and
+    every member watches every other, so this is most of what a member asks of ZooKeeper.
     """
 
     def __init__(self, store: ZooKeeperStore, path: str, report: Report) -> None:
@@ -124,49 +122,22 @@ class _NodeWatch:
         self.first = threading.Event()
         self.stopped = False
 
-    def arm(self, exists: bool = True) -> None:
-        """Watch the node from now on; `exists` False: it is known not to exist (an `exists` watch at once, rather
-        than a read that finds nothing first)."""
+    def read(self) -> None:
+        """Read the node now (its report follows); a node that does not exist is reported gone."""
         if self.stopped:
             return
         self._store.count()
-        if exists:
-            self._store.client.get_async(self.path, watch=self._fired).rawlink(self._on_get_watched)
-        else:
-            self._store.client.exists_async(self.path, watch=self._fired).rawlink(self._on_exists)
+        self._store.client.get_async(self.path).rawlink(self._on_get)
 
-    def _fired(self, event: object) -> None:
-        self.arm()
-
-    def _on_get_watched(self, result: Any) -> None:
+    def _on_get(self, result: Any) -> None:
         from kazoo.exceptions import NoNodeError
 
         try:
             data, stat = result.get()
-        except NoNodeError:  # no watch was left: ask for one that hears of the node's creation
-            if not self.stopped:
-                self._store.count()
-                self._store.client.exists_async(self.path, watch=self._fired).rawlink(self._on_exists)
-            return
-        except Exception:  # connection trouble: re-armed when connected again
-            return
-        self._deliver(data, stat)
-
-    def _on_exists(self, result: Any) -> None:
-        try:
-            stat = result.get()
-        except Exception:  # connection trouble: re-armed when connected again
-            return
-        if stat is None:
+        except NoNodeError:
             self._deliver(None, None)
-        elif not self.stopped:  # created since the read: the exists watch is armed, a plain read reports it
-            self._store.count()
-            self._store.client.get_async(self.path).rawlink(self._on_get)
-
-    def _on_get(self, result: Any) -> None:
-        try:
-            data, stat = result.get()
-        except Exception:  # gone meanwhile (the exists watch reports it) or connection trouble
+            return
+        except Exception:  # connection trouble: read again once connected (`ZooKeeperStore._rearm`)
             return
         self._deliver(data, stat)
 
@@ -205,6 +176,9 @@ class ZooKeeperStore:
         self._watcher: Any = None  # a session of its own for the watches (see `_connect`)
         self._sink: Sink | None = None
         self._tracked: dict[Role, _NodeWatch] = {}
+        self._tracked_paths: dict[str, _NodeWatch] = {}  # the same watches by their node's path (for events)
+        self._watching = threading.Event()  # the persistent watch was added (or refused: `_watch_refused`)
+        self._watch_refused: str | None = None
         self._member_reads: dict[str, list[tuple[Role, int]]] = {}  # session -> freed roles waiting for its read
         self._freeing: set[Role] = set()  # roles whose release is on its way to the store: left out of renewals
         self._unreported: set[Role] = set()  # roles noted in `_held` since the last renewal reported them
@@ -339,6 +313,8 @@ class ZooKeeperStore:
                              connection_retry=retry, logger=logging.getLogger("elect.lease.kazoo"),
                              handler=PollHandler(), **client_security(o, self._password, self._acl()))
         self._capture_negotiated_timeout(client, record=not watches)
+        if watches:
+            self._hear_events(client)
         client.add_listener(self._on_watcher_state if watches else self._on_state)
         started = client.start_async()  # as KazooClient.start, but a TLS refusal ends the wait at once
         deadline = time.monotonic() + timeout
@@ -379,7 +355,10 @@ class ZooKeeperStore:
         again, for seconds."""
         deadline = time.monotonic() + timeout
         self._rearm()
-        self._children_first.wait(timeout)
+        self._watching.wait(timeout)
+        if self._watch_refused is not None:
+            raise StoreError(self._watch_refused)
+        self._children_first.wait(max(0.0, deadline - time.monotonic()))
         with self._lock:
             watches = [*self._member_watches.values(), *self._tracked.values()]
         for watch in watches:  # the first reports are queued before the core decides anything (those still on
@@ -450,13 +429,20 @@ class ZooKeeperStore:
 
     def track(self, roles: Iterable[Role]) -> None:
         wanted = set(roles)
-        for role in list(self._tracked):
-            if role not in wanted:
-                self._tracked.pop(role).stopped = True
-        for role in wanted - set(self._tracked):
-            watch = self._tracked[role] = _NodeWatch(self, self._role_path(role), self._role_report(role))
-            if self._watcher is not None and self._watcher.connected:
-                watch.arm()
+        fresh = []
+        with self._lock:
+            for role in list(self._tracked):
+                if role not in wanted:
+                    gone = self._tracked.pop(role)
+                    gone.stopped = True
+                    self._tracked_paths.pop(gone.path, None)
+            for role in wanted - set(self._tracked):
+                watch = self._tracked[role] = _NodeWatch(self, self._role_path(role), self._role_report(role))
+                self._tracked_paths[watch.path] = watch
+                fresh.append(watch)
+        if self._watching.is_set() and self._watcher is not None and self._watcher.connected:
+            for watch in fresh:  # (before the watch is added, `_rearm` lists and reads them all)
+                watch.read()
 
     def close(self, timeout: float) -> None:
         for watch in [*self._tracked.values(), *self._member_watches.values()]:
@@ -480,44 +466,102 @@ class ZooKeeperStore:
 
     # ------------------------------------------------------------------------------------------ watches
     def _rearm(self) -> None:
-        """Arm every watch again (a new session of the watches has none). The role nodes are listed first, so a
-        role node not yet made (every one, in a new group) costs one request, not a read and then a watch."""
-        if self._watcher is None or not self._watcher.connected:
+        """Watch the group's tree and read it all again (a new connection of the watches' session has no watch):
+        one persistent recursive watch on the group's node (ZooKeeper 3.6+), which reports every node created,
+        changed or deleted below it from then on, then the member and role nodes listed and each existing one read.
+        A role node not yet made (every one, in a new group) costs nothing past the listing: its creation comes as
+        an event. One-shot watches per node, as before, cost two requests per node to arm and one to re-arm per
+        change: at 6,000 roles most of a member's time at a cold start."""
+        watcher = self._watcher
+        if watcher is None or not watcher.connected:
             return  # armed once it connects (its CONNECTED comes here again)
-        self.count(2)
-        self._watcher.get_children_async(self._members, watch=self._members_fired).rawlink(self._on_children)
-        self._watcher.get_children_async(self._roles).rawlink(self._arm_roles)
+        self.count(3)
+        added = watcher.handler.async_result()
+        watcher._call(_AddWatch((watcher.chroot or "") + self.options.root, _AddWatch.RECURSIVE), added)
+        added.rawlink(self._on_added)
+        watcher.get_children_async(self._members).rawlink(self._on_children)
+        watcher.get_children_async(self._roles).rawlink(self._read_roles)
 
-    def _arm_roles(self, listed: Any) -> None:
+    def _on_added(self, result: Any) -> None:
+        from kazoo.exceptions import UnimplementedError
+
+        try:
+            result.get()
+        except UnimplementedError:
+            self._watch_refused = (f"ZooKeeper at {','.join(self.options.hosts)} has no persistent watches "
+                                   "(addWatch: ZooKeeper 3.6 or later), which zookeeper:// needs")
+        except Exception:  # connection trouble: added again once connected
+            return
+        self._watching.set()
+
+    def _read_roles(self, listed: Any) -> None:
+        """Report each tracked role node: read the ones that exist, the others are reported absent at once."""
         try:
             names: set[str] | None = set(listed.get())
-        except Exception:  # connection trouble: each watch finds out for itself
+        except Exception:  # connection trouble: each read finds out for itself
             names = None
         with self._lock:
-            watches = [*self._member_watches.values(), *self._tracked.values()]
+            watches = list(self._tracked.values())
         for watch in watches:
-            watch.arm(exists=names is None or watch.path.rpartition("/")[2] in names or
-                      not watch.path.startswith(self._roles + "/"))
-
-    def _members_fired(self, event: object) -> None:
-        self.count()
-        self._watcher.get_children_async(self._members, watch=self._members_fired).rawlink(self._on_children)
+            if names is None or watch.path.rpartition("/")[2] in names:
+                watch.read()
+            else:
+                watch.gone()
 
     def _on_children(self, result: Any) -> None:
         try:
             children = result.get()
         except Exception:
             return
-        fresh = []
-        with self._lock:
-            for name in children:
-                if name not in self._member_watches:
-                    watch = self._member_watches[name] = _NodeWatch(self, f"{self._members}/{name}",
-                                                                    self._member_report(name))
-                    fresh.append(watch)
-        for watch in fresh:
-            watch.arm()
+        for name in children:
+            self._member_watch(name).read()
         self._children_first.set()
+
+    def _member_watch(self, name: str) -> _NodeWatch:
+        with self._lock:
+            watch = self._member_watches.get(name)
+            if watch is None:
+                watch = self._member_watches[name] = _NodeWatch(self, f"{self._members}/{name}",
+                                                                self._member_report(name))
+            return watch
+
+    def _hear_events(self, client: Any) -> None:
+        """Have the watches' client pass every event of the persistent watch to `_on_event`. kazoo hands events only
+        to watchers armed on that very path, once, and has no API for persistent watches, so the events are taken
+        where its connection reads them, and delivered on its callback thread as its own watchers are."""
+        connection = getattr(client, "_connection", None)
+        read = getattr(connection, "_read_watch_event", None)
+        if read is None:
+            raise StoreError("this kazoo has no ConnectionHandler._read_watch_event: cannot hear persistent watches")
+
+        def reading(buffer: bytes, offset: int) -> Any:
+            from kazoo.protocol.serialization import Watch
+            from kazoo.protocol.states import Callback
+
+            event, _ = Watch.deserialize(buffer, offset)
+            if event.type in _AddWatch.EVENTS:
+                client.handler.dispatch_callback(Callback("watch", self._on_event,
+                                                          (event.type, client.unchroot(event.path))))
+            return read(buffer, offset)
+
+        connection._read_watch_event = reading  # type: ignore[union-attr]
+
+    def _on_event(self, kind: int, path: str) -> None:
+        """A node below the group's node was created, changed (`_AddWatch.DELETED`: deleted): read it."""
+        if path.startswith(self._roles + "/"):
+            with self._lock:
+                watch = self._tracked_paths.get(path)
+            if watch is not None:
+                watch.gone() if kind == _AddWatch.DELETED else watch.read()
+        elif path.startswith(self._members + "/"):
+            name = path[len(self._members) + 1:]
+            if kind == _AddWatch.DELETED:
+                with self._lock:
+                    gone = self._member_watches.get(name)
+                if gone is not None:
+                    gone.gone()
+            else:
+                self._member_watch(name).read()
 
     def _role_report(self, role: Role) -> Report:
         last: list[Holder] = []  # the holder seen last, if any
@@ -997,6 +1041,32 @@ class ZooKeeperStore:
 
     def _member_path(self, session: str) -> str:
         return f"{self._members}/{session}"
+
+
+class _AddWatch:
+    """ZooKeeper 3.6's addWatch request, which kazoo 2.11 lacks: a watch that stays (`RECURSIVE`: on every node
+    below `path` too) and reports each node created, deleted or changed (`EVENTS`), never a list of children."""
+
+    type = 106
+    RECURSIVE = 1
+    DELETED = 2
+    EVENTS = (1, 2, 3)  # NodeCreated, NodeDeleted, NodeDataChanged
+
+    def __init__(self, path: str, mode: int) -> None:
+        self.path = path
+        self.mode = mode
+
+    def serialize(self) -> bytes:
+        from kazoo.protocol.serialization import int_struct, write_string
+
+        return bytes(write_string(self.path) + int_struct.pack(self.mode))
+
+    @staticmethod
+    def deserialize(data: bytes, offset: int) -> bool:
+        return True  # the answer is its header alone
+
+    def __repr__(self) -> str:
+        return f"AddWatch({self.path!r}, mode={self.mode})"
 
 
 class _Operations:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 from lease_helpers import Spawn, counts, holders, settled, unique
@@ -15,6 +16,10 @@ from elect_cluster.endpoints import Endpoints
 from elect_cluster.local import LocalCluster
 from elect_cluster.ports import free_ports
 from elect_cluster.waiting import wait_until
+
+if TYPE_CHECKING:
+    from elect.lease.etcd import EtcdStore
+    from elect.lease.zookeeper import ZooKeeperStore
 
 pytestmark = pytest.mark.infra
 
@@ -366,8 +371,9 @@ def test_zookeeper_reports_a_leaving_holders_new_record_before_its_freed_role(in
 
 def test_a_zookeeper_member_asks_one_request_per_change_of_a_node_it_watches(infra: Endpoints) -> None:
     """Every member watches every other member's node, which each renewal rewrites: that is most of what a member
-    asks of ZooKeeper, so a change costs one request (a read that leaves the next watch), not an `exists` watch and
-    a read (`elect bench load`: 100 requests/s per member at 12 members, with two). Every version is still seen."""
+    asks of ZooKeeper, so a change costs one request (the read after the persistent watch's event), not an
+    `exists` watch and a read (`elect bench load`: 100 requests/s per member at 12 members, with two). Every version
+    is still seen."""
     from kazoo.client import KazooClient
 
     from elect.lease.model import MemberRecord, MemberSeen
@@ -452,6 +458,17 @@ def test_a_dropped_zookeeper_connection_ends_leadership_on_the_thread_that_hears
         e.stop()
 
 
+def bare_store(scheme: str, infra: Endpoints, path: str, member: str) -> EtcdStore | ZooKeeperStore:
+    """A lease store of `scheme` on the session's infrastructure, not opened: to drive by hand."""
+    from elect.lease.etcd import EtcdStore
+    from elect.lease.options import EtcdOptions, ZooKeeperOptions
+    from elect.lease.zookeeper import ZooKeeperStore
+
+    if scheme == "etcd":
+        return EtcdStore(EtcdOptions(endpoints=(infra.etcd[0],), prefix=path, ttl=TTL), member)
+    return ZooKeeperStore(ZooKeeperOptions(hosts=(infra.zookeeper[0],), path=path, session_timeout=TTL), member)
+
+
 @pytest.mark.parametrize("scheme", STORES)
 def test_a_batch_of_role_actions_answers_each_on_its_own(scheme: str, infra: Endpoints) -> None:
     """A member takes hundreds of roles at once as one batch (etcd: one transaction of nested ones; ZooKeeper: one
@@ -459,9 +476,7 @@ def test_a_batch_of_role_actions_answers_each_on_its_own(scheme: str, infra: End
     got to first is answered with that member as the holder. etcd's batch goes past `--max-txn-ops` (128) by
     halving itself."""
     from elect.lease.driver import Outcome
-    from elect.lease.etcd import EtcdStore
     from elect.lease.model import Create, Delete, MemberRecord, RoleSeen
-    from elect.lease.options import EtcdOptions, ZooKeeperOptions
     from elect.lease.zookeeper import ZooKeeperStore
 
     roles = list(range(150))
@@ -469,12 +484,7 @@ def test_a_batch_of_role_actions_answers_each_on_its_own(scheme: str, infra: End
     stores: list[EtcdStore | ZooKeeperStore] = []
 
     def store(member: str) -> EtcdStore | ZooKeeperStore:
-        made: EtcdStore | ZooKeeperStore
-        if scheme == "etcd":
-            made = EtcdStore(EtcdOptions(endpoints=(infra.etcd[0],), prefix=path, ttl=TTL), member)
-        else:
-            made = ZooKeeperStore(ZooKeeperOptions(hosts=(infra.zookeeper[0],), path=path, session_timeout=TTL),
-                                  member)
+        made = bare_store(scheme, infra, path, member)
         made.open(MemberRecord(member, frozenset(roles)), lambda seen: None, 10.0)
         stores.append(made)
         return made
@@ -513,22 +523,14 @@ def test_a_takeover_is_one_conditional_write_refused_once_the_holder_renewed(sch
     create in one), so a dead member's roles cost the store one write each; its token is that write's revision,
     above the holder's. Once the holder's member entry has changed (it renewed: not silent after all) the same
     takeover is refused, and answered with what the store holds: the holder, and its member entry's new version."""
-    from elect.lease.etcd import EtcdStore
     from elect.lease.model import Create, MemberRecord, MemberSeen, Observation, Publish, RoleSeen, Snapshot, Take
-    from elect.lease.options import EtcdOptions, ZooKeeperOptions
-    from elect.lease.zookeeper import ZooKeeperStore
 
     path = unique("take")
     stores: list[EtcdStore | ZooKeeperStore] = []
     seen: dict[str, list[Observation]] = {}
 
     def store(member: str) -> EtcdStore | ZooKeeperStore:
-        made: EtcdStore | ZooKeeperStore
-        if scheme == "etcd":
-            made = EtcdStore(EtcdOptions(endpoints=(infra.etcd[0],), prefix=path, ttl=TTL), member)
-        else:
-            made = ZooKeeperStore(ZooKeeperOptions(hosts=(infra.zookeeper[0],), path=path, session_timeout=TTL),
-                                  member)
+        made = bare_store(scheme, infra, path, member)
         seen[member] = []
         opened = made.open(MemberRecord(member, frozenset(range(4))), seen[member].append, 10.0)
         for o in opened.observations:  # what it saw at once, as later reports say it
@@ -574,3 +576,40 @@ def test_a_takeover_is_one_conditional_write_refused_once_the_holder_renewed(sch
     finally:
         for made in stores:
             made.close(5.0)
+
+
+def test_a_zookeeper_member_watches_the_whole_group_with_one_request(infra: Endpoints) -> None:
+    """One persistent recursive watch (ZooKeeper 3.6+) on the group's node, not a watch per node: a member starting
+    in a new group of 500 roles asks a handful of requests (no node exists yet: nothing to read), and still hears of
+    a role node another client creates, and of a member joining and leaving."""
+    from kazoo.client import KazooClient
+
+    from elect.lease.model import MemberRecord, MemberSeen, RoleSeen
+    from elect.lease.names import encode_holder, encode_record, role_name
+    from elect.lease.options import ZooKeeperOptions
+    from elect.lease.zookeeper import ZooKeeperStore
+
+    address = infra.zookeeper[0]
+    options = ZooKeeperOptions(hosts=(address,), path="/" + unique("onewatch"), session_timeout=TTL)
+    seen: list[object] = []
+    roles = frozenset(range(500))
+    store = ZooKeeperStore(options, "watcher")
+    store.open(MemberRecord("watcher", roles), seen.append, 10.0)
+    other = KazooClient(hosts=address, timeout=4 * TTL)
+    other.start(10)
+    try:
+        assert store.requests <= 12, store.requests  # paths, ACLs, the watch, two listings, its own node
+        other.create(f"{options.root}/roles/{role_name(7)}", encode_holder("o", "feed"))
+        wait_until(lambda: any(isinstance(o, RoleSeen) and o.role == 7 and o.holder is not None and
+                               o.holder.member == "o" for o in seen), 10.0, what="the watcher seeing role 7 taken")
+        member = f"{options.root}/members/{other.client_id[0]:x}"
+        other.create(member, encode_record(MemberRecord("o", roles)), ephemeral=True)
+        wait_until(lambda: any(isinstance(o, MemberSeen) and o.record is not None and o.record.member == "o"
+                               for o in seen), 10.0, what="the watcher seeing a member join")
+        other.delete(member)
+        wait_until(lambda: any(isinstance(o, MemberSeen) and o.record is None for o in seen), 10.0,
+                   what="the watcher seeing the member leave")
+    finally:
+        other.stop()
+        other.close()
+        store.close(5.0)
