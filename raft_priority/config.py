@@ -33,7 +33,9 @@ class RaftConfig:
     fast_failover: bool = False
     """(a) The leader tells followers which of them are alive; on its loss, the targetPriority starts at
     the best *live* follower's priority and each later round steps to the next live priority, so the
-    next in line campaigns after one ET instead of waiting out decay rounds for dead or absent nodes."""
+    next in line campaigns after one ET instead of waiting out decay rounds for dead or absent nodes. And two
+    members campaigning at once do not split the votes: the lower priority yields its round to the higher
+    (`RaftGroup._rival`)."""
     decay_interval: float | None = None
     """(b) Length of decay rounds after the first timeout; None = ``election_timeout`` (ZEP006)."""
     rebalance: bool = False

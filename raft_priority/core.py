@@ -74,6 +74,7 @@ class RaftGroup:
 
     __slots__ = (
         "_lease",
+        "_priorities",
         "_shared_key",
         "acc",
         "acks",
@@ -126,6 +127,7 @@ class RaftGroup:
         "voted_for",
         "votes",
         "window",
+        "yield_until",
     )
 
     def __init__(
@@ -154,6 +156,7 @@ class RaftGroup:
         self.peers: tuple[str, ...] = tuple(peers)
         self.peer_priority: tuple[int, ...] = tuple(spec.priorities[p] for p in peers)
         self.priority = spec.priorities[node]
+        self._priorities = dict(spec.priorities)
         self.max_priority = spec.max_priority
         self.quorum = spec.quorum
         self.prioritized = config.priority_mode == "zeebe"
@@ -172,6 +175,7 @@ class RaftGroup:
         self.contact = now
         self.round = 0
         self.retry_at = INF
+        self.yield_until = -INF  # priority mode: this round is left to a higher-priority peer campaigning until then
         self.first_timeout = self._draw_first_timeout()
         self.succession: tuple[int, ...] = ()
         # a restarted member may have acked a leader just before it went down: honour that lease
@@ -483,6 +487,8 @@ class RaftGroup:
         step = self.cfg.decay_round
         while first + self.round * step <= now:
             if self.priority >= self._target(self.round):
+                if now < self.yield_until:
+                    return  # a higher-priority peer is campaigning: its round first (`_on_pre_vote`)
                 self._campaign(now)
                 return
             self.round += 1
@@ -505,7 +511,8 @@ class RaftGroup:
             elif self.retry_at < INF:
                 self.deadline = self.retry_at
             else:
-                self.deadline = self.contact + self.first_timeout + self.round * self.cfg.decay_round
+                due = self.contact + self.first_timeout + self.round * self.cfg.decay_round
+                self.deadline = due if due >= self.yield_until else self.yield_until
         else:
             self.deadline = self.campaign_due
 
@@ -799,9 +806,30 @@ class RaftGroup:
             (self.voted_for == m.src or m.term > self.term or (self.voted_for is None and self.leader is None))
             and self._log_ok(m.last_log_index, m.last_log_term)
         )
+        if ok and self.prioritized and self.cfg.fast_failover and self.state in (RaftState.FOLLOWER,
+                                                                                 RaftState.PRE_CANDIDATE):
+            ok = self._rival(m.src, now)
         self.acc.messages.append(
             PreVoteResponse(self.group, self.node, m.src, m.term if ok else self.term, ok)
         )
+
+    def _rival(self, peer: str, now: float) -> bool:
+        """Priority mode with fast failover: `peer` asks for a pre-vote while this member has no leader. Two members
+        campaigning at once grant each other's pre-votes, both become candidates for the same term and split the
+        votes (at a short ET the decay rounds are a few ms apart, seen on a busy 2-core machine as a failover of
+        3 ET). So the higher priority campaigns and the lower yields: a member grants a higher-priority peer
+        (leaving it this decay round, and stepping back if it was campaigning itself), and refuses a lower one
+        while it campaigns itself. Only liveness is at stake (a pre-vote decides nothing); a peer that yields
+        campaigns one round later if the other did not win."""
+        theirs, mine = (self._priorities.get(peer, 0), peer), (self.priority, self.node)
+        if theirs > mine:
+            self.yield_until = max(self.yield_until, now + self.cfg.decay_round)
+            if self.state is RaftState.PRE_CANDIDATE:
+                self.state = RaftState.FOLLOWER
+                self.votes = set()
+                self.campaign_due = INF
+            return True
+        return self.state is not RaftState.PRE_CANDIDATE
 
     def _on_pre_vote_response(self, m: PreVoteResponse, now: float) -> None:
         if m.granted:

@@ -131,3 +131,19 @@ def test_stock_raft_ignores_priorities() -> None:
         b.run_to(3.0)
         winners.update(b.leaders())
     assert winners == {"a", "b", "c"}
+
+
+@pytest.mark.parametrize("first", ["b", "c"])
+def test_two_members_campaigning_at_once_do_not_split_the_votes(first: str) -> None:
+    # a leads and dies; the driver of b was late (a busy machine), so b and c campaign in the same instant. Each
+    # would grant the other's pre-vote and the two candidates of one term would split the votes; instead c, the
+    # lower priority, yields its round and b wins the first term after a's.
+    b = Bench(P3, RaftConfig.zep006(fast_failover=True, decay_interval=0.25))
+    _crash_leader_at(b, 1.95, "a")
+    assert b["b"].deadline == pytest.approx(2.9)  # and c's round comes at 3.15
+    b.now = 3.2
+    for node in (first, "c" if first == "b" else "b"):
+        b.out(node, lambda g: g.tick(b.now))
+    b.flush()
+    assert b.events("acquired")[-1] == ("b", "acquired", 2, pytest.approx(3.2))
+    assert b["c"].term == 2 and b.leaders() == ["b"]
