@@ -19,8 +19,9 @@ import logging
 import threading
 import time
 from abc import abstractmethod
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from elect.contract import Callback, Drained, Elector, Leadership, ObserveCallback, Transferred, Unsubscribe
 from elect.core import Acquire, Extend, ExtendShared, LeadershipChange, Revoke
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from elect.metrics import Metrics
 
 log = logging.getLogger("elect")
+
+TIMINGS_KEPT = 1000
+"""How many of each step's latest timings an elector keeps for `timings`."""
 
 
 class BaseElector(Elector):
@@ -60,6 +64,9 @@ class BaseElector(Elector):
     #: What `elect_renewal_seconds` times for this method (its help text); None: the method does not renew.
     renewal: str | None = None
 
+    #: The steps of a handover this method times (`timings`, `elect_step_seconds`): (step, what it spans) pairs.
+    steps: ClassVar[tuple[tuple[str, str], ...]] = ()
+
     def __init__(self, member: str, roles: Iterable[Role] = ()) -> None:
         self.member = member
         self._lock = threading.RLock()
@@ -73,6 +80,7 @@ class BaseElector(Elector):
         self._seen: dict[Role, LeaderChanged] = {}  # whom this member last saw lead each role it contends for
         self._leaderless: dict[Role, float] = {}   # since when a role it had seen led has had no leader
         self._metrics: Metrics | None = None
+        self._timings: dict[str, deque[float]] = {}  # step -> seconds (`_timed`)
         self._deadlines = DeadlineTimer(self._deadline_passed, member)
         self._work = Work(member, self._lock, self.leadership, self.resign,
                           lambda callback: self._dispatcher.subscribe(callback))
@@ -583,6 +591,23 @@ class BaseElector(Elector):
         metrics = self._metrics
         if metrics is not None:
             metrics.renewed(seconds)
+
+    def _timed(self, step: str, seconds: float) -> None:
+        """Driver: one step of a handover took `seconds` (the steps a method times: its `steps`). Kept for `timings`
+        (the latest `TIMINGS_KEPT` of each step) and, once made, in the metrics (`elect_step_seconds`)."""
+        with self._lock:
+            kept = self._timings.setdefault(step, deque(maxlen=TIMINGS_KEPT))
+            kept.append(seconds)
+            metrics = self._metrics
+        if metrics is not None:
+            metrics.step(step, seconds)
+
+    def timings(self) -> dict[str, list[float]]:
+        """Seconds each step of this member's handovers took, per step (the latest `TIMINGS_KEPT` of each), for the
+        methods that time them (`steps` names each and what it spans): where a failover or a graceful handover spends
+        its time as the member sees it. The same go to `elect_step_seconds` in the metrics."""
+        with self._lock:
+            return {step: list(times) for step, times in self._timings.items()}
 
     def _deadline_passed(self, key: Hashable, deadline: float) -> None:
         if isinstance(key, SharedDeadline):

@@ -16,6 +16,8 @@ Every series carries the label `member`:
   own acquisition of the role; only where the method observes leaders (`characteristics.observes_leaders`).
 - `elect_renewal_seconds`: what one renewal of a leadership took, only where the method renews; the help text
   says what it times for the method (`BaseElector.renewal`).
+- `elect_step_seconds{step}`: what each step of a handover took, where the method times them (`BaseElector.steps`
+  names them and says what each spans): where a failover or a graceful handover spends its time.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ TRANSITIONS = "elect_transitions"  # exposed as elect_transitions_total
 FENCE_LAG = "elect_fence_lag_seconds"
 FAILOVER = "elect_failover_seconds"
 RENEWAL = "elect_renewal_seconds"
+STEP = "elect_step_seconds"
 
 _SHORT = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _LONG = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
@@ -70,6 +73,8 @@ class Metrics:
         self._failover = Histogram(FAILOVER, "seconds from this member seeing a role without a leader to its own "
                                    "acquisition of it", ["member"], buckets=_LONG, registry=r) if failover else None
         self._renewal = Histogram(RENEWAL, renewal, ["member"], buckets=_SHORT, registry=r) if renewal else None
+        self._step = Histogram(STEP, "seconds each step of a handover took, as this member saw it (the method's "
+                               "steps: BaseElector.steps)", ["member", "step"], buckets=_SHORT, registry=r)
         for histogram in (self._fence_lag, self._failover, self._renewal):
             if histogram is not None:
                 histogram.labels(member)  # exported at 0 from the start, so a scrape tells "none yet" from "absent"
@@ -105,6 +110,9 @@ class Metrics:
     def renewed(self, seconds: float) -> None:
         if self._renewal is not None:
             self._renewal.labels(self.member).observe(max(0.0, seconds))
+
+    def step(self, step: str, seconds: float) -> None:
+        self._step.labels(self.member, step).observe(max(0.0, seconds))
 
     # ------------------------------------------------------------------ exposition
     def serve(self, port: int = 0, host: str = "127.0.0.1") -> int:

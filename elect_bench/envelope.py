@@ -149,7 +149,8 @@ class EnvelopeScenario:
                 "faults": [f.name for f in base.faults], "trials": base.trials, "rest": base.rest, "hold": base.hold,
                 "base": dataclasses.asdict(self.origin), "sweep": {k: list(v) for k, v in self.sweep.items()},
                 "limits": self.limits, "why": self.why, "cost": self.cost,
-                "floor": json.loads(json.dumps(dataclasses.asdict(self.floor))) if self.floor else None,  # lists, as read back
+                # as a checkpoint reads it back: lists, not tuples
+                "floor": json.loads(json.dumps(dataclasses.asdict(self.floor))) if self.floor else None,
                 "store_members": base.store_members, "broker": base.broker}
 
     @classmethod

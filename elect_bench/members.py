@@ -36,12 +36,14 @@ _AGAIN = "started again"
 #: uncontended: roles no other member contended for), `LEADER` with `--observe` for each change of whom it sees
 #: lead a role it contends for (ts, mono, member, role, leader: None for nobody, token), `METRICS` once with
 #: `--metrics-port` (port, url), `TRANSFERRED` for each `transfer R TO` control line (role, to, leader, seconds,
-#: confirmed; or error and message).
+#: confirmed; or error and message), `TIMED` once on its way out where the method times the steps of its
+#: handovers (step -> the seconds each took, `Elector.timings`).
 WORK = "work"
 DRAINED = "drained"
 LEADER = "leader"
 METRICS = "metrics"
 TRANSFERRED = "transferred"
+TIMED = "timed"
 
 
 def stderr_reports(text: str, member_id: str, kind: str) -> list[Line]:

@@ -209,6 +209,34 @@ NOTES = ("*failover* is from the fault to a surviving member's `acquired`, per r
          "strike; *balanced* is the share of trials whose busiest member led ceil(roles / members) at steady state.")
 
 
+def step_table(result: NeliResult) -> list[str]:
+    """Where each cell's handovers spent their time, as the members timed the steps (`KafkaElector.steps`): per step,
+    p50 / p99 over every timing of the cell's trials (a member prints its timings on its way out, so those of a
+    member killed by the fault are not among them)."""
+    from neli.elector import KafkaElector
+
+    steps = [step for step, _ in KafkaElector.steps]
+    rows = []
+    for cell in result.run.cells:
+        timed: dict[str, list[float]] = {}
+        for trial in cell.trials:
+            for step, seconds in trial.steps.items():
+                timed.setdefault(step, []).extend(seconds)
+        if not timed:
+            continue
+        cells = []
+        for step in steps:
+            took = Summary.of(timed.get(step, []))
+            cells.append("-" if not took.n else f"{took.p50 * 1000:.0f} / {took.p99 * 1000:.0f} ms ({took.n})")
+        rows.append(f"| {cell.method.name} | {cell.fault.name} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    said = "; ".join(f"*{step}*: {what}" for step, what in KafkaElector.steps)
+    return ["## Where the time goes (steps timed inside the members)", "",
+            "p50 / p99 (timings) of each step, over the cell's trials: " + said + ".", "",
+            "| method | fault | " + " | ".join(steps) + " |", "|---|---|" + "---|" * len(steps), *rows, ""]
+
+
 def provenance(result: NeliResult) -> str:
     s = result.scenario
     r = result.run

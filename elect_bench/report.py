@@ -183,7 +183,7 @@ def _notes(result: Result) -> list[str]:
         return [*envelope.held_notes(result), *(["Not run:", "", *skipped, ""] if skipped else []),
                 *_failures(points)]
     if isinstance(result, NeliResult):
-        return [neli.NOTES, "", *_failures(failed), *_violations(result.run)]
+        return [neli.NOTES, "", *neli.step_table(result), *_failures(failed), *_violations(result.run)]
     skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
     return [DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []),
             *([REBALANCE, ""] if _restarted(result) else []), *_anchors(result),

@@ -34,7 +34,7 @@ from elect_bench.measures import (
     overlaps,
     total,
 )
-from elect_bench.members import MemberProcess, leaders, led, settle
+from elect_bench.members import TIMED, MemberProcess, leaders, led, settle
 from elect_bench.metering import Router
 from elect_bench.methods import Group, Method, direct
 from elect_bench.placement import LocalPlacement, Placement
@@ -109,6 +109,7 @@ class TrialResult:
     rest_changes: int = 0                                 # leaderships that ended in it: false failovers
     rest_cpu: dict[str, float] = field(default_factory=dict)  # member -> share of one core over the window
     busy: int = 0                                         # CPU-bound processes beside the members
+    steps: dict[str, list[float]] = field(default_factory=dict)  # step -> seconds, as the members timed them
     history: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -177,6 +178,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
     finally:
         try:
             _stop(spec, env, procs, progress)
+            result.steps = timings(procs)
         finally:
             try:
                 _judge_writes(workload, result)
@@ -184,6 +186,16 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
                 busy.stop()
     result.history = history.to_json()
     return result
+
+
+def timings(procs: Sequence[MemberProcess]) -> dict[str, list[float]]:
+    """The steps of their handovers the members timed (`TIMED`, printed on their way out), merged per step."""
+    merged: dict[str, list[float]] = {}
+    for proc in procs:
+        for report in proc.reports(TIMED):
+            for step, seconds in report.items():
+                merged.setdefault(step, []).extend(float(s) for s in seconds)
+    return merged
 
 
 def _judge_writes(workload: Workload, result: TrialResult) -> None:

@@ -32,12 +32,13 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from elect.base import BaseElector
 from elect.config import load_yaml, spec_from_config, spec_from_url
 from elect.contract import Drained, Elector, Leadership
 from elect.errors import ConfigError
 from elect.events import Event, Revoked
 from elect.roles import Role, parse_role
-from elect_bench.members import DRAINED, LEADER, METRICS, STARTED, TRANSFERRED, WORK
+from elect_bench.members import DRAINED, LEADER, METRICS, STARTED, TIMED, TRANSFERRED, WORK
 
 if TYPE_CHECKING:
     from elect_bench.fenced.writer import FencedWriter
@@ -260,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
         pass
     drained = elector.drain()
     _stderr(elector.member, DRAINED, drained_report(drained), f"in {drained.seconds:.3f} s ")
+    if isinstance(elector, BaseElector) and elector.steps:
+        _stderr(elector.member, TIMED, elector.timings())
     if writer is not None:
         writer.close()  # after the elector: its Revoked callbacks finish their writes first
     if metrics is not None:

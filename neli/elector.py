@@ -44,9 +44,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
-from elect.core import Extend, Revoke
+from elect.core import Acquire, Extend, Revoke
 from elect.errors import ElectError
-from elect.roles import Role
+from elect.roles import Role, partition_of
 from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Unassigned
 from neli.group import configure_group, speaks_consumer_protocol
 from neli.heartbeat import Heartbeat
@@ -79,6 +79,14 @@ class KafkaElector(BaseElector):
     untransferable = ("in NELI the Kafka group's assignor decides which member owns each partition, and a member "
                       "can only leave or rejoin the group, not name the member that gets its partition (resign "
                       "hands the role to whichever member the assignor picks)")
+    steps = (("assigned_to_sent", "from the group's assignment of a partition (the rebalance callback) to the first "
+                                  "own heartbeat on it handed to the producer"),
+             ("sent_to_led", "from that heartbeat handed to the producer to leading on it: produced, fetched and read "
+                             "back (the offset lookup before the partition's first fetch included)"),
+             ("assigned_to_led", "from the assignment to leading the partition's roles (`acquired`)"),
+             ("stop_to_revoked", "from a stop (or a hand-over) asked for to the Revoked callbacks of every role it led "
+                                 "returned"),
+             ("revoked_to_left", "from there to the consumer closed: the group told the member left"))
 
     def __init__(self, options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> None:
         super().__init__(member, roles)
@@ -108,6 +116,10 @@ class KafkaElector(BaseElector):
         self._restore_after = time.monotonic() + 5 * options.session_timeout  # next check for a vanished topic
         self._admin: Any = None  # for that check, made on first use
         self.publish_errors = 0
+        # step timings (`steps`): partition -> when it was assigned, when its first heartbeat went to the producer
+        self._assigned_at: dict[int, float] = {}
+        self._sent_at: dict[int, float] = {}
+        self._stop_asked: float | None = None
 
     @property
     def characteristics(self) -> Characteristics:
@@ -238,6 +250,7 @@ class KafkaElector(BaseElector):
             try:
                 if command.kind == "stop":
                     self._stopping = True
+                    self._stop_asked = time.monotonic()
                     core.stop()
                     self._stop_parked()
                 elif command.kind == "resign":
@@ -306,12 +319,19 @@ class KafkaElector(BaseElector):
         if consumer is None:
             return
         core = self._require_core()
+        led = bool(core.leading_partitions())
         if core.owned:
+            self._forget(sorted(core.owned))
             self._feed(Unassigned(tuple(sorted(core.owned))))
         closer = threading.Thread(target=self._close, args=(consumer,), name=f"neli-{self.member}-close", daemon=True)
         began = time.monotonic()
+        asked, self._stop_asked = self._stop_asked, None
+        if asked is not None and led:
+            self._timed("stop_to_revoked", began - asked)
         closer.start()
         closer.join(self.close_wait)
+        if asked is not None and led and not closer.is_alive():
+            self._timed("revoked_to_left", time.monotonic() - began)
         if closer.is_alive():
             log.warning("neli: %s: the consumer has not closed after %.1f s; leaving it to close in the background "
                         "(the group moves its partitions once the session of %g s expires)", self.member,
@@ -340,6 +360,10 @@ class KafkaElector(BaseElector):
             self._parking = "revoking"  # from a rebalance before parking: librdkafka revokes it again
         elif self._parking == "joining":
             self._parking = "parked"  # the first rebalance with the parking subscription completed
+        now = time.monotonic()
+        for p in ours:
+            if p not in self._require_core().owned:
+                self._assigned_at[p] = now
         self._guarded(Assigned(tuple(ours)))
         self._read_from_tail(consumer, parts)
 
@@ -364,8 +388,15 @@ class KafkaElector(BaseElector):
     def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         if consumer is not self._consumer:
             return  # a consumer closing (`_close_consumer`): the core gave its partitions up already
+        self._forget(self._partitions(parts))
         self._guarded(Unassigned(tuple(self._partitions(parts))))
         self._revoked()
+
+    def _forget(self, partitions: list[int]) -> None:
+        """Partitions taken away before they were led: no steps to time for them."""
+        for p in partitions:
+            self._assigned_at.pop(p, None)
+            self._sent_at.pop(p, None)
 
     def _revoked(self) -> None:
         if self._parking == "revoking" and not self._require_core().owned:
@@ -374,6 +405,7 @@ class KafkaElector(BaseElector):
     def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         if consumer is not self._consumer:
             return  # a consumer closing (`_close_consumer`): the core gave its partitions up already
+        self._forget(self._partitions(parts))
         owned = [p for p in self._partitions(parts) if p in self._require_core().owned]
         if owned:  # (partitions given up before parking are reported lost too: nothing to say about those)
             log.warning("neli: %s lost partitions %s (session expired behind its back)", self.member, owned)
@@ -446,12 +478,29 @@ class KafkaElector(BaseElector):
         last_revoke = max((i for i, c in enumerate(ready.changes) if barrier and isinstance(c, Revoke)), default=-1)
         for i, change in enumerate(ready.changes):
             self._apply_change(change, wait=i == last_revoke)
+            if isinstance(change, Acquire) and self._assigned_at:
+                self._led(partition_of(change.role, core.partitions))
         for publish in ready.messages:
             self._publish(publish)
+
+    def _led(self, partition: int) -> None:
+        """The first leadership on `partition` since its assignment began: time its steps (once per assignment)."""
+        assigned = self._assigned_at.pop(partition, None)
+        sent = self._sent_at.pop(partition, None)
+        if assigned is None:
+            return
+        now = time.monotonic()
+        self._timed("assigned_to_led", now - assigned)
+        if sent is not None:
+            self._timed("sent_to_led", now - sent)
 
     def _publish(self, out: Publish) -> None:
         if self._producer is None:
             return
+        assigned = self._assigned_at.get(out.partition)
+        if assigned is not None and out.partition not in self._sent_at:
+            self._sent_at[out.partition] = now = time.monotonic()
+            self._timed("assigned_to_sent", now - assigned)
         try:
             self._producer.produce(self.options.topic, out.heartbeat.encode(time.time()), partition=out.partition)
         except (BufferError, KafkaException) as exc:

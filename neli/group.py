@@ -3,12 +3,14 @@
 Under KIP-848 a client may not set its session timeout or heartbeat interval: the coordinator dictates
 them, from the group configs `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`
 (Apache Kafka 4.0+). The elector sets them before it joins, through IncrementalAlterConfigs on the GROUP
-resource, so the failure-detection budget is the one the URL asked for. Every member sets the same
-values (they come from the same URL), so the order in which members start does not matter.
+resource, so the failure-detection budget is the one the URL asked for, and the group's assignment interval
+(4.3+) to 0, so a broker left at its defaults moves partitions at once. Every member sets the same values (they
+come from the same URL), so the order in which members start does not matter.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -23,14 +25,21 @@ from elect.errors import ConfigError, InfrastructureUnavailable
 from neli.kafka_wire import CONSUMER_GROUP_HEARTBEAT, KafkaWireError, api_versions
 from neli.options import KafkaOptions
 
+log = logging.getLogger("neli")
+
 SESSION = "consumer.session.timeout.ms"
 HEARTBEAT = "consumer.heartbeat.interval.ms"
+ASSIGNMENT = "consumer.assignment.interval.ms"
+"""How long the coordinator may wait before it computes a new assignment (Apache Kafka 4.3+; the broker's default,
+`group.consumer.assignment.interval.ms`, is 1 s): every failover and handover would wait that long for the
+partitions to move, so the elector asks 0 for its group. Brokers before 4.3 have no such wait, nor the config."""
 
 
-def group_settings(options: KafkaOptions) -> dict[str, str]:
-    """What the group's configs must say for `options`."""
-    return {SESSION: str(round(options.session_timeout * 1000)),
-            HEARTBEAT: str(max(1, round(options.group_interval * 1000)))}
+def group_settings(options: KafkaOptions, assignment: bool = True) -> dict[str, str]:
+    """What the group's configs must say for `options` (`assignment`: including the assignment interval)."""
+    wanted = {SESSION: str(round(options.session_timeout * 1000)),
+              HEARTBEAT: str(max(1, round(options.group_interval * 1000)))}
+    return wanted | ({ASSIGNMENT: "0"} if assignment else {})
 
 
 def speaks_consumer_protocol(options: KafkaOptions) -> bool | None:
@@ -60,22 +69,39 @@ def require_consumer_protocol(options: KafkaOptions) -> None:
 
 
 def configure_group(admin: AdminClient, options: KafkaOptions) -> None:
-    """Set the group's session timeout and heartbeat interval on the broker; a refusal says what to change."""
+    """Set the group's session timeout, heartbeat interval and assignment interval on the broker; a refusal says
+    what to change. A broker that does not know the assignment interval (before 4.3: it assigns at once) gets the
+    first two alone."""
     require_consumer_protocol(options)
-    wanted = group_settings(options)
+    try:
+        _alter(admin, options, group_settings(options))
+    except KafkaException as exc:
+        if ASSIGNMENT not in _said(exc):
+            raise _refusal(exc, options, group_settings(options)) from None
+        log.info("neli: the broker at %s does not take %s (%s); setting the session and heartbeat alone",
+                 options.bootstrap, ASSIGNMENT, _said(exc))
+        try:
+            _alter(admin, options, group_settings(options, assignment=False))
+        except KafkaException as again:
+            raise _refusal(again, options, group_settings(options, assignment=False)) from None
+
+
+def _alter(admin: AdminClient, options: KafkaOptions, wanted: dict[str, str]) -> None:
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in wanted.items()]
     resource = ConfigResource(ConfigResource.Type.GROUP, options.group_id, incremental_configs=entries)
-    try:
-        futures: Any = admin.incremental_alter_configs([resource], request_timeout=options.connect_timeout)
-        for future in futures.values():
-            future.result(timeout=options.connect_timeout)
-    except KafkaException as exc:
-        raise _refusal(exc, options, wanted) from None
+    futures: Any = admin.incremental_alter_configs([resource], request_timeout=options.connect_timeout)
+    for future in futures.values():
+        future.result(timeout=options.connect_timeout)
+
+
+def _said(exc: KafkaException) -> str:
+    err: Any = exc.args[0] if exc.args else None
+    return str(err.str()) if err is not None and hasattr(err, "str") else str(exc)
 
 
 def _refusal(exc: KafkaException, options: KafkaOptions, wanted: dict[str, str]) -> Exception:
     err: Any = exc.args[0] if exc.args else None
-    said = str(err.str()) if err is not None and hasattr(err, "str") else str(exc)
+    said = _said(exc)
     name = str(err.name()) if err is not None and hasattr(err, "name") else ""
     if name in ("_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN"):
         return InfrastructureUnavailable(f"no Kafka broker answered at {options.bootstrap} within "

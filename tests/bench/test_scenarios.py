@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import math
 
 import pytest
@@ -93,7 +92,8 @@ def test_an_envelope_runs_cuts_through_its_base_point() -> None:
                             Point(1.0, 6, 3, 2)]
     assert [env.axis_of(p) for p in env.points()] == ["base", "budget", "roles", "roles", "busy"]
     # its JSON reads back equal (a resumed run compares the checkpoint's scenario with this)
-    floored = EnvelopeScenario.from_mapping({"methods": ["etcd"], "rest": 5, "floor": {"budgets": [0.1, 1], "busy": [0, 2]}})
+    floored = EnvelopeScenario.from_mapping({"methods": ["etcd"], "rest": 5,
+                                             "floor": {"budgets": [0.1, 1], "busy": [0, 2]}})
     assert json.loads(json.dumps(floored.to_json())) == floored.to_json()
     assert env.held("raft", Point(1.0, 600, 3, 0)) == "roles above 60: too slow here"
     assert env.held("etcd", Point(1.0, 600, 3, 0)) is None

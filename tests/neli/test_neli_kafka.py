@@ -147,3 +147,45 @@ def test_owners_resigning_at_once_leave_a_group_that_still_assigns(infra: Endpoi
                    for m in members for line in m.log.lines[marks[m.member_id]:])
 
     wait_until(lambda: all(led_again(str(r)) for r in roles), 40, what="every role led again after the resigns")
+
+
+def test_a_member_times_each_step_of_taking_a_partition_and_of_leaving(infra: Endpoints,
+                                                                        started: list[InProcessMember]) -> None:
+    url = f"kafka://{infra.kafka[0]}/{fresh()}?partitions=2"
+    a = InProcessMember(elect.connect(url, [0, 1], member="a"))
+    a.start()
+    started.append(a)
+    wait_until(lambda: a.log.leading() == {"0", "1"}, 30, what="a leading both roles")
+    taking = a.elector.timings()  # type: ignore[attr-defined]
+    for step in ("assigned_to_sent", "sent_to_led", "assigned_to_led"):
+        assert len(taking[step]) == 2, (step, taking)  # once per partition
+    assert all(0 <= s < 30 for s in taking["assigned_to_led"])
+    assert max(taking["assigned_to_sent"]) <= max(taking["assigned_to_led"])
+    b = InProcessMember(elect.connect(url, [0, 1], member="b"))
+    b.start()
+    started.append(b)
+    wait_until(lambda: len(b.log.leading()) == 1, 30, what="the newcomer taking one partition")
+    a.stop(20)
+    wait_until(lambda: b.log.leading() == {"0", "1"}, 30, what="b leading both once a left")
+    leaving = a.elector.timings()  # type: ignore[attr-defined]
+    assert len(leaving["stop_to_revoked"]) == len(leaving["revoked_to_left"]) == 1, leaving
+    assert len(b.elector.timings()["assigned_to_led"]) == 2  # type: ignore[attr-defined]
+
+
+def test_a_kip848_member_sets_its_groups_timings_and_an_assignment_without_delay(
+        infra: Endpoints, started: list[InProcessMember]) -> None:
+    # a broker at its defaults would wait group.consumer.assignment.interval.ms (1 s) before moving partitions
+    from confluent_kafka.admin import ConfigResource
+
+    from neli.group import ASSIGNMENT, HEARTBEAT, SESSION
+
+    group = fresh()
+    a = InProcessMember(elect.connect(f"kafka://{infra.kafka[0]}/{fresh()}?partitions=1&protocol=consumer"
+                                      f"&group={group}&session_timeout=1", [0], member="a"))
+    a.start()
+    started.append(a)
+    wait_until(lambda: a.log.leading() == {"0"}, 30, what="a leading")
+    admin = AdminClient({"bootstrap.servers": infra.kafka[0]})
+    (future,) = admin.describe_configs([ConfigResource(ConfigResource.Type.GROUP, group)]).values()
+    said = {name: entry.value for name, entry in future.result(30).items()}
+    assert (said[SESSION], said[HEARTBEAT], said[ASSIGNMENT]) == ("1000", "100", "0"), said

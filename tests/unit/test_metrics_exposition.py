@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import elect
 from elect.errors import MissingExtra
-from elect.metrics import FAILOVER, FENCE_LAG, LEADER_GAUGE, RENEWAL, Metrics, MetricsObserver
+from elect.base import TIMINGS_KEPT
+from elect.metrics import FAILOVER, FENCE_LAG, LEADER_GAUGE, RENEWAL, STEP, Metrics, MetricsObserver
 from elect_bench.members import LEADER, METRICS, MemberProcess
 from elect_cluster.waiting import wait_until
 
@@ -122,6 +123,26 @@ def test_a_fence_is_counted_with_its_lag_and_renewals_where_the_method_renews() 
         assert value(found, FAILOVER + "_count", member="a") is None  # cannot see leaders: not measured
     finally:
         e.stop()
+
+
+class Timed(HandDriven):
+    """A method that times the steps of its handovers."""
+
+    steps = (("asked_to_done", "what a test says a step took"),)
+
+
+def test_the_steps_a_method_times_are_kept_and_exported_per_step() -> None:
+    e = Timed("a", ["r"])
+    e._timed("asked_to_done", 0.25)  # before the metrics are made: kept all the same
+    m = e.metrics()
+    for _ in range(TIMINGS_KEPT + 1):
+        e._timed("asked_to_done", 0.5)
+    kept = e.timings()["asked_to_done"]
+    assert len(kept) == TIMINGS_KEPT and set(kept) == {0.5}  # the latest only
+    found = samples(m)
+    assert value(found, STEP + "_count", member="a", step="asked_to_done") == TIMINGS_KEPT + 1
+    assert value(found, STEP + "_sum", member="a", step="asked_to_done") == pytest.approx(0.5 * (TIMINGS_KEPT + 1))
+    assert Renewing("b", ["r"]).timings() == {}
 
 
 def test_metrics_without_prometheus_client_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
