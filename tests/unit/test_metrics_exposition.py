@@ -15,8 +15,8 @@ from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import elect
-from elect.errors import MissingExtra
 from elect.base import TIMINGS_KEPT
+from elect.errors import MissingExtra
 from elect.metrics import FAILOVER, FENCE_LAG, LEADER_GAUGE, RENEWAL, STEP, Metrics, MetricsObserver
 from elect_bench.members import LEADER, METRICS, MemberProcess
 from elect_cluster.waiting import wait_until
