@@ -236,10 +236,28 @@ class EnvelopeResult:
     machine: dict[str, Any]
     kafka_broker: str = ""
     load: list[float] = field(default_factory=list)
+    cut_short: bool = False  # the report of a checkpoint (`run(..., report_only=True)`): what did not run is missing
 
     @property
     def ok(self) -> bool:
         return all(t.ok for cells in self.cells.values() for c in cells for t in c.trials)
+
+    def missing(self) -> list[str]:
+        """What a run cut short did not get to: cells short of their trials, methods without a floor window or a
+        cost group (empty for a finished run)."""
+        if not self.cut_short:
+            return []
+        wanted = self.scenario.base.trials
+        short = [f"{point.label()} / {c.method.name} / {c.fault.name}: {len(c.trials)} of {wanted} trials"
+                 for point in self.scenario.points() for c in self.cells.get(point.key(), [])
+                 if len(c.trials) < wanted]
+        methods = self.methods()
+        floors = self.floors()
+        unfloored = [m for m in methods if self.scenario.floor is not None and floors.get(m) is None]
+        costed = {run_.method for run_ in self.cost}
+        uncosted = [m for m in methods if self.scenario.cost > 0 and m not in costed]
+        return [*short, *(f"the floor of {m}: no budget held through all its windows (not all run)" for m in unfloored),
+                *(f"the cost of {m}: not run" for m in uncosted)]
 
     def busy(self) -> str:
         return suite.load_note(self.load, self.machine.get("cpus", 0))
@@ -294,7 +312,7 @@ class EnvelopeResult:
             "kafka_broker": self.kafka_broker, "load": self.load, "scenario": self.scenario.to_json(),
             "skipped": self.skipped, "held": self.held, "summary": self.summaries(),
             "floors": self.floors(), "floor": [r.to_json() for r in self.floor],
-            "cost": self.cost_rows(),
+            "cost": self.cost_rows(), "cut_short": self.cut_short, "missing": self.missing(),
             "trials": {key: [t.to_json() for c in cells for t in c.trials] for key, cells in self.cells.items()},
             "cost_trials": [t.to_json() | {"roles": run_.roles} for run_ in self.cost for t in run_.cell.trials]}
 
@@ -304,9 +322,12 @@ Progress = Callable[[str, int, int, str], None]
 
 def run(scenario: EnvelopeScenario, workdir: Path, progress: Progress, command: str = "",
         checkpoint: Callable[[EnvelopeResult], None] | None = None,
-        resume: dict[str, Any] | None = None) -> EnvelopeResult:
+        resume: dict[str, Any] | None = None, report_only: bool = False) -> EnvelopeResult:
     """Every point's cells, then the floor and the cost passes; `checkpoint` gets the result so far after every
-    trial, and `resume` (a checkpoint of this scenario) keeps the trials it has."""
+    trial, and `resume` (a checkpoint of this scenario) keeps the trials it has. `report_only`: run nothing more,
+    the result is the checkpoint's, marked cut short (its report says what is missing)."""
+    if report_only and resume is None:
+        raise ConfigError("a report of a checkpoint needs the checkpoint (--resume)", parameter="report_only")
     started, began = time.time(), time.monotonic()
     earlier = 0.0
     if resume is not None:
@@ -331,6 +352,10 @@ def run(scenario: EnvelopeScenario, workdir: Path, progress: Progress, command: 
                             load=loads)
     if resume is not None:
         _restore(result, resume)
+    if report_only:
+        result.seconds, result.cut_short = earlier, True
+        result.kafka_broker = str(resume.get("kafka_broker", "")) if resume else ""
+        return result
 
     def after_trial() -> None:
         loads.append(round(os.getloadavg()[0], 2))
@@ -603,6 +628,9 @@ def cost_table(result: EnvelopeResult) -> list[str]:
 
 def held_notes(result: EnvelopeResult) -> list[str]:
     held = sorted({(m, why) for methods in result.held.values() for m, why in methods.items()})
+    missing = result.missing()
+    cut = ["**Cut short**: this report is of the run's checkpoint (`--report-only`); what it did not get to is "
+           "missing from the tables:", "", *(f"- {what}" for what in missing), ""] if result.cut_short else []
     if not held:
-        return []
-    return ["Not run at some points (limits of the scenario):", "", *(f"- `{m}`: {why}" for m, why in held), ""]
+        return cut
+    return [*cut, "Not run at some points (limits of the scenario):", "", *(f"- `{m}`: {why}" for m, why in held), ""]

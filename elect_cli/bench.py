@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from elect.errors import ConfigError
 from elect_bench.faults import FAULTS
 from elect_bench.fenced import WORKLOADS
+from elect_cluster.local import BROKERS
 
 if TYPE_CHECKING:
     from elect_bench.report import Result
@@ -54,8 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default 3 x budget)")
     p.add_argument("--store-members", type=int, choices=(1, 3),
                    help="etcd members / ZooKeeper nodes (the infra fault wants 3)")
-    p.add_argument("--broker", choices=("apache", "tansu"),
-                   help="the Kafka broker: Apache Kafka (default) or the light in-memory Tansu")
+    p.add_argument("--broker", choices=BROKERS,
+                   help="the Kafka broker: Apache Kafka (default; apache-defaults: its group settings at Kafka's "
+                        "defaults but the session minimums) or the light in-memory Tansu")
     p.add_argument("--brokers", type=int, choices=(1, 3), help="Apache Kafka nodes (the infra fault wants 3)")
     p.add_argument("--rest", type=float,
                    help="seconds at rest before each trial's fault: leaderships that end there are false failovers")
@@ -74,6 +76,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true",
                    help="go on from OUT/results.partial.json (a run cut short; the same scenario and flags): "
                         "its trials are kept, the rest are run")
+    p.add_argument("--report-only", action="store_true",
+                   help="with --resume, on an envelope: write the report of the checkpoint as it is, running "
+                        "nothing more (a run that cannot finish still gets its report, which says what is missing)")
 
 
 def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
@@ -83,7 +88,11 @@ def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     raw = scenario.read(scenario_name or args.scenario)
     kinds: dict[str, Callable[[argparse.Namespace, dict[str, Any]], int]] = {
         "trials": _trials, "simulation": _simulate, "idle": _idle, "neli": _neli, "envelope": _envelope}
-    return kinds[scenario.kind(raw)](args, raw)
+    chosen = scenario.kind(raw)
+    if getattr(args, "report_only", False) and (chosen != "envelope" or not getattr(args, "resume", False)):
+        raise ConfigError("--report-only writes the report of an envelope's checkpoint: an envelope scenario, with "
+                          "--resume", parameter="report_only")
+    return kinds[chosen](args, raw)
 
 
 def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
@@ -145,7 +154,7 @@ def _envelope(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     with tempfile.TemporaryDirectory(prefix="elect-envelope-") as tmp:
         try:
             result = envelope.run(chosen, Path(tmp), _progress(), command=_command(), checkpoint=checkpoint,
-                                  resume=resume)
+                                  resume=resume, report_only=getattr(args, "report_only", False))
         finally:
             if getattr(args, "keep_logs", False):
                 _keep_member_logs(Path(tmp), args.out / "logs")
@@ -153,7 +162,8 @@ def _envelope(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     for method, why in result.skipped.items():
         print(f"skipped {method}: {why}", file=sys.stderr)
     _report(result, plots.draw_envelope(result, args.out), args.out)
-    partial.unlink(missing_ok=True)
+    if not result.cut_short:
+        partial.unlink(missing_ok=True)
     return 0 if result.ok else 1
 
 
@@ -198,7 +208,8 @@ def _neli(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     from elect_bench import neli, plots
 
     chosen = neli.NeliScenario.from_mapping(raw | _given(trials=args.trials, members=args.members, roles=args.roles,
-                                                         budget=args.budget, hold=args.hold))
+                                                         budget=args.budget, hold=args.hold,
+                                                         broker=args.broker))
     with tempfile.TemporaryDirectory(prefix="elect-neli-") as tmp:
         result = neli.run(chosen, Path(tmp), _progress(), command=_command())
     print(file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,23 @@ def test_false_failovers_count_per_member_hour_at_rest() -> None:
               TrialResult("etcd", "kill", 1, True, members=3, rest=600.0, rest_changes=0)]
     assert false_failovers(trials) == pytest.approx(2 / 1.0)  # 2 ends over 3 members x 1,200 s = 1 member-hour
     assert math.isnan(false_failovers([]))
+
+
+def test_an_envelope_cut_short_gets_the_report_of_its_checkpoint_saying_what_did_not_run(tmp_path: Path) -> None:
+    from elect_bench import envelope, report
+    from elect_bench.envelope import EnvelopeScenario
+
+    env = EnvelopeScenario.from_mapping({"methods": ["etcd"], "rest": 5, "trials": 1, "faults": ["kill"],
+                                         "floor": {"budgets": [1.0], "busy": [0]}, "cost": 5})
+    saved = {"scenario": env.to_json(), "command": "elect bench tiny.yaml", "started": 0.0, "seconds": 12.0,
+             "load": [], "trials": {}, "floor": [], "cost_trials": [], "kafka_broker": ""}
+    result = envelope.run(env, tmp_path, lambda *_: None, resume=saved, report_only=True)
+    assert result.cut_short and result.seconds == 12.0
+    missing = result.missing()
+    assert len(missing) == 3 and missing[0].endswith("/ etcd / kill: 0 of 1 trials")
+    assert missing[1:] == ["the floor of etcd: no budget held through all its windows (not all run)",
+                           "the cost of etcd: not run"]
+    _, md = report.write(result, tmp_path / "out", [])
+    assert "**Cut short**" in md.read_text()
+    with pytest.raises(ConfigError, match="needs the checkpoint"):
+        envelope.run(env, tmp_path, lambda *_: None, report_only=True)
