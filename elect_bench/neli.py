@@ -53,7 +53,8 @@ class Handover:
 @dataclass(frozen=True)
 class NeliScenario:
     """rebalance: the faults to strike bare consumers with (as many consumers as members, partitions as roles),
-    on each of `protocols` (the group protocols: classic, and KIP-848's consumer)."""
+    on each of `protocols` (the group protocols: classic, and KIP-848's consumer). broker: which Kafka broker
+    (elect_cluster.local.BROKERS; `apache-defaults`: Apache Kafka with its group settings at Kafka's defaults)."""
 
     name: str = "neli"
     budget: float = 1.0
@@ -64,6 +65,7 @@ class NeliScenario:
     cells: tuple[Handover, ...] = ()
     rebalance: tuple[MemberFault, ...] = ()
     protocols: tuple[str, ...] = ("classic",)
+    broker: str = "apache"
 
     def __post_init__(self) -> None:
         if not self.cells and not self.rebalance:
@@ -92,13 +94,14 @@ class NeliScenario:
         """The suite's view of it: the infrastructure to start, the group's shape, the hold."""
         return Scenario(self.name, self.budget, self.members, self.roles, self.trials, self.hold,
                         faults=tuple(dict.fromkeys(c.fault for c in self.cells)),
-                        methods=tuple(dict.fromkeys(c.method for c in self.cells)))
+                        methods=tuple(dict.fromkeys(c.method for c in self.cells)), broker=self.broker)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "neli", "name": self.name, "budget": self.budget, "members": self.members,
                 "roles": self.roles, "trials": self.trials, "hold": self.hold,
                 "cells": [" ".join([c.method, c.fault.name, *(f"{k}={v}" for k, v in c.params)]) for c in self.cells],
-                "rebalance": [f.name for f in self.rebalance], "protocols": list(self.protocols)}
+                "rebalance": [f.name for f in self.rebalance], "protocols": list(self.protocols),
+                "broker": self.broker}
 
 
 def _consumer_fault(name: str) -> MemberFault:

@@ -69,7 +69,7 @@ class Scenario:
             raise ConfigError("store_members is 1 or 3", parameter="store_members")
         if self.broker not in BROKERS:
             raise ConfigError(f"broker is one of {', '.join(BROKERS)}", parameter="broker")
-        if self.brokers not in (1, 3) or (self.brokers == 3 and self.broker != "apache"):
+        if self.brokers not in (1, 3) or (self.brokers == 3 and not self.broker.startswith("apache")):
             raise ConfigError("brokers is 1, or 3 with broker apache", parameter="brokers")
         if self.brokers > 1 and self.meter and "kafka" in self.needs:
             raise ConfigError("counting Kafka requests (meter) needs a single broker", parameter="brokers")

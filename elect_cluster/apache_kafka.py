@@ -17,6 +17,13 @@ elector asks for and not by broker defaults:
   `leader()` names the broker an infrastructure fault should hit);
 - ``broker.session.timeout.ms`` lowered so a dead broker's partitions move within seconds.
 
+``tuned=False`` (the ``apache-defaults`` broker of ``elect cluster up --broker`` and the scenarios) keeps only the
+lowered minimums, which a detection budget below Kafka's defaults needs (the elector's refusal names them), and
+leaves the two group settings users rarely change at Kafka's defaults: ``group.initial.rebalance.delay.ms``
+(3 s) and ``group.consumer.assignment.interval.ms`` (1 s, Kafka 4.3+). That is a broker as users configure it,
+to measure what those defaults cost (a KIP-848 member sets its own group's assignment interval to 0:
+neli/group.py).
+
 The JVM runs with Kafka's own collector settings (kafka-run-class.sh: G1, 20 ms pause target) and C1 only (the
 broker's work here is light and starts in ~3 s). The serial collector it ran with before paused the broker for up
 to 56 ms (GC log of a 60 s run at D = 100 ms), most of a 100 ms budget's heartbeat timeout; G1 stayed under 20 ms.
@@ -123,9 +130,11 @@ class ApacheKafkaService:
     name = "kafka"
     max_members = 3
 
-    def __init__(self, advertised_port: int | None = None, security: Security | None = None) -> None:
+    def __init__(self, advertised_port: int | None = None, security: Security | None = None,
+                 tuned: bool = True) -> None:
         self.advertised_port = advertised_port
         self.security = security
+        self.tuned = tuned  # False: group settings at Kafka's defaults but the minimums (module docstring)
 
     def preflight(self) -> None:
         find_program("java", "ELECT_JAVA", _FIX, "/usr/bin/java")
@@ -151,7 +160,8 @@ class ApacheKafkaService:
             node.mkdir(parents=True)
             advertised = self.advertised_port or clients[i]
             config = node / "server.properties"
-            settings = _properties(i + 1, host, clients[i], advertised, controllers[i], voters, count, node / "data")
+            settings = _properties(i + 1, host, clients[i], advertised, controllers[i], voters, count, node / "data",
+                                   self.tuned)
             if self.security is not None:
                 settings = {**settings, **_secured(self.security, host, clients[i], advertised, controllers[i])}
             config.touch(mode=0o600)  # secured, it lists passwords
@@ -270,8 +280,12 @@ def _inline(pem: str) -> str:
     return pem.strip().replace("\n", "\\n")
 
 
+UNTUNED = ("group.initial.rebalance.delay.ms", "group.consumer.assignment.interval.ms")
+"""The settings an untuned broker (``tuned=False``) leaves at Kafka's defaults."""
+
+
 def _properties(node_id: int, host: str, port: int, advertised: int, controller: int, voters: str, count: int,
-                data: Path) -> dict[str, object]:
+                data: Path, tuned: bool = True) -> dict[str, object]:
     replicas = min(count, 3)
     settings = {
         "process.roles": "broker,controller",
@@ -304,4 +318,7 @@ def _properties(node_id: int, host: str, port: int, advertised: int, controller:
         "broker.heartbeat.interval.ms": 500,
         "broker.session.timeout.ms": 3000,
     }
+    if not tuned:
+        for default in UNTUNED:
+            del settings[default]
     return settings

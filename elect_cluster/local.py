@@ -36,7 +36,9 @@ from .zookeeper import ZooKeeperService
 
 SERVICES = ("kafka", "etcd", "zookeeper")
 SECURITY_DIR = "security"  # a secured cluster's certificates and password files, inside the workdir
-BROKERS = ("apache", "tansu")  # the Kafka broker behind the "kafka" service: Apache Kafka, or the light Tansu
+# the Kafka broker behind the "kafka" service: Apache Kafka (tuned for fast groups, or with its group settings at
+# Kafka's defaults but the minimums: elect_cluster.apache_kafka), or the light Tansu
+BROKERS = ("apache", "apache-defaults", "tansu")
 
 
 def default_workdir() -> Path:
@@ -84,13 +86,14 @@ class LocalCluster:
             raise ClusterError(f"unknown services {unknown or wanted}; choose from {', '.join(SERVICES)}")
         if broker not in BROKERS:
             raise ClusterError(f"unknown broker {broker!r}; choose from {', '.join(BROKERS)}")
-        if secure and broker != "apache" and "kafka" in wanted:
+        if secure and not broker.startswith("apache") and "kafka" in wanted:
             raise ClusterError("a secured cluster (TLS, SASL) runs Apache Kafka; the light Tansu broker has no TLS")
         self.host = host
         self.broker = broker
         self.secure = secure
         self.security = Security(self.workdir / SECURITY_DIR) if secure else None
-        kafka: Service = (ApacheKafkaService(kafka_advertised_port, security=self.security) if broker == "apache"
+        kafka: Service = (ApacheKafkaService(kafka_advertised_port, security=self.security,
+                                             tuned=broker == "apache") if broker.startswith("apache")
                           else KafkaService(kafka_advertised_port))
         self._services: dict[str, Service] = {
             "kafka": kafka,
@@ -429,8 +432,9 @@ def _shape(counts: dict[str, int], broker: str, secure: bool = False) -> str:
 
 def broker_label(broker: str, nodes: int) -> str:
     """How reports name the Kafka broker that served a run."""
-    if broker == "apache":
-        return f"Apache Kafka {kafka_version()} (KRaft, {nodes} node{'s' if nodes > 1 else ''})"
+    if broker.startswith("apache"):
+        defaults = ", group settings at Kafka's defaults but the session minimums" if broker != "apache" else ""
+        return f"Apache Kafka {kafka_version()} (KRaft, {nodes} node{'s' if nodes > 1 else ''}{defaults})"
     return "Tansu (the light in-memory Kafka-protocol broker)"
 
 

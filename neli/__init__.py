@@ -21,6 +21,13 @@ the embedded broker once gave a live member's partitions away without revoking t
 checked on the partition itself: an owner that reads another member's heartbeat on k fences at once if
 it leads, and nobody acquires k until the other's heartbeats are heartbeat_timeout old (their age from
 the sender's wall clock). A contested partition stays unled until the group settles; never led twice.
+A member that gives k up in order (a rebalance's revoke, resign, stop) publishes a `released` record to k
+once its `Revoked` callbacks have returned (or `revoke_timeout` ran out): a successor does not wait for
+that member's earlier heartbeats to age, so a graceful handover takes what the group takes to move k plus
+one own heartbeat read back. What the barrier guarantees, on both group protocols: the successor's
+`Acquired` comes after the leaver's `Revoked` callbacks returned, or after `revoke_timeout` if they did not;
+after a lost partition (a session expired behind the member's back) no release is published and the
+successor waits heartbeat_timeout after the last record it read from the member.
 A topic that disappears (a broker that lost its log) is created again with the group's M partitions
 and the member rejoins (on the embedded Tansu the group does not always form again after such a restart).
 
@@ -47,7 +54,9 @@ heartbeats, so leaderships on the member's other partitions lapse if it blocks l
 heartbeat_timeout.
 
 Apache Kafka: the broker must allow the session timeout (group.min.session.timeout.ms, 6 s by default;
-the paper suggests 100 ms) and group.initial.rebalance.delay.ms=0 avoids a 3 s wait when a group forms;
+the paper suggests 100 ms) and group.initial.rebalance.delay.ms=0 avoids a 3 s wait when a group forms; on
+KIP-848 (protocol=consumer) the member sets its group's session, heartbeat and assignment interval (0: the
+broker default of Kafka 4.3+ batches assignments for 1 s) itself (neli/group.py);
 give the topic a short retention.ms, heartbeats are only read live. static_membership=true keeps a
 restarted member's partitions, but a stopped member then hands over only when its session expires.
 """

@@ -48,7 +48,7 @@ from elect.core import Acquire, Extend, Revoke
 from elect.errors import ElectError
 from elect.roles import Role, partition_of
 from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Unassigned
-from neli.group import configure_group, speaks_consumer_protocol
+from neli.group import configure_group, speaks_consumer_protocol, warn_of_broker_defaults
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error, refusal
 from neli.options import KafkaOptions
@@ -138,8 +138,11 @@ class KafkaElector(BaseElector):
     def _on_start(self) -> None:
         o = self.options
         self.partitions = ensure_topic(o)
+        admin = admin_client(o)
         if o.protocol == "consumer":
-            configure_group(admin_client(o), o)
+            configure_group(admin, o)
+        else:
+            warn_of_broker_defaults(admin, o)
         # How to hand partitions over (resign, stop): Apache Kafka 4+ (it offers KIP-848's API) moves a member's
         # partitions as soon as it leaves the group, and with cooperative-sticky it would not move partitions
         # dropped by a subscription change (librdkafka reports them lost, and no follow-up rebalance comes),

@@ -1,4 +1,5 @@
-"""The consumer group's own settings on the broker, for the KIP-848 protocol (`protocol=consumer`).
+"""The consumer group's own settings on the broker, for the KIP-848 protocol (`protocol=consumer`), and for the
+classic protocol a warning when the broker's own group setting costs NELI time (`warn_of_broker_defaults`).
 
 Under KIP-848 a client may not set its session timeout or heartbeat interval: the coordinator dictates
 them, from the group configs `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`
@@ -29,6 +30,9 @@ log = logging.getLogger("neli")
 
 SESSION = "consumer.session.timeout.ms"
 HEARTBEAT = "consumer.heartbeat.interval.ms"
+INITIAL_DELAY = "group.initial.rebalance.delay.ms"
+"""A broker-wide setting no group can override (classic protocol): how long a group that forms (its first member
+joining an empty group) waits for more members before its first assignment; Kafka's default is 3 s."""
 ASSIGNMENT = "consumer.assignment.interval.ms"
 """How long the coordinator may wait before it computes a new assignment (Apache Kafka 4.3+; the broker's default,
 `group.consumer.assignment.interval.ms`, is 1 s): every failover and handover would wait that long for the
@@ -117,3 +121,26 @@ def _refusal(exc: KafkaException, options: KafkaOptions, wanted: dict[str, str])
     return ConfigError(
         f"the broker at {options.bootstrap} cannot take group configs ({said}): it does not seem to speak the "
         "KIP-848 consumer group protocol (Apache Kafka 4.0+); use protocol=classic", parameter="protocol")
+
+
+def warn_of_broker_defaults(admin: AdminClient, options: KafkaOptions) -> None:
+    """Classic protocol: read, once at start, the broker setting a group cannot set for itself and that costs NELI
+    time (`INITIAL_DELAY`), and name it in a warning if it is not 0 (the group works, only slower to form). A broker
+    that does not say (no DescribeConfigs, or not allowed to this client) is not warned of."""
+    if options.protocol != "classic":
+        return
+    try:
+        brokers = admin.list_topics(timeout=options.connect_timeout).brokers
+        node = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
+        futures: Any = admin.describe_configs([node], request_timeout=options.connect_timeout)
+        said = next(iter(futures.values())).result(timeout=options.connect_timeout)
+        entry = said.get(INITIAL_DELAY)
+        delay = int(entry.value) if entry is not None and entry.value else 0
+    except (KafkaException, ValueError, StopIteration, TimeoutError) as exc:
+        log.debug("neli: could not read %s from %s: %s", INITIAL_DELAY, options.bootstrap, exc)
+        return
+    if delay > 0:
+        log.warning("neli: the broker at %s has %s=%d: a group that forms (its first member, or every member "
+                    "starting together) waits %g s for more before its first assignment, so a cold start takes that "
+                    "much longer; set it to 0 on the broker (a broker-wide setting no group can override)",
+                    options.bootstrap, INITIAL_DELAY, delay, delay / 1000)

@@ -9,7 +9,9 @@ dates a record for other readers (full mode, contested claims), whose monotonic 
 reads no clock, so what it publishes (`Heartbeat`) has no wall time: the driver stamps it as it sends
 (`encode(wall)`), and a record read back (`HeartbeatRecord`) carries it. In full mode a leader's
 records also carry its `token`, so that a member still leading on an older token learns of the newer
-leadership and stands down.
+leadership and stands down. A fast-mode member that gives a partition up in order publishes one last record
+`released` there, once its leadership has ended: its earlier records no longer hold a successor back (see
+neli/core.py). Readers that predate the flag take it for a heartbeat, and wait as before.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class Heartbeat:
     epoch: int
     sent: float
     token: int | None = field(default=None, kw_only=True)  # full mode: the sender leads here with this token
+    released: bool = field(default=False, kw_only=True)  # fast mode: the sender gave the partition up, in order
 
     def encode(self, wall: float) -> bytes:
         """The wire form, stamped with the sender's wall clock `wall` at sending."""
@@ -35,6 +38,8 @@ class Heartbeat:
                "s": round(self.sent, 6), "w": round(wall, 6)}
         if self.token is not None:
             raw["t"] = self.token
+        if self.released:
+            raw["r"] = 1
         return json.dumps(raw, separators=(",", ":")).encode()
 
     @staticmethod
@@ -46,7 +51,7 @@ class Heartbeat:
             raw = json.loads(data)
             return HeartbeatRecord(group=str(raw["g"]), member=str(raw["m"]), instance=str(raw["i"]),
                                    epoch=int(raw["e"]), sent=float(raw["s"]), wall=float(raw["w"]),
-                                   token=None if raw.get("t") is None else int(raw["t"]))
+                                   token=None if raw.get("t") is None else int(raw["t"]), released=bool(raw.get("r")))
         except (ValueError, KeyError, TypeError):
             return None
 

@@ -73,6 +73,13 @@ def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
 
 
 @pytest.fixture(scope="session")
+def kafka_defaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
+    """Apache Kafka as users configure it: its group settings at Kafka's defaults but the session minimums."""
+    for cluster in _started(tmp_path_factory.mktemp("kafka-defaults"), services=("kafka",), broker="apache-defaults"):
+        yield cluster.endpoints
+
+
+@pytest.fixture(scope="session")
 def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """Three Apache Kafka brokers in one KRaft quorum; a test that kills one must start it again."""
     yield from _started(tmp_path_factory.mktemp("kafka3"), services=("kafka",), kafka_brokers=3)

@@ -22,10 +22,10 @@ def core(mode: str = "fast", *, member: str = "a", roles: tuple[int | str, ...] 
 
 
 def beat(c: NeliCore, sent: float, epoch: int = 1, *, member: str | None = None, instance: str | None = None,
-         group: str = "g", wall: float | None = None) -> HeartbeatRecord:
+         group: str = "g", wall: float | None = None, released: bool = False) -> HeartbeatRecord:
     """A record as read back (its sender's wall clock is `sent` unless given)."""
     return HeartbeatRecord(group=group, member=member or c.member, instance=instance or c.instance, epoch=epoch,
-                           sent=sent, wall=sent if wall is None else wall)
+                           sent=sent, wall=sent if wall is None else wall, released=released)
 
 
 def own(c: NeliCore, sent: float, epoch: int = 1) -> Heartbeat:
@@ -132,7 +132,7 @@ def test_orderly_revoke_revokes_and_lost_partitions_fence() -> None:
     assign(c, [0, 1], 0.0)
     received(c, 0, 5, beat(c, 0.0), 0.01, 0.01)
     received(c, 1, 3, beat(c, 0.0, epoch=2), 0.01, 0.01)
-    assert revoke(c, [0], 0.2) == [Revoke(0), Revoke(4)]
+    assert of(revoke(c, [0], 0.2), Revoke) == [Revoke(0), Revoke(4)]  # (and a release: see below)
     assert revoke(c, [1], 0.3, lost=True) == [Fence(1, 0.3)]
     assert c.owned == frozenset()
 
@@ -346,8 +346,49 @@ def test_fast_a_stray_record_sent_before_the_leadership_began_does_not_fence_it(
     assert c.leading_partitions() == {0}
 
 
+def test_fast_an_owner_giving_a_partition_up_in_order_releases_it_after_its_revoke() -> None:
+    c = core()
+    assign(c, [0, 1], 10.0)
+    received(c, 0, 7, beat(c, 10.0), 10.01, 10.01)  # leads 0 (roles 0, 4); 1 is owned, not led yet
+    c.stop()  # publishes no more heartbeats
+    out = revoke(c, [0, 1], 10.3)
+    released = [Publish(0, Heartbeat(group="g", member="a", instance="a-1", epoch=1, sent=10.3, released=True)),
+                Publish(1, Heartbeat(group="g", member="a", instance="a-1", epoch=2, sent=10.3, released=True))]
+    assert out == [Revoke(0), Revoke(4), *released]  # the driver publishes after the changes (and callbacks)
+    assign(c, [2], 11.0)
+    assert of(revoke(c, [2], 11.5, lost=True), Publish) == []  # lost: nothing to say
+    full = core("full")
+    assign(full, [0], 10.0)
+    assert not any(p.heartbeat.released for p in of(revoke(full, [0], 10.3), Publish))  # type: ignore[attr-defined]
+
+
+def test_fast_a_successor_does_not_wait_for_the_claims_of_a_member_that_released() -> None:
+    c = core(member="b", roles=(0,))
+    assign(c, [0], 10.0)
+    a = {"member": "a", "instance": "a-1"}
+    assert received(c, 0, 5, beat(c, 9.95, **a), 10.02, 10.02) == []  # a's last heartbeat: contested to 10.55
+    assert received(c, 0, 6, beat(c, 10.0, **a, released=True), 10.02, 10.02) == []
+    assert received(c, 0, 7, beat(c, 10.0), 10.03, 10.03) == [Acquire(0, 7, pytest.approx(10.6))]
+    # a's record sent before its release, read late, holds nothing back; one sent after it (a back with a new
+    # assignment) is a claim again, and fences
+    assert received(c, 0, 8, beat(c, 9.97, **a), 10.04, 10.04) == []
+    assert received(c, 0, 9, beat(c, 10.1, **a, epoch=2), 10.11, 10.11) == [Fence(0, 10.11)]
+
+
+def test_fast_a_release_ends_one_senders_claim_not_anothers() -> None:
+    c = core(member="b", roles=(0,))
+    assign(c, [0], 10.0)
+    received(c, 0, 5, beat(c, 9.95, member="a", instance="a-1"), 10.02, 10.02)
+    received(c, 0, 6, beat(c, 9.9, member="z", instance="z-1"), 10.02, 10.02)  # a zombie: fresh until 10.5
+    received(c, 0, 7, beat(c, 10.0, member="a", instance="a-1", released=True), 10.02, 10.02)
+    assert received(c, 0, 8, beat(c, 10.0), 10.03, 10.03) == []  # z's claim stands
+    assert received(c, 0, 9, beat(c, 10.5), 10.51, 10.51) == [Acquire(0, 9, pytest.approx(11.1))]
+
+
 def test_the_wall_clock_is_stamped_as_a_heartbeat_is_sent() -> None:
     c = core()
     sent = own(c, 12.5, epoch=3)
     assert Heartbeat.decode(sent.encode(wall=1700000000.25)) == beat(c, 12.5, epoch=3, wall=1700000000.25)
     assert Heartbeat.decode(b"not a heartbeat") is None
+    gone = Heartbeat(group="g", member="a", instance="a-1", epoch=3, sent=12.5, released=True)
+    assert Heartbeat.decode(gone.encode(wall=5.0)) == beat(c, 12.5, epoch=3, wall=5.0, released=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -172,20 +173,44 @@ def test_a_member_times_each_step_of_taking_a_partition_and_of_leaving(infra: En
     assert len(b.elector.timings()["assigned_to_led"]) == 2  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("broker", ["infra", "kafka_defaults"])
 def test_a_kip848_member_sets_its_groups_timings_and_an_assignment_without_delay(
-        infra: Endpoints, started: list[InProcessMember]) -> None:
-    # a broker at its defaults would wait group.consumer.assignment.interval.ms (1 s) before moving partitions
+        broker: str, request: pytest.FixtureRequest, started: list[InProcessMember]) -> None:
+    # a broker at Kafka's defaults waits group.consumer.assignment.interval.ms (1 s) before it moves partitions;
+    # the member's own group does not
     from confluent_kafka.admin import ConfigResource
 
     from neli.group import ASSIGNMENT, HEARTBEAT, SESSION
 
+    servers = request.getfixturevalue(broker).kafka[0]
+    admin = AdminClient({"bootstrap.servers": servers})
+    (node,) = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "1")]).values()
+    assert node.result(30)["group." + ASSIGNMENT].value == ("0" if broker == "infra" else "1000")
     group = fresh()
-    a = InProcessMember(elect.connect(f"kafka://{infra.kafka[0]}/{fresh()}?partitions=1&protocol=consumer"
-                                      f"&group={group}&session_timeout=1", [0], member="a"))
+    url = f"kafka://{servers}/{fresh()}?partitions=2&protocol=consumer&group={group}&session_timeout=1"
+    a = InProcessMember(elect.connect(url, [0, 1], member="a"))
     a.start()
     started.append(a)
-    wait_until(lambda: a.log.leading() == {"0"}, 30, what="a leading")
-    admin = AdminClient({"bootstrap.servers": infra.kafka[0]})
+    wait_until(lambda: a.log.leading() == {"0", "1"}, 30, what="a leading")
     (future,) = admin.describe_configs([ConfigResource(ConfigResource.Type.GROUP, group)]).values()
     said = {name: entry.value for name, entry in future.result(30).items()}
     assert (said[SESSION], said[HEARTBEAT], said[ASSIGNMENT]) == ("1000", "100", "0"), said
+    b = InProcessMember(elect.connect(url, [0, 1], member="b"))
+    b.start()
+    started.append(b)
+    wait_until(lambda: len(b.log.leading()) == 1 and len(a.log.leading()) == 1, 30, what="one partition each")
+
+
+@pytest.mark.parametrize("broker", ["infra", "kafka_defaults"])
+def test_a_classic_member_names_a_broker_setting_that_delays_its_group(
+        broker: str, request: pytest.FixtureRequest, started: list[InProcessMember],
+        caplog: pytest.LogCaptureFixture) -> None:
+    servers = request.getfixturevalue(broker).kafka[0]
+    with caplog.at_level(logging.WARNING, logger="neli"):
+        a = InProcessMember(elect.connect(f"kafka://{servers}/{fresh()}?partitions=1", [0], member="a"))
+        a.start()
+        started.append(a)
+    named = [r.getMessage() for r in caplog.records if "group.initial.rebalance.delay.ms" in r.getMessage()]
+    assert len(named) == (0 if broker == "infra" else 1), named
+    if named:
+        assert "=3000" in named[0] and "set it to 0" in named[0]
