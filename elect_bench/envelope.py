@@ -274,10 +274,12 @@ class EnvelopeResult:
     def floors(self) -> dict[str, float | None]:
         """Per method: the smallest budget held at rest, idle and busy, for the full time (None: none held)."""
         found: dict[str, float | None] = {}
+        levels = set(self.scenario.floor.busy) if self.scenario.floor is not None else set()
         for method in self.methods():
             holds = [r for r in self.floor if r.method == method and r.stage == "hold"]
-            passed = sorted(b for b in {r.budget for r in holds}
-                            if all(r.held for r in holds if r.budget == b))
+            passed = sorted(b for b in {r.budget for r in holds}  # held idle and busy (a run cut short may lack one)
+                            if {r.busy for r in holds if r.budget == b} >= levels
+                            and all(r.held for r in holds if r.budget == b))
             found[method] = passed[0] if passed else None
         return found
 

@@ -141,5 +141,15 @@ def test_an_envelope_cut_short_gets_the_report_of_its_checkpoint_saying_what_did
                            "the cost of etcd: not run"]
     _, md = report.write(result, tmp_path / "out", [])
     assert "**Cut short**" in md.read_text()
+    # a budget held idle but whose busy window never ran is not a floor
+    from elect_bench.envelope import FloorRun
+    from elect_bench.trial import TrialResult
+
+    busy = EnvelopeScenario.from_mapping({"methods": ["etcd"], "rest": 5, "floor": {"budgets": [1.0], "busy": [0, 2]}})
+    cut = envelope.run(busy, tmp_path, lambda *_: None, resume=saved | {"scenario": busy.to_json()}, report_only=True)
+    cut.floor.append(FloorRun("etcd", 1.0, 0, 5.0, "hold", TrialResult("etcd", "none", 0, True)))
+    assert cut.floors() == {"etcd": None}
+    cut.floor.append(FloorRun("etcd", 1.0, 2, 5.0, "hold", TrialResult("etcd", "none", 0, True)))
+    assert cut.floors() == {"etcd": 1.0}
     with pytest.raises(ConfigError, match="needs the checkpoint"):
         envelope.run(env, tmp_path, lambda *_: None, report_only=True)
