@@ -25,8 +25,8 @@ from elect_cluster.endpoints import Endpoints
 from elect_cluster.errors import ClusterError
 from elect_cluster.local import LocalCluster
 
-__all__ = ["etcd_cluster3", "infra", "infra_cluster", "kafka3", "process_alive", "secure_etcd", "secure_kafka",
-           "secure_zookeeper", "tansu", "zookeeper_ensemble3"]
+__all__ = ["etcd_cluster3", "infra", "infra_cluster", "kafka3", "kafka_defaults", "process_alive", "secure_etcd",
+           "secure_kafka", "secure_zookeeper", "tansu", "zookeeper_ensemble3"]
 
 START_TIMEOUT = 120.0  # generous: a busy 2-core machine can start three JVMs slowly
 
