@@ -12,6 +12,7 @@ functions per thread are printed. Beside `etcd_creates.py`, it shows what the el
 from __future__ import annotations
 
 import argparse
+import math
 import collections
 import subprocess
 import sys
@@ -86,7 +87,7 @@ def main() -> None:
         victim = max(procs, key=lambda p: len(p.log.leading()))
         lost = set(victim.log.leading())
         survivors = [p for p in procs if p is not victim]
-        spies = [subprocess.Popen(["py-spy", "record", "-p", str(p.pid), "-d", str(4 * args.budget), "-r", "200", "-f",
+        spies = [subprocess.Popen(["py-spy", "record", "-p", str(p.pid), "-d", str(math.ceil(4 * args.budget)), "-r", "200", "-f",
                                    "raw", "--threads", "--nonblocking", "-o", str(work / f"spy-{p.member_id}.txt")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for p in survivors] if args.profile else []
@@ -97,12 +98,18 @@ def main() -> None:
         times = [line["mono"] - killed for p in survivors for line in p.log.lines
                  if line["event"] == "acquired" and line["mono"] > killed and line["role"] in lost]
         print(f"takeover of {len(lost)} roles after SIGKILL of {victim.member_id}: {_quantiles(times)}")
+        for p in survivors:
+            mine = [line["mono"] - killed for line in p.log.lines
+                    if line["event"] == "acquired" and line["mono"] > killed and line["role"] in lost]
+            bins = collections.Counter(int(t / 0.05) for t in mine)
+            steps = " ".join(f"{b * 0.05:.2f}:{bins[b]}" for b in sorted(bins))
+            print(f"  {p.member_id} took {len(mine)}, per 50 ms from the kill: {steps}")
         for spy, p in zip(spies, survivors if spies else [], strict=True):
             spy.wait()
             raw = work / f"spy-{p.member_id}.txt"
             if raw.exists():
                 print(f"py-spy of {p.member_id} through the takeover (200 samples/s while busy):")
-                print("\n".join(_hottest(raw, 12)))
+                print("\n".join(_hottest(raw, 30)))
     finally:
         for p in procs:
             p.kill()

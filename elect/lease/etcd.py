@@ -107,9 +107,11 @@ class EtcdStore:
     #: make 128. A server set lower is met by halving (`execute_batch`).
     batch_size = 126
     #: Batches under way at once, each on its own connection: etcd applies concurrent transactions in one Raft
-    #: proposal where it can (2,000 creates in batches of 100 from Python here: 3,200/s on one connection, 7,300/s
-    #: on four).
-    parallel = 1
+    #: proposal where it can (`bench/bare/etcd_creates.py --per 126`, 2,000 creates: 14,500/s on one connection,
+    #: 21,000/s on two, 22,700/s on four). Two halve the rounds of a survivor taking a dead member's thousands
+    #: (`bench/bare/takeover.py etcd 6000`: the spread from first to last acquisition 0.28-0.35 s on one lane,
+    #: 0.21-0.24 s on two); more only add threads to a process already sharing two cores with the store.
+    parallel = 2
 
     @property
     def requests(self) -> int:
