@@ -12,8 +12,8 @@ functions per thread are printed. Beside `etcd_creates.py`, it shows what the el
 from __future__ import annotations
 
 import argparse
-import math
 import collections
+import math
 import subprocess
 import sys
 import tempfile
@@ -82,12 +82,14 @@ def main() -> None:
         print(f"            balanced after {time.monotonic() - began:.2f} s")
         time.sleep(3 * args.budget)
         for p in procs:
-            ended = sum(1 for line in p.log.lines if line["event"] in ("fenced", "revoked"))
-            print(f"  {p.member_id}: leads {len(p.log.leading())}, {ended} leaderships ended since the start")
+            ended = collections.Counter(line["event"] for line in p.log.lines if line["event"] in ("fenced", "revoked"))
+            print(f"  {p.member_id}: leads {len(p.log.leading())}; since the start {ended['revoked']} leaderships "
+                  f"handed over (revoked), {ended['fenced']} lapsed (fenced)")
         victim = max(procs, key=lambda p: len(p.log.leading()))
         lost = set(victim.log.leading())
         survivors = [p for p in procs if p is not victim]
-        spies = [subprocess.Popen(["py-spy", "record", "-p", str(p.pid), "-d", str(math.ceil(4 * args.budget)), "-r", "200", "-f",
+        seconds = str(math.ceil(4 * args.budget))  # py-spy takes whole seconds
+        spies = [subprocess.Popen(["py-spy", "record", "-p", str(p.pid), "-d", seconds, "-r", "200", "-f",
                                    "raw", "--threads", "--nonblocking", "-o", str(work / f"spy-{p.member_id}.txt")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for p in survivors] if args.profile else []
