@@ -1,0 +1,79 @@
+"""Rounds of 3 `elect member` processes of kafka:// fast mode on a topic they create as they start, on one Apache
+Kafka broker started by the project's own code, each round at rest after every role is led: when the group first
+led everything, and every leadership that ended at rest (the first one's time). The broker's log is copied with
+this machine's monotonic time in front of each line (Kafka's own lines carry none), so what the broker did when a
+leadership ended can be read beside it.
+
+    python3 bench/bare/kafka_new_topic_rest.py consumer 60 --rest 15 --rounds 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from elect_bench.members import MemberProcess
+from elect_cluster.local import LocalCluster
+from elect_cluster.waiting import wait_until
+
+
+def _stamp(source: Path, into: Path, stop: threading.Event) -> None:
+    with open(source) as lines, open(into, "w") as out:
+        while not stop.is_set():
+            line = lines.readline()
+            if line:
+                out.write(f"{time.monotonic():.3f} {line}")
+                out.flush()
+            else:
+                stop.wait(0.01)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("protocol", choices=["classic", "consumer"])
+    parser.add_argument("partitions", type=int)
+    parser.add_argument("--rest", type=float, default=15.0, help="seconds at rest per round")
+    parser.add_argument("--rounds", type=int, default=4)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="elect-new-topic-"))
+    cluster = LocalCluster(work / "cluster", services=("kafka",))
+    cluster.up(timeout=180)
+    stop = threading.Event()
+    threading.Thread(target=_stamp, args=(next((work / "cluster").rglob("kafka.log")), work / "broker.log", stop),
+                     daemon=True).start()
+    try:
+        for r in range(args.rounds):
+            topic = "rest-" + uuid.uuid4().hex[:6]
+            url = (f"kafka://{','.join(cluster.endpoints.kafka)}/{topic}?mode=fast&session_timeout=1"
+                   f"&protocol={args.protocol}&partitions={args.partitions}")
+            roles = [str(i) for i in range(args.partitions)]
+            began = time.monotonic()
+            procs = [MemberProcess(url, f"m{i}", roles, log_dir=work / f"round-{r}") for i in range(3)]
+            try:
+                for p in procs:
+                    p.start()
+                wait_until(lambda group=procs: len(set().union(*(p.log.leading() for p in group))) ==  # type: ignore[misc]
+                           args.partitions, 120, what="every role led")
+                print(f"round {r} (started at {began:.3f}): every role led after {time.monotonic() - began:.2f} s")
+                time.sleep(args.rest)  # the window at rest itself, not a wait for a condition
+                for p in procs:
+                    ended = [line for line in p.log.lines if line["event"] in ("fenced", "revoked")]
+                    if ended:
+                        first = ended[0]
+                        print(f"  {p.member_id}: {len(ended)} ended, the first {first['event']} at "
+                              f"{first['mono']:.3f} (+{first['mono'] - began:.2f} s)")
+            finally:
+                for p in procs:
+                    p.kill()
+    finally:
+        stop.set()
+        cluster.down()
+    print(f"(member logs and the stamped broker log in {work})")
+
+
+if __name__ == "__main__":
+    main()
