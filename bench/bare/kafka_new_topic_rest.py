@@ -2,9 +2,13 @@
 Kafka broker started by the project's own code, each round at rest after every role is led: when the group first
 led everything, and every leadership that ended at rest (the first one's time). The broker's log is copied with
 this machine's monotonic time in front of each line (Kafka's own lines carry none), so what the broker did when a
-leadership ended can be read beside it.
+leadership ended can be read beside it. `--watch`: a bare consumer reads every partition from the start beside
+the members and reports each round's latest delivery (receipt minus the record's CreateTime), to tell records the
+broker took late from records the members read late. `--index-interval BYTES`: the topic is created before the
+members start, with that `index.interval.bytes` (Kafka's default 4,096), to see the index's part.
 
     python3 bench/bare/kafka_new_topic_rest.py consumer 60 --rest 15 --rounds 4
+    python3 bench/bare/kafka_new_topic_rest.py consumer 60 --rounds 2 --watch --index-interval 1073741824
 """
 
 from __future__ import annotations
@@ -32,12 +36,42 @@ def _stamp(source: Path, into: Path, stop: threading.Event) -> None:
                 stop.wait(0.01)
 
 
+def _watch(servers: str, topic: str, partitions: int, stop: threading.Event, lags: list[float]) -> None:
+    """Read every partition of `topic` from its start (once it exists), noting each record's delivery lag."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": servers})
+    while topic not in admin.list_topics(timeout=5).topics:
+        if stop.wait(0.05):
+            return
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": f"watch-{topic}", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    try:
+        while not stop.is_set():
+            for msg in consumer.consume(500, 0.05):
+                if msg.error() is None:
+                    lags.append(time.time() - msg.timestamp()[1] / 1000)
+    finally:
+        consumer.close()
+
+
+def _create(servers: str, topic: str, partitions: int, index_interval: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                                  config={"index.interval.bytes": str(index_interval)})])[topic].result(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("protocol", choices=["classic", "consumer"])
     parser.add_argument("partitions", type=int)
     parser.add_argument("--rest", type=float, default=15.0, help="seconds at rest per round")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--watch", action="store_true", help="time delivery with a bare consumer beside the members")
+    parser.add_argument("--index-interval", type=int, help="create the topic first, with this index.interval.bytes")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="elect-new-topic-"))
     cluster = LocalCluster(work / "cluster", services=("kafka",))
@@ -51,6 +85,15 @@ def main() -> None:
             url = (f"kafka://{','.join(cluster.endpoints.kafka)}/{topic}?mode=fast&session_timeout=1"
                    f"&protocol={args.protocol}&partitions={args.partitions}")
             roles = [str(i) for i in range(args.partitions)]
+            servers = ",".join(cluster.endpoints.kafka)
+            if args.index_interval is not None:
+                _create(servers, topic, args.partitions, args.index_interval)
+            lags: list[float] = []
+            watching = threading.Event()
+            watcher = threading.Thread(target=_watch, args=(servers, topic, args.partitions, watching, lags),
+                                       daemon=True) if args.watch else None
+            if watcher is not None:
+                watcher.start()
             began = time.monotonic()
             procs = [MemberProcess(url, f"m{i}", roles, log_dir=work / f"round-{r}") for i in range(3)]
             try:
@@ -66,7 +109,13 @@ def main() -> None:
                         first = ended[0]
                         print(f"  {p.member_id}: {len(ended)} ended, the first {first['event']} at "
                               f"{first['mono']:.3f} (+{first['mono'] - began:.2f} s)")
+                if lags:
+                    print(f"  the watching consumer: {len(lags)} records, the latest delivered {max(lags):.2f} s "
+                          "after its CreateTime")
             finally:
+                watching.set()
+                if watcher is not None:
+                    watcher.join(10)
                 for p in procs:
                     p.kill()
     finally:
