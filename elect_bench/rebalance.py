@@ -151,13 +151,14 @@ def _configure_group(servers: str, group: str, session: float) -> None:
     configure_group(AdminClient({"bootstrap.servers": servers}), options)
 
 
-def new_topic(servers: str, partitions: int) -> str:
-    """A topic of its own (a random name, replication 1) for a measurement."""
+def new_topic(servers: str, partitions: int, config: dict[str, str] | None = None) -> str:
+    """A topic of its own (a random name, replication 1, `config` its topic configs) for a measurement."""
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     topic = f"raw-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": servers})
-    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                                  config=config or {})])[topic].result(30)
     return topic
 
 

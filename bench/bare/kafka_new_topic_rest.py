@@ -14,6 +14,7 @@ members start, with that `index.interval.bytes` (Kafka's default 4,096), to see 
 from __future__ import annotations
 
 import argparse
+import functools
 import tempfile
 import threading
 import time
@@ -21,6 +22,7 @@ import uuid
 from pathlib import Path
 
 from elect_bench.members import MemberProcess
+from elect_bench.rebalance import new_topic
 from elect_cluster.local import LocalCluster
 from elect_cluster.waiting import wait_until
 
@@ -56,12 +58,8 @@ def _watch(servers: str, topic: str, partitions: int, stop: threading.Event, lag
         consumer.close()
 
 
-def _create(servers: str, topic: str, partitions: int, index_interval: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-    admin = AdminClient({"bootstrap.servers": servers})
-    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1,
-                                  config={"index.interval.bytes": str(index_interval)})])[topic].result(30)
+def _all_led(group: list[MemberProcess], roles: int) -> bool:
+    return len(set().union(*(p.log.leading() for p in group))) == roles
 
 
 def main() -> None:
@@ -79,15 +77,15 @@ def main() -> None:
     stop = threading.Event()
     threading.Thread(target=_stamp, args=(next((work / "cluster").rglob("kafka.log")), work / "broker.log", stop),
                      daemon=True).start()
+    servers = ",".join(cluster.endpoints.kafka)
+    roles = [str(i) for i in range(args.partitions)]
     try:
         for r in range(args.rounds):
-            topic = "rest-" + uuid.uuid4().hex[:6]
-            url = (f"kafka://{','.join(cluster.endpoints.kafka)}/{topic}?mode=fast&session_timeout=1"
-                   f"&protocol={args.protocol}&partitions={args.partitions}")
-            roles = [str(i) for i in range(args.partitions)]
-            servers = ",".join(cluster.endpoints.kafka)
-            if args.index_interval is not None:
-                _create(servers, topic, args.partitions, args.index_interval)
+            # the members create the topic as they start, unless it is made first with the index interval asked for
+            topic = "rest-" + uuid.uuid4().hex[:6] if args.index_interval is None else \
+                new_topic(servers, args.partitions, {"index.interval.bytes": str(args.index_interval)})
+            url = (f"kafka://{servers}/{topic}?mode=fast&session_timeout=1&protocol={args.protocol}"
+                   f"&partitions={args.partitions}")
             lags: list[float] = []
             watching = threading.Event()
             watcher = threading.Thread(target=_watch, args=(servers, topic, args.partitions, watching, lags),
@@ -99,8 +97,7 @@ def main() -> None:
             try:
                 for p in procs:
                     p.start()
-                wait_until(lambda group=procs: len(set().union(*(p.log.leading() for p in group))) ==  # type: ignore[misc]
-                           args.partitions, 120, what="every role led")
+                wait_until(functools.partial(_all_led, procs, args.partitions), 120, what="every role led")
                 print(f"round {r} (started at {began:.3f}): every role led after {time.monotonic() - began:.2f} s")
                 time.sleep(args.rest)  # the window at rest itself, not a wait for a condition
                 for p in procs:

@@ -97,12 +97,13 @@ def main() -> None:
         killed = time.monotonic()
         victim.kill()
         wait_until(lambda: lost <= set().union(*(p.log.leading() for p in survivors)), 120, what="taken over")
-        times = [line["mono"] - killed for p in survivors for line in p.log.lines
-                 if line["event"] == "acquired" and line["mono"] > killed and line["role"] in lost]
+        took = {p.member_id: [line["mono"] - killed for line in p.log.lines
+                              if line["event"] == "acquired" and line["mono"] > killed and line["role"] in lost]
+                for p in survivors}
+        times = [t for mine in took.values() for t in mine]
         print(f"takeover of {len(lost)} roles after SIGKILL of {victim.member_id}: {_quantiles(times)}")
         for p in survivors:
-            mine = [line["mono"] - killed for line in p.log.lines
-                    if line["event"] == "acquired" and line["mono"] > killed and line["role"] in lost]
+            mine = took[p.member_id]
             bins = collections.Counter(int(t / 0.05) for t in mine)
             steps = " ".join(f"{b * 0.05:.2f}:{bins[b]}" for b in sorted(bins))
             print(f"  {p.member_id} took {len(mine)}, per 50 ms from the kill: {steps}")
