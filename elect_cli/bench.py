@@ -261,10 +261,14 @@ def _progress() -> Any:
     """A live one-line progress display on stderr: cell, trials done / total, what is happening."""
     began = time.monotonic()
     line = live_line()
+    resumed: list[int] = []  # trials a resumed run found done: they took none of this run's time
 
     def show(cell: str, done: int, total: int, status: str) -> None:
+        if not resumed:
+            resumed.append(done)
         elapsed = time.monotonic() - began
-        eta = f", ~{elapsed / done * (total - done):.0f} s left" if done else ""
+        ran = done - resumed[0]
+        eta = f", ~{elapsed / ran * (total - done):.0f} s left" if ran > 0 else ""
         line(f"[{done}/{total}] {cell}: {status} ({elapsed:.0f} s{eta})")
 
     return show
