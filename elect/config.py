@@ -150,7 +150,7 @@ def spec_from_config(config: Mapping[str, Any] | str | Path) -> ElectorSpec:
 def _single(plugin: registry.Plugin, target: str) -> bool:
     """Whether the option filled by the URL's host part takes one host rather than a list."""
     tp = typing.get_type_hints(plugin.options).get(target)
-    return tp is str
+    return tp is str or tp == str | None
 
 
 def _spec(plugin: registry.Plugin, member: str | None, roles: Iterable[Role] | Role | None,

@@ -39,6 +39,12 @@ PROMISES: dict[str, Characteristics] = {
         exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="none",
         notes="goNELI v0.4.3 (confluent-kafka-go v1.9.2), one instance (group) per role; no fencing token; "
               "it fences only inside Pulse, so a frozen leader has no deadline"),
+    "client-go": Characteristics(
+        exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False,
+        token="the Lease's leaseTransitions (read after leadership starts)",
+        notes="k8s.io/client-go v0.35.4 leaderelection with a LeaseLock, one LeaderElector per role, "
+              "ReleaseOnCancel on; it does not fence (a leader stops when RenewDeadline passes without a "
+              "renewal, on its own clock; the package says it gives no fencing guarantee)"),
     "jraft": Characteristics(
         exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="raft term",
         notes="sofa-jraft 1.4.1, one group per partition with election priorities; no transfer back to a "
@@ -101,6 +107,11 @@ def command(url: str, member: str, roles: Sequence[int], python: str) -> list[st
         own = ["--defaults"] if query.get("defaults") else ["--budget", query.get("budget", "10")]
         return [*program(name), *common, "--bootstrap", parts.netloc, "--group", parts.path.lstrip("/"),
                 "--topic", parts.path.lstrip("/"), *own]
+    if name == "client-go":
+        timing = [f"--{flag}={query.get(flag.replace('-', '_'), default)}"
+                  for flag, default in (("lease-duration", "15s"), ("renew-deadline", "10s"), ("retry-period", "2s"))]
+        return [*program(name), *common, "--kubeconfig", query["kubeconfig"], "--namespace", parts.path.strip("/"),
+                "--prefix", query.get("prefix", "elect-anchor"), *timing]
     if name == "jraft":
         return [*program(name), *common, "--listen", parts.netloc.split("@", 1)[1], "--peers", query["peers"],
                 "--election-timeout-ms", query.get("election_timeout_ms", "1000"),

@@ -8,6 +8,8 @@ tested. What a method promises (exclusive or not, ...) is not restated here: `pr
 
 from __future__ import annotations
 
+import hashlib
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -74,7 +76,7 @@ class Method:
         if self.anchor or not self.needs or self.secure:
             return None
         where = ("127.0.0.1:9",)
-        placeholder = Endpoints(kafka=where, etcd=where, zookeeper=where)
+        placeholder = Endpoints(kafka=where, etcd=where, zookeeper=where, kubernetes=where)
         urls = self.member_urls(Group(("m0",), 6, "refuses", placeholder), budget)
         try:
             spec_from_url(urls["m0"])
@@ -143,6 +145,37 @@ def _etcd(group: Group, params: Mapping[str, str]) -> dict[str, str]:
 def _zookeeper(group: Group, params: Mapping[str, str]) -> dict[str, str]:
     return {i: f"zookeeper://{_hosts(group, i, 'zookeeper', 'zookeeper')}/{group.unique}?{_q(params)}"
             for i in group.ids}
+
+
+def _kubernetes(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    """Leases in the default namespace, named from the group (a DNS label of at most 40 characters: the part of
+    `unique` that is one, and a hash that keeps groups apart); the cluster's member kubeconfig (its lease Role)."""
+    prefix = kube_prefix(group.unique)
+    where = {i: _hosts(group, i, "kubernetes", "https") for i in group.ids}
+    kubeconfig = group.endpoints.kubeconfig if group.endpoints is not None else ""
+    extra = {"kubeconfig": kubeconfig} if kubeconfig else {}
+    return {i: f"kubernetes://{where[i]}/default?{_q({'prefix': prefix, **extra, **params})}" for i in group.ids}
+
+
+def _client_go(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    """client-go members: the same Leases kubernetes:// would use for numbered roles (PREFIX-r), the member
+    kubeconfig; LeaseDuration whole seconds (what the record can say), RenewDeadline and RetryPeriod in client-go's
+    default proportions (15 s : 10 s : 2 s)."""
+    kubeconfig = group.endpoints.kubeconfig if group.endpoints is not None else ""
+    query = _q({"prefix": kube_prefix(group.unique), "kubeconfig": kubeconfig, **params})
+    return {i: f"client-go://{_hosts(group, i, 'kubernetes', 'https')}/default?{query}" for i in group.ids}
+
+
+def _client_go_timing(budget: float) -> dict[str, str]:
+    lease = max(1, round(budget))
+    return {"lease_duration": f"{lease}s", "renew_deadline": f"{round(lease * 2000 / 3)}ms",
+            "retry_period": f"{round(lease * 2000 / 15)}ms"}
+
+
+def kube_prefix(unique: str) -> str:
+    """A Lease name prefix for a group: lowercase letters, digits and '-', at most 40 characters, unique."""
+    slug = re.sub(r"[^a-z0-9]+", "-", unique.lower()).strip("-")[:28].strip("-") or "g"
+    return f"{slug}-{hashlib.blake2b(unique.encode(), digest_size=5).hexdigest()}"
 
 
 def _peer_urls(scheme: str, protocol: str | None, named: bool = False, port_per_partition: bool = False,
@@ -245,6 +278,8 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("etcd", "etcd", "CAS lease on etcd", ("etcd",), lambda b: {"ttl": _secs(b)}, _etcd),
     Method("zookeeper", "zookeeper", "CAS lease on ZooKeeper", ("zookeeper",),
            lambda b: {"session_timeout": _secs(b)}, _zookeeper),
+    Method("kubernetes", "kubernetes", "CAS lease on Kubernetes Lease objects (kube-apiserver on etcd)",
+           ("kubernetes",), lambda b: {"ttl": _secs(b)}, _kubernetes),
     # The same methods secured (a second, secured cluster): what TLS, client certificates and passwords cost.
     Method("etcd-tls", "etcd", "CAS lease on etcd over HTTPS, client certificate and user/password", ("etcd",),
            lambda b: {"ttl": _secs(b)}, _secured(_etcd, "etcd"), secure=True),
@@ -261,6 +296,8 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            lambda b: {"budget": _secs(b)}, _goneli),
     Method("goneli-defaults", "goneli", "anchor: goNELI with its own defaults", ("kafka",),
            lambda b: {"defaults": "1"}, _goneli),
+    Method("client-go", "client-go", "anchor: client-go's leaderelection with a LeaseLock (LeaseDuration = D, "
+           "whole s; RenewDeadline 2/3, RetryPeriod 2/15 of it)", ("kubernetes",), _client_go_timing, _client_go),
     Method("jraft", "jraft", "anchor: sofa-jraft, a group per partition, our balanced priorities (ET = D)", (),
            lambda b: {"election_timeout_ms": str(round(b * 1000))}, _jraft),
 ]}

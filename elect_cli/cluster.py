@@ -15,7 +15,7 @@ from pathlib import Path
 
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.errors import ClusterError
-from elect_cluster.local import BROKERS, SERVICES, LocalCluster, MemberStatus, default_workdir
+from elect_cluster.local import BROKERS, DEFAULT_SERVICES, SERVICES, LocalCluster, MemberStatus, default_workdir
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -33,8 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     up = actions.add_parser("up", help="start the services and print their endpoints")
     common(up)
-    up.add_argument("--services", default=",".join(SERVICES), type=_services,
-                    help="comma-separated subset of kafka,etcd,zookeeper (default: all)")
+    up.add_argument("--services", default=",".join(DEFAULT_SERVICES), type=_services,
+                    help="comma-separated subset of kafka,etcd,zookeeper,kubernetes (default: kafka,etcd,zookeeper; "
+                         "kubernetes: kube-apiserver on the etcd, built by ./setup)")
     up.add_argument("--broker", choices=BROKERS, default="apache",
                     help="apache: Apache Kafka in KRaft mode (default; jars from Maven Central, needs Java), tuned "
                          "for fast groups; apache-defaults: the same with its group settings at Kafka's defaults but "

@@ -29,6 +29,8 @@ class Endpoints:
     kafka_broker: str = ""
     security: tuple[tuple[str, str], ...] = ()
     secured: Endpoints | None = None  # beside a plain cluster, a secured one (the bench compares the two)
+    kubernetes: tuple[str, ...] = ()  # kube-apiserver (HTTPS), and the kubeconfig of a member with the lease Role
+    kubeconfig: str = ""
 
     def params(self, service: str) -> dict[str, str]:
         """The security parameters of a URL of `service` (Kafka adds its SASL mechanism); empty if plain."""
@@ -47,10 +49,14 @@ class Endpoints:
             urls["etcd"] = f"etcd://{','.join(self.etcd)}/{prefix}" + _query(self.params("etcd"))
         if self.zookeeper:
             urls["zookeeper"] = f"zookeeper://{','.join(self.zookeeper)}/{prefix}" + _query(self.params("zookeeper"))
+        if self.kubernetes:
+            urls["kubernetes"] = f"kubernetes://{self.kubernetes[0]}/default" + _query(
+                {"prefix": prefix, "kubeconfig": self.kubeconfig})
         return urls
 
     def to_dict(self) -> dict[str, Any]:
         return {"kafka": list(self.kafka), "etcd": list(self.etcd), "zookeeper": list(self.zookeeper),
+                "kubernetes": list(self.kubernetes), "kubeconfig": self.kubeconfig,
                 "kafka_broker": self.kafka_broker, "security": dict(self.security), "urls": self.urls()}
 
     def to_json(self) -> str:
@@ -65,7 +71,8 @@ class Endpoints:
 
         return cls(addresses("kafka"), addresses("etcd"), addresses("zookeeper"),
                    kafka_broker=str(data.get("kafka_broker", "")),
-                   security=tuple((str(k), str(v)) for k, v in security.items()))
+                   security=tuple((str(k), str(v)) for k, v in security.items()),
+                   kubernetes=addresses("kubernetes"), kubeconfig=str(data.get("kubeconfig", "")))
 
     @classmethod
     def load(cls, path: str | Path) -> Endpoints:

@@ -27,6 +27,7 @@ from .endpoints import Endpoints
 from .errors import ClusterError, NotReady
 from .etcd import EtcdService
 from .kafka_broker import KafkaService
+from .kubernetes import KubernetesService
 from .process import is_running, signal_group, spawn, stop_group, tail
 from .security import Security
 from .service import Member, Service
@@ -34,7 +35,8 @@ from .state import ClusterState
 from .waiting import WaitTimeout, wait_until
 from .zookeeper import ZooKeeperService
 
-SERVICES = ("kafka", "etcd", "zookeeper")
+SERVICES = ("kafka", "etcd", "zookeeper", "kubernetes")  # in the order they start: kube-apiserver runs on etcd
+DEFAULT_SERVICES = ("kafka", "etcd", "zookeeper")  # kube-apiserver (260 MB) only when asked for
 SECURITY_DIR = "security"  # a secured cluster's certificates and password files, inside the workdir
 # the Kafka broker behind the "kafka" service: Apache Kafka (tuned for fast groups, or with its group settings at
 # Kafka's defaults but the minimums: elect_cluster.apache_kafka), or the light Tansu
@@ -73,7 +75,7 @@ class LocalCluster:
     parameters a client needs.
     """
 
-    def __init__(self, workdir: Path | str | None = None, services: Iterable[str] = SERVICES,
+    def __init__(self, workdir: Path | str | None = None, services: Iterable[str] = DEFAULT_SERVICES,
                  etcd_members: int = 1, zookeeper_nodes: int = 1, host: str = "127.0.0.1",
                  etcd_election_timeout_ms: int = 500, etcd_heartbeat_interval_ms: int = 50,
                  kafka_advertised_port: int | None = None, broker: str = "apache", kafka_brokers: int = 1,
@@ -84,6 +86,11 @@ class LocalCluster:
         unknown = [s for s in wanted if s not in SERVICES]
         if unknown or not wanted:
             raise ClusterError(f"unknown services {unknown or wanted}; choose from {', '.join(SERVICES)}")
+        if "kubernetes" in wanted and "etcd" not in wanted:
+            wanted.append("etcd")  # kube-apiserver stores its objects in etcd
+        if secure and "kubernetes" in wanted:
+            raise ClusterError("kube-apiserver on a secured etcd (client certificates, etcd users) is not supported "
+                               "yet; the API server itself always speaks TLS with tokens and RBAC: drop --secure")
         if broker not in BROKERS:
             raise ClusterError(f"unknown broker {broker!r}; choose from {', '.join(BROKERS)}")
         if secure and not broker.startswith("apache") and "kafka" in wanted:
@@ -95,12 +102,14 @@ class LocalCluster:
         kafka: Service = (ApacheKafkaService(kafka_advertised_port, security=self.security,
                                              tuned=broker == "apache") if broker.startswith("apache")
                           else KafkaService(kafka_advertised_port))
+        self._kubernetes = KubernetesService()
         self._services: dict[str, Service] = {
             "kafka": kafka,
             "etcd": EtcdService(etcd_election_timeout_ms, etcd_heartbeat_interval_ms, security=self.security),
             "zookeeper": ZooKeeperService(security=self.security),
+            "kubernetes": self._kubernetes,
         }
-        counts = {"kafka": kafka_brokers, "etcd": etcd_members, "zookeeper": zookeeper_nodes}
+        counts = {"kafka": kafka_brokers, "etcd": etcd_members, "zookeeper": zookeeper_nodes, "kubernetes": 1}
         self.counts = {s: counts[s] for s in SERVICES if s in wanted}
         for name, count in self.counts.items():
             if not 1 <= count <= self._services[name].max_members:
@@ -132,6 +141,8 @@ class LocalCluster:
                 if self.security is not None:
                     Security.make(self.security.root, self.host)
                 for service, count in self.counts.items():
+                    if service == "kubernetes":
+                        self._kubernetes.etcd = [m.address for m in state.of("etcd")]
                     state.members += self._services[service].plan(self.workdir / service, self.host, count)
                 statefile.save(self.workdir, state)
                 began = time.monotonic()
@@ -420,9 +431,11 @@ class LocalCluster:
 
     def _endpoints(self, state: ClusterState) -> Endpoints:
         security = Security(self.workdir / SECURITY_DIR).params() if state.secure else {}
-        kafka, etcd, zookeeper = (tuple(m.address for m in state.of(s)) for s in SERVICES)
+        kafka, etcd, zookeeper, kubernetes = (tuple(m.address for m in state.of(s)) for s in SERVICES)
         label = broker_label(state.broker, state.counts["kafka"]) if "kafka" in state.counts else ""
-        return Endpoints(kafka, etcd, zookeeper, kafka_broker=label, security=tuple(security.items()))
+        kubeconfig = state.of("kubernetes")[0].extra["kubeconfig"] if kubernetes else ""
+        return Endpoints(kafka, etcd, zookeeper, kafka_broker=label, security=tuple(security.items()),
+                         kubernetes=kubernetes, kubeconfig=kubeconfig)
 
 
 def _shape(counts: dict[str, int], broker: str, secure: bool = False) -> str:

@@ -6,6 +6,7 @@
 - ``infra_cluster``: the LocalCluster behind ``infra`` (for status or faults; restore what you break).
 - ``etcd_cluster3`` / ``zookeeper_ensemble3``: LocalClusters of three members of only that service,
   for tests that kill a store's leader; such a test must ``start_member`` what it killed afterwards.
+- ``kubernetes``: a LocalCluster of kube-apiserver on one etcd member (its endpoints' kubeconfig: a member user).
 - ``secure_etcd`` / ``secure_zookeeper`` / ``secure_kafka``: LocalClusters of one secured member of that service
   (``elect cluster up --secure``: TLS with client certificates, users and passwords; elect_cluster.security).
 
@@ -25,8 +26,8 @@ from elect_cluster.endpoints import Endpoints
 from elect_cluster.errors import ClusterError
 from elect_cluster.local import LocalCluster
 
-__all__ = ["etcd_cluster3", "infra", "infra_cluster", "kafka3", "kafka_defaults", "process_alive", "secure_etcd",
-           "secure_kafka", "secure_zookeeper", "tansu", "zookeeper_ensemble3"]
+__all__ = ["etcd_cluster3", "infra", "infra_cluster", "kafka3", "kafka_defaults", "kubernetes", "process_alive",
+           "secure_etcd", "secure_kafka", "secure_zookeeper", "tansu", "zookeeper_ensemble3"]
 
 START_TIMEOUT = 120.0  # generous: a busy 2-core machine can start three JVMs slowly
 
@@ -95,6 +96,13 @@ def etcd_cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 def zookeeper_ensemble3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A real three-node ZooKeeper ensemble (tickTime 50 ms)."""
     yield from _started(tmp_path_factory.mktemp("zk3"), services=("zookeeper",), zookeeper_nodes=3)
+
+
+@pytest.fixture(scope="session")
+def kubernetes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """Kubernetes' own kube-apiserver (built by ./setup) on one etcd member: HTTPS, tokens, RBAC; its endpoints'
+    kubeconfig is a member user's with only the lease Role."""
+    yield from _started(tmp_path_factory.mktemp("kubernetes"), services=("kubernetes",))
 
 
 @pytest.fixture(scope="session")

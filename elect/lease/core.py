@@ -132,6 +132,11 @@ class _MemberView:
     as_of: int
     changed_at: float  # when this member first saw the current version (or absence)
 
+    def dies(self, ttl: float) -> float:
+        """When this member counts as gone if nothing changes: `ttl` (or the longer silence its record declares)
+        after its current version was first seen."""
+        return self.changed_at + (ttl if self.record is None else max(ttl, self.record.silence))
+
 
 @dataclass
 class _Lead:
@@ -595,7 +600,7 @@ class LeaseCore:
             else:
                 self._free_since.pop(role, None)
                 member = self._member_view(holder.session, now)
-                silent_from = member.changed_at + self.timing.ttl
+                silent_from = member.dies(self.timing.ttl)
                 # the member that will take it takes it over in one write; another frees it only if that member
                 # has not (`_patience`): one write per role, not one per contender
                 other = leave(role)
@@ -630,7 +635,7 @@ class LeaseCore:
         for session, roles in self._held_by.items():
             if session == self.session or not roles or roles.isdisjoint(self._wanted_set):
                 continue
-            silent_from = self._member_view(session, now).changed_at + self.timing.ttl
+            silent_from = self._member_view(session, now).dies(self.timing.ttl)
             if now >= silent_from:
                 found |= roles & self._wanted_set
             else:
@@ -719,7 +724,7 @@ class LeaseCore:
             if session == self.session or view.record is None:
                 continue
             if self.timing.silence_takeover:
-                dies = view.changed_at + self.timing.ttl
+                dies = view.dies(self.timing.ttl)
                 if now >= dies:
                     continue
                 if wake is not None:
@@ -739,7 +744,7 @@ class LeaseCore:
             if to is None:
                 continue
             if self.timing.silence_takeover:
-                dies = view.changed_at + self.timing.ttl
+                dies = view.dies(self.timing.ttl)
                 if now >= dies:
                     continue
                 wake.append(dies)

@@ -30,7 +30,9 @@ class MemberRecord:
     roles it is handing to a named member (`transfer`), as (role, member) pairs, and its capacity (`weight`,
     `max_roles`: what the others need to compute its fair share, `elect.shares`).
 
-    `roles` None means unknown (treated as "contends for everything").
+    `roles` None means unknown (treated as "contends for everything"). `silence`: how long this member may be
+    silent before the others take what it holds, when longer than their own ttl: a holder outside elect (a
+    client-go candidate holding a Kubernetes Lease) is timed by the duration its own record declares.
     """
 
     member: str
@@ -38,6 +40,7 @@ class MemberRecord:
     hints: frozenset[tuple[Role, str]] = frozenset()
     weight: float = 1.0
     max_roles: int | None = None
+    silence: float = 0.0
 
     def wants(self, role: Role) -> bool:
         """Whether this member contends for `role` (an unknown list counts as every role)."""

@@ -1,6 +1,7 @@
-"""Observers of the lease stores: the role keys (`<prefix>/roles/<role>`) and their holders, read as the
-lease electors write them (elect.lease.names), with the same token (etcd: the key's mod revision, that of the
-write that gave it its holder; ZooKeeper: the zxid of the write that made the holder)."""
+"""Observers of the lease stores: the role keys (`<prefix>/roles/<role>`, Kubernetes: the role Leases) and their
+holders, read as the lease electors write them (elect.lease.names), with the same token (etcd: the key's mod
+revision, that of the write that gave it its holder; ZooKeeper: the zxid of the write that made the holder;
+Kubernetes: the Lease's leaseTransitions)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from elect.errors import AccessRefused, InfrastructureUnavailable
 from elect.lease.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64, range_end, unb64
 from elect.lease.names import decode_holder, role_of
-from elect.lease.options import EtcdOptions, ZooKeeperOptions
+from elect.lease.options import EtcdOptions, KubernetesOptions, ZooKeeperOptions
 from elect.observe import Claim
 
 
@@ -76,9 +77,44 @@ class ZooKeeperObserver:
         self._client.close()
 
 
+class KubernetesObserver:
+    def __init__(self, options: KubernetesOptions) -> None:
+        from elect.lease.kube_api import Client, leases, resolve
+
+        self._client = Client(resolve(options))
+        self._path = leases(options.namespace)
+        self._prefix = options.prefix
+
+    def claims(self, timeout: float) -> list[Claim]:
+        from elect.lease.kube_api import Refused, Unreachable
+        from elect.lease.kubernetes import lease_holder, lease_role
+
+        try:
+            status, data = self._client.request("GET", self._path, None, timeout)
+        except Refused as exc:
+            raise AccessRefused(f"kubernetes: {exc}") from None
+        except Unreachable as exc:
+            raise InfrastructureUnavailable(f"kubernetes: {exc}") from None
+        if status != 200:
+            raise InfrastructureUnavailable(f"kubernetes: cannot list Leases: HTTP {status} {data.get('message', '')}")
+        out = []
+        for obj in data.get("items") or []:
+            role, holder = lease_role(self._prefix, obj), lease_holder(obj)
+            if role is not None and holder is not None:
+                out.append(Claim(str(role), holder.member, holder.token))
+        return out
+
+    def close(self) -> None:
+        self._client.close()
+
+
 def etcd(options: EtcdOptions) -> EtcdObserver:
     return EtcdObserver(options)
 
 
 def zookeeper(options: ZooKeeperOptions) -> ZooKeeperObserver:
     return ZooKeeperObserver(options)
+
+
+def kubernetes(options: KubernetesOptions) -> KubernetesObserver:
+    return KubernetesObserver(options)

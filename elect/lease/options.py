@@ -1,4 +1,4 @@
-"""Options of `etcd://` and `zookeeper://`, with the timing rules checked when they are built.
+"""Options of `etcd://`, `zookeeper://` and `kubernetes://`, with the timing rules checked when they are built.
 
 Durations left unset follow the TTL (etcd `ttl`, ZooKeeper `session_timeout`): renew every quarter of
 it, stop after three quarters without a successful renewal, so a leader has stopped a quarter TTL
@@ -8,7 +8,9 @@ before anyone may take over. `Timing` turns them into the core's clocks.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from elect.lease.core import Timing, check_timing
 from elect.options import port_number, rule
@@ -159,3 +161,60 @@ class ZooKeeperOptions(_LeaseOptions):
     @property
     def root(self) -> str:
         return "/" + self.path.strip("/")
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+@dataclass(frozen=True)
+class KubernetesOptions(_LeaseOptions):
+    """`kubernetes://HOST:PORT/NAMESPACE?ttl=1.0&...`, or `kubernetes:///NAMESPACE` in a pod.
+
+    server: the API server's HOST:PORT (HTTPS); without it, the kubeconfig's (`kubeconfig=PATH`, else
+    $KUBECONFIG or ~/.kube/config) or, in a pod, the one the service account reaches (KUBERNETES_SERVICE_HOST).
+    namespace: where the Leases live. prefix: their names' prefix (a DNS label). ttl: silence after which a holder's
+    roles may be taken over, timed on the contenders' own clocks (sub-second is fine). lease_duration: the whole
+    seconds written as the role Leases' `leaseDurationSeconds`, which client-go and kubectl read (default
+    max(1, ceil(2 ttl))); a holder rewrites its role Leases at least every half of it, so a client-go candidate
+    never finds one stale while its holder lives. kubeconfig, context: a kubeconfig file and the context in it
+    (default its current context). ca, cert, key: PEM files (the API server's CA; a client certificate);
+    token_file: a file holding a bearer token (read again when the server refuses it, as service-account tokens
+    rotate). Credentials never go in the URL.
+    """
+
+    server: str | None = None
+    namespace: str = "default"
+    prefix: str = "elect"
+    ttl: float = 1.0
+    lease_duration: int | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    token_file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.server is not None:
+            _hosts((self.server,), "server")
+        rule(bool(_DNS_LABEL.fullmatch(self.namespace)) and len(self.namespace) <= 63, "namespace",
+             f"{self.namespace!r} is not a namespace name (a DNS label: lowercase letters, digits and '-')")
+        rule(bool(_DNS_LABEL.fullmatch(self.prefix)) and len(self.prefix) <= 40, "prefix",
+             f"{self.prefix!r} must be a DNS label of at most 40 characters (lowercase letters, digits and '-'): "
+             "it starts every Lease's name")
+        self._check()
+        rule(self.user is None, "user", "the Kubernetes API has no password login: give token_file= or cert= and key= "
+                                        "(or a kubeconfig)")
+        rule(self.lease_duration is None or self.lease_duration >= 1, "lease_duration",
+             "must be >= 1 (whole seconds)")
+        rule(self.lease_seconds / 2 + self.deadline < self.lease_seconds, "lease_duration",
+             f"{self.lease_seconds} s is too short for renew_deadline={self.deadline:g}: a holder rewrites its "
+             "role Leases every half of it and must have stopped before a client-go reader finds one stale")
+        for name in ("kubeconfig", "token_file"):
+            path = getattr(self, name)
+            rule(path is None or Path(path).is_file(), name, f"no such file: {path}")
+        rule(self.context is None or bool(self.context.strip()), "context", "cannot be empty")
+
+    def _ttl(self) -> tuple[str, float]:
+        return "ttl", self.ttl
+
+    @property
+    def lease_seconds(self) -> int:
+        return self.lease_duration if self.lease_duration is not None else max(1, math.ceil(2 * self.ttl))

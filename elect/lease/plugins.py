@@ -1,8 +1,8 @@
-"""The `etcd://` and `zookeeper://` entry points: light objects that import no store client."""
+"""The `etcd://`, `zookeeper://` and `kubernetes://` entry points: light objects that import no store client."""
 
 from __future__ import annotations
 
-from elect.lease.options import EtcdOptions, ZooKeeperOptions
+from elect.lease.options import EtcdOptions, KubernetesOptions, ZooKeeperOptions
 from elect.registry import Plugin
 
 ETCD = Plugin(
@@ -26,4 +26,16 @@ ZOOKEEPER = Plugin(
     url_parts={"hosts": "hosts", "path": "path"},
     extra="zookeeper",
     requires=("kazoo",),
+)
+
+KUBERNETES = Plugin(
+    scheme="kubernetes",
+    summary="CAS lease per role on Kubernetes Lease objects (coordination.k8s.io/v1), timed on the members' own "
+            "clocks, readable by client-go's LeaseLock",
+    options=KubernetesOptions,
+    factory="elect.lease.kubernetes:create",
+    observer="elect.lease.observe:kubernetes",
+    url_parts={"hosts": "server", "path": "namespace"},
+    extra=None,
+    requires=(),  # speaks the Kubernetes API with the standard library
 )

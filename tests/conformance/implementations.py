@@ -257,6 +257,10 @@ class ZooKeeperGroup(InfraGroup):
     method = "zookeeper"
 
 
+class KubernetesGroup(InfraGroup):
+    method = "kubernetes"
+
+
 # --- the same on the secured clusters (fixtures secure_etcd, secure_zookeeper, secure_kafka): TLS, client
 # certificates and passwords, URLs made by the bench's secured method variants
 class SecureEtcdGroup(InfraGroup):
@@ -416,6 +420,7 @@ IMPLEMENTATIONS: list[Implementation] = [
                    needs_infra=True, timeout=40.0, sees_successors=False, observes=False, renews=False),
     Implementation("etcd", EtcdGroup, needs_infra=True, timeout=20.0),
     Implementation("zookeeper", ZooKeeperGroup, needs_infra=True, timeout=20.0),
+    Implementation("kubernetes", KubernetesGroup, needs_infra=True, timeout=20.0, infra="kubernetes"),
     Implementation("etcd-tls", SecureEtcdGroup, needs_infra=True, timeout=20.0, infra="secure_etcd"),
     Implementation("zookeeper-tls", SecureZooKeeperGroup, needs_infra=True, timeout=20.0, infra="secure_zookeeper"),
     Implementation("kafka-fast-sasl", SecureKafkaGroup, per_member_roles=False, needs_infra=True, timeout=40.0,

@@ -1,0 +1,59 @@
+"""kubernetes://: its URL and options, and how roles become Lease names (pure: no API server)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from elect.config import spec_from_url
+from elect.errors import ConfigError
+from elect.lease.kubernetes import micro_time, role_from_name, role_lease_name
+from elect.lease.options import KubernetesOptions
+
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def test_url_fills_server_namespace_and_derived_timing() -> None:
+    spec = spec_from_url("kubernetes://10.0.0.1:6443/jobs?ttl=0.5&prefix=orders", ["a"], member="m")
+    options = spec.options
+    assert isinstance(options, KubernetesOptions)
+    assert (options.server, options.namespace, options.prefix) == ("10.0.0.1:6443", "jobs", "orders")
+    assert (options.interval, options.deadline, options.lease_seconds) == (0.125, 0.375, 1)
+    assert spec_from_url("kubernetes:///default", member="m").options.server is None
+
+
+@pytest.mark.parametrize(("url", "parameter"), [
+    ("kubernetes://h:6443/Not_A_Namespace", "namespace"),
+    ("kubernetes://h:6443/default?prefix=UPPER", "prefix"),
+    ("kubernetes://h:6443/default?user=me&password_env=X", "user"),
+    ("kubernetes://h:6443/default?ttl=1&lease_duration=1", "lease_duration"),
+    ("kubernetes://h/default", "server"),
+    ("kubernetes://h:6443/default?kubeconfig=/no/such/file", "kubeconfig"),
+    ("kubernetes://h:6443/default?token_file=/no/such/file", "token_file"),
+])
+def test_bad_options_name_the_parameter(url: str, parameter: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        spec_from_url(url, member="m")
+    assert caught.value.parameter == parameter
+
+
+@pytest.mark.parametrize("role", ["orders", "a-b-c", 7, 0, "7", "Orders", "a.b", "x" * 300, "ünïcode", "", "-x",
+                                  -3, "a--b"])
+def test_every_role_has_a_valid_name_that_maps_back_or_carries_the_role(role: str | int) -> None:
+    name = role_lease_name("elect", role)
+    assert DNS_SUBDOMAIN.fullmatch(name) and len(name) <= 253
+    assert name.startswith("elect-")
+    back = role_from_name("elect", name)
+    assert back is None or back == role  # a hashed name is read from the Lease's annotation instead
+
+
+def test_names_are_distinct_across_forms() -> None:
+    roles: list[str | int] = ["7", 7, "orders", "Orders", "ORDERS", "a.b", "a-b", "a b", "a_b", "x" * 300, "x" * 301]
+    names = [role_lease_name("p", r) for r in roles]
+    assert len(set(names)) == len(names)
+    assert role_lease_name("p", "orders") == "p-orders" and role_lease_name("p", 7) == "p-7"
+
+
+def test_micro_time_is_rfc3339_with_microseconds() -> None:
+    assert micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
