@@ -22,6 +22,7 @@ from elect.errors import ConfigError
 
 ROOT = Path(str(resources.files("elect_bench.scenarios").joinpath("anchors")))  # bench/anchors
 KAZOO = "2.11.0"  # the release the kazoo anchor runs (pyproject's `anchors` extra pins the same)
+KUBERNETES_PYTHON = "37.0.2"  # the `kubernetes` package the k8s-python anchor runs (pinned there too)
 
 #: What each anchor promises to a user who runs it as its documentation says: one leader per role (a lock, an
 #: election); where a leader learns of its loss (the token it has, or not) is in each `notes`.
@@ -45,6 +46,11 @@ PROMISES: dict[str, Characteristics] = {
         notes="k8s.io/client-go v0.35.4 leaderelection with a LeaseLock, one LeaderElector per role, "
               "ReleaseOnCancel on; it does not fence (a leader stops when RenewDeadline passes without a "
               "renewal, on its own clock; the package says it gives no fencing guarantee)"),
+    "k8s-python": Characteristics(
+        exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="none",
+        notes="kubernetes (Python client) 37.0.2 leaderelection with its LeaseLock, one LeaderElection per role; "
+              "whole-second timings of at least 3 s / 2 s / 1 s, wall-clock deadlines, no leaseTransitions, no "
+              "release on exit"),
     "jraft": Characteristics(
         exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="raft term",
         notes="sofa-jraft 1.4.1, one group per partition with election priorities; no transfer back to a "
@@ -84,6 +90,14 @@ def available(name: str) -> str | None:
             return "kazoo is not installed (pip install 'elect[anchors]')"
         return None if kazoo.version.__version__ == KAZOO else \
             f"kazoo {kazoo.version.__version__} is installed; the anchor is pinned to {KAZOO} (elect[anchors])"
+    if name == "k8s-python":
+        try:
+            import kubernetes
+        except ImportError:
+            return "the kubernetes package is not installed (pip install 'elect[anchors]')"
+        version = str(getattr(kubernetes, "__version__", "?"))
+        return None if version == KUBERNETES_PYTHON else \
+            f"kubernetes {version} is installed; the anchor is pinned to {KUBERNETES_PYTHON} (elect[anchors])"
     try:
         program(name)
     except ConfigError as exc:
@@ -112,6 +126,11 @@ def command(url: str, member: str, roles: Sequence[int], python: str) -> list[st
                   for flag, default in (("lease-duration", "15s"), ("renew-deadline", "10s"), ("retry-period", "2s"))]
         return [*program(name), *common, "--kubeconfig", query["kubeconfig"], "--namespace", parts.path.strip("/"),
                 "--prefix", query.get("prefix", "elect-anchor"), *timing]
+    if name == "k8s-python":
+        timing = [f"--{flag}={query.get(flag.replace('-', '_'), default)}"
+                  for flag, default in (("lease-duration", "15"), ("renew-deadline", "10"), ("retry-period", "2"))]
+        return [python, str(ROOT / "k8s-python" / "k8s_python_member.py"), *common, "--kubeconfig", query["kubeconfig"],
+                "--namespace", parts.path.strip("/"), "--prefix", query.get("prefix", "elect-anchor"), *timing]
     if name == "jraft":
         return [*program(name), *common, "--listen", parts.netloc.split("@", 1)[1], "--peers", query["peers"],
                 "--election-timeout-ms", query.get("election_timeout_ms", "1000"),

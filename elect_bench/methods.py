@@ -9,6 +9,7 @@ tested. What a method promises (exclusive or not, ...) is not restated here: `pr
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -172,6 +173,19 @@ def _client_go_timing(budget: float) -> dict[str, str]:
             "retry_period": f"{round(lease * 2000 / 15)}ms"}
 
 
+def _k8s_python(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    return {i: url.replace("client-go://", "k8s-python://", 1) for i, url in _client_go(group, params).items()}
+
+
+def _k8s_python_timing(budget: float) -> dict[str, str]:
+    """The smallest whole seconds the Python client accepts at or above the budget, in client-go's proportions:
+    each >= 1, lease > renew_deadline > 1.2 retry_period (3 s / 2 s / 1 s at D = 1 s)."""
+    lease = max(3, round(budget))
+    retry = max(1, round(lease * 2 / 15))
+    renew = max(math.floor(1.2 * retry) + 1, round(lease * 2 / 3))
+    return {"lease_duration": str(max(lease, renew + 1)), "renew_deadline": str(renew), "retry_period": str(retry)}
+
+
 def kube_prefix(unique: str) -> str:
     """A Lease name prefix for a group: lowercase letters, digits and '-', at most 40 characters, unique."""
     slug = re.sub(r"[^a-z0-9]+", "-", unique.lower()).strip("-")[:28].strip("-") or "g"
@@ -298,6 +312,9 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            lambda b: {"defaults": "1"}, _goneli),
     Method("client-go", "client-go", "anchor: client-go's leaderelection with a LeaseLock (LeaseDuration = D, "
            "whole s; RenewDeadline 2/3, RetryPeriod 2/15 of it)", ("kubernetes",), _client_go_timing, _client_go),
+    Method("k8s-python", "k8s-python", "anchor: the Kubernetes Python client's leaderelection with its LeaseLock "
+           "(its smallest whole seconds: 3 s / 2 s / 1 s at D = 1 s)", ("kubernetes",), _k8s_python_timing,
+           _k8s_python),
     Method("jraft", "jraft", "anchor: sofa-jraft, a group per partition, our balanced priorities (ET = D)", (),
            lambda b: {"election_timeout_ms": str(round(b * 1000))}, _jraft),
 ]}

@@ -80,7 +80,7 @@ class KubernetesService:
         for name, (user, token) in users.items():
             token_file = root / f"{name}.token"
             token_file.touch(mode=0o600)
-            token_file.write_text(token + "\n")
+            token_file.write_text(token)  # no line end: the Python client sends the file as it is
             _kubeconfig(root / f"{name}.kubeconfig", server, ca.cert, user, token_file)
         argv = (binary, "--etcd-servers", ",".join(f"http://{e}" for e in self.etcd),
                 "--etcd-prefix", f"/kubernetes-{secrets.token_hex(4)}",

@@ -35,10 +35,12 @@ def _double_acquires(lines: list[Line]) -> list[Line]:
     return bad
 
 
-@pytest.mark.parametrize("method", ["kazoo", "etcd-election", "goneli", "jraft"])
-def test_an_anchor_prints_well_formed_lines_and_hands_roles_over(method: str, infra: Endpoints,
+@pytest.mark.parametrize("method", ["kazoo", "etcd-election", "goneli", "jraft", "client-go", "k8s-python"])
+def test_an_anchor_prints_well_formed_lines_and_hands_roles_over(method: str, request: pytest.FixtureRequest,
                                                                  tmp_path: Path) -> None:
     chosen = METHODS[method]
+    where = request.getfixturevalue("kubernetes" if "kubernetes" in chosen.needs else "infra")
+    infra: Endpoints = where if isinstance(where, Endpoints) else where.endpoints
     ids = ["m0", "m1", "m2"]
     group = Group(ids, len(ROLES), f"anchor-{method}-{time.monotonic_ns() % 10**9}", infra,
                   state_dir=str(tmp_path / "state"))
