@@ -39,6 +39,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from elect.contract import Characteristics
@@ -138,6 +139,7 @@ class KubernetesStore:
         self._roles: dict[str, Role] = {}     # role Lease name -> role
         self._foreign: set[str] = set()       # role Leases whose holder is outside elect (a pseudo-member each)
         self._fenced: set[str] = set()        # sessions whose member Lease this member deleted
+        self._refresher: ThreadPoolExecutor | None = None
         self._closed = threading.Event()
         self._watch: Watch | None = None
         self._watch_thread: threading.Thread | None = None
@@ -219,6 +221,8 @@ class KubernetesStore:
             with self._watch_lock:
                 if self._watch is not None:
                     self._watch.close()
+            if self._refresher is not None:
+                self._refresher.shutdown(wait=False, cancel_futures=True)
             self._client.close()
             if self._watch_thread is not None and self._watch_thread is not threading.current_thread():
                 self._watch_thread.join(timeout + 1)
@@ -401,33 +405,37 @@ class KubernetesStore:
         raise StoreError(f"renewal: member Lease {name} changed under this member's own writes")
 
     def _refresh_roles(self, deadline: float) -> list[Observation]:
-        """Rewrite `renewTime` of each role Lease this session holds that is older than half its duration."""
+        """Rewrite `renewTime` of each role Lease this session holds that is older than half its duration, on
+        `parallel` connections at once (a member holding hundreds of roles must not spend its renewal's budget on
+        their round trips one after another)."""
         now = time.monotonic()
         with self._lock:
             held = [(name, obj) for name, obj in self._objects.items()
                     if now - self._written.get(name, -math.inf) >= self._refresh_age]
         due = [name for name, obj in held
                if (holder := self._holder(obj)) is not None and holder.session == self.session]
-        seen: list[Observation] = []
-        for name in due:
-            current = self._current(name)
-            if current is None:
-                continue
-            body = json.loads(json.dumps(current))
-            body["spec"]["renewTime"] = micro_time(time.time())
-            status, data = self._call("PUT", f"{self._path}/{name}", body, _left(deadline))
-            role = self._roles.get(name)
-            if role is None:
-                continue
-            if status == 200:
-                with self._lock:
-                    self._written[name] = time.monotonic()
-                self._remember(data, role)
-            elif status in (404, 409):
-                seen += self._seen_now(role, self._refetch(name, role, deadline))
-            else:
-                raise StoreError(f"rewrite of Lease {name}: HTTP {status} {data.get('message', '')}")
-        return seen
+        if len(due) <= 1:
+            return [seen for name in due for seen in self._refresh(name, deadline)]
+        if self._refresher is None:
+            self._refresher = ThreadPoolExecutor(self.parallel, thread_name_prefix=f"elect-kube-refresh-{self.member}")
+        results = list(self._refresher.map(lambda name: self._refresh(name, deadline), due))
+        return [seen for found in results for seen in found]
+
+    def _refresh(self, name: str, deadline: float) -> list[Observation]:
+        current, role = self._current(name), self._roles.get(name)
+        if current is None or role is None:
+            return []
+        body = json.loads(json.dumps(current))
+        body["spec"]["renewTime"] = micro_time(time.time())
+        status, data = self._call("PUT", f"{self._path}/{name}", body, _left(deadline))
+        if status == 200:
+            with self._lock:
+                self._written[name] = time.monotonic()
+            self._remember(data, role)
+            return []
+        if status in (404, 409):
+            return self._seen_now(role, self._refetch(name, role, deadline))
+        raise StoreError(f"rewrite of Lease {name}: HTTP {status} {data.get('message', '')}")
 
     def _delivered_through(self, rv: int, wait: float) -> bool:
         with self._delivered_cond:

@@ -242,3 +242,21 @@ def test_micro_time_is_what_the_api_server_keeps(admin: Admin, group: Callable[.
     assert status == 201, data
     kept = datetime.strptime(data["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
     assert abs(kept - stamp) < 1e-5
+
+
+def test_a_member_holding_hundreds_of_roles_keeps_them_at_rest(group: Callable[..., str], admin: Admin,
+                                                                electors: list[elect.Elector]) -> None:
+    """Every role Lease it holds is rewritten within half of leaseDurationSeconds (for client-go readers), inside
+    its renewals: with 300 of them that must not take a renewal past its budget, or every leadership lapses."""
+    roles = list(range(300))
+    a = elect.connect(group("many"), roles, member="a")
+    electors.append(a)
+    lost: list[object] = []
+    a.subscribe(lambda event: lost.append(event) if type(event).__name__ in ("Revoked", "Fenced") else None)
+    a.start()
+    wait_until(lambda: len(a.leading()) == len(roles), 30.0, what="a leading 300 roles")
+    began = time.monotonic()
+    while time.monotonic() - began < 5.0:  # past two rounds of rewrites (every second at D = 1 s)
+        assert not lost, lost[:3]
+        time.sleep(0.2)
+    assert len(a.leading()) == len(roles)
