@@ -105,7 +105,7 @@ def available(name: str) -> str | None:
     return None
 
 
-def command(url: str, member: str, roles: Sequence[int], python: str) -> list[str]:
+def command(url: str, member: str, roles: Sequence[int | str], python: str) -> list[str]:
     """The adapter's command line for one member, from the anchor's member URL."""
     parts = urlsplit(url)
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}

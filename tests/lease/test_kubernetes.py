@@ -7,8 +7,11 @@ it renews and taken once silent for its own duration, the token across a Lease d
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import ssl
+import sys
 import threading
 import time
 import urllib.error
@@ -108,7 +111,7 @@ def test_a_role_lease_reads_as_client_go_writes_it_and_its_renew_time_keeps_movi
     assert admin.lease(f"{prefix}-orders")["spec"]["holderIdentity"] == "member-a"  # a DNS label: a plain name
 
     def renewed_since(seen: str) -> bool:
-        return admin.lease(f"{prefix}-orders")["spec"]["renewTime"] != seen
+        return bool(admin.lease(f"{prefix}-orders")["spec"]["renewTime"] != seen)
 
     first = admin.lease(f"{prefix}-orders")["spec"]["renewTime"]
     began = time.monotonic()
@@ -260,3 +263,60 @@ def test_a_member_holding_hundreds_of_roles_keeps_them_at_rest(group: Callable[.
         assert not lost, lost[:3]
         time.sleep(0.2)
     assert len(a.leading()) == len(roles)
+
+
+def test_an_elect_member_and_a_client_go_candidate_on_one_lease_never_both_lead(kubernetes: LocalCluster,
+                                                                                 tmp_path: Path) -> None:
+    """client-go's own leaderelection (the client-go anchor, LeaseDuration 2 s) contending for the same Lease as
+    elect members: it waits while an elect holder lives, takes over once it was killed, and an elect member waits
+    for it in turn until it releases on a graceful stop. Leaderships, as both print them, never overlap."""
+    endpoints = kubernetes.endpoints
+    prefix = kube_prefix(unique("interop"))
+    url = (f"kubernetes://{endpoints.kubernetes[0]}/default?ttl={TTL}&prefix={prefix}"
+           f"&kubeconfig={endpoints.kubeconfig}")
+    go_url = (f"client-go://{endpoints.kubernetes[0]}/default?prefix={prefix}&kubeconfig={endpoints.kubeconfig}"
+              "&lease_duration=2s&renew_deadline=1500ms&retry_period=200ms")
+    from elect_bench.anchors import command
+    from elect_bench.members import MemberProcess
+
+    a = MemberProcess(url, "a", ["x"], log_dir=tmp_path)
+    c = MemberProcess(go_url, "c", ["x"], log_dir=tmp_path, command=command(go_url, "c", ["x"], sys.executable))
+    b = MemberProcess(url, "b", ["x"], log_dir=tmp_path)
+    members = [a, c, b]
+    try:
+        a.start()
+        wait_until(lambda: "x" in a.log.leading(), 20.0, what="a leading x")
+        c.start()
+        began = time.monotonic()
+        while time.monotonic() - began < 4.0:  # twice the record's duration: c waits while a renews
+            assert "x" not in c.log.leading()
+            time.sleep(0.1)
+        killed = time.monotonic()
+        a.kill()
+        wait_until(lambda: "x" in c.log.leading(), 15.0, what="client-go taking x from the killed member")
+        b.start()
+        began = time.monotonic()
+        while time.monotonic() - began < 4.0:  # b waits while client-go renews
+            assert "x" not in b.log.leading()
+            time.sleep(0.1)
+        c.stop(timeout=20.0)  # ReleaseOnCancel: the holder cleared
+        wait_until(lambda: "x" in b.log.leading(), 15.0, what="b taking x once client-go released it")
+    finally:
+        for m in members:
+            m.stop(timeout=20.0)
+    spans = []  # (start, end, member) of every leadership, as its member printed it (a killed one ends at the kill)
+    for m in members:
+        start: float | None = None
+        for line in m.log.lines:
+            if line["event"] == "acquired":
+                start = line["mono"]
+            elif start is not None:
+                spans.append((start, line["mono"], m.member_id))
+                start = None
+        if start is not None:
+            spans.append((start, killed if m is a else math.inf, m.member_id))
+    spans.sort()
+    for (_, end, first), (start, _, then) in itertools.pairwise(spans):
+        assert end <= start, f"{first} led x until {end:.3f}, {then} from {start:.3f}"
+    tokens = [line["token"] for m in members for line in m.log.lines if line["event"] == "acquired"]
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)  # leaseTransitions, one per holder
