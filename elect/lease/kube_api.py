@@ -140,6 +140,11 @@ def _from_kubeconfig(path: Path, options: KubernetesOptions) -> Endpoint:
     key = options.key or files.path(base, user, "client-key")
     token_file = options.token_file or (str(base / user["tokenFile"]) if user.get("tokenFile") else None)
     token = None if token_file else (str(user["token"]) if user.get("token") else None)
+    plugin = next((name for name in ("exec", "auth-provider") if user.get(name)), None)
+    if plugin and not (token or token_file or cert):
+        raise ConfigError(f"the kubeconfig {path}: user of context {context_name!r} authenticates through an "
+                          f"{plugin} plugin, which elect does not run: give token_file= (e.g. a service account's "
+                          "token) or cert= and key=", parameter="kubeconfig")
     tls = _context(ca, cert, key, verify=not cluster.get("insecure-skip-tls-verify"))
     files.remove()
     return Endpoint(host, port_number, tls, token_file=token_file, token=token,

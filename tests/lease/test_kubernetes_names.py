@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from elect.config import spec_from_url
 from elect.errors import ConfigError
@@ -57,3 +59,27 @@ def test_names_are_distinct_across_forms() -> None:
 
 def test_micro_time_is_rfc3339_with_microseconds() -> None:
     assert micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
+
+
+def test_a_kubeconfig_is_read_for_server_ca_and_token_and_an_exec_plugin_is_refused(tmp_path: Path) -> None:
+    from elect.lease.kube_api import resolve
+    from elect_cluster.certs import make_authority
+
+    ca = make_authority(tmp_path)
+    (tmp_path / "token").write_text("abc\n")
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "one",
+              "clusters": [{"name": "c", "cluster": {"server": "https://10.1.2.3:6443",
+                                                     "certificate-authority": str(ca.cert)}}],
+              "users": [{"name": "u", "user": {"tokenFile": "token"}},
+                        {"name": "cloud", "user": {"exec": {"command": "gke-gcloud-auth-plugin"}}}],
+              "contexts": [{"name": "one", "context": {"cluster": "c", "user": "u"}},
+                           {"name": "two", "context": {"cluster": "c", "user": "cloud"}}]}
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(config))
+    endpoint = resolve(spec_from_url(f"kubernetes:///default?kubeconfig={path}", member="m").options)
+    assert (endpoint.host, endpoint.port, endpoint.token_file) == ("10.1.2.3", 6443, str(tmp_path / "token"))
+    with pytest.raises(ConfigError, match="exec plugin, which elect does not run") as caught:
+        resolve(spec_from_url(f"kubernetes:///default?kubeconfig={path}&context=two", member="m").options)
+    assert caught.value.parameter == "kubeconfig"
+    with pytest.raises(ConfigError, match="no context named 'three'"):
+        resolve(spec_from_url(f"kubernetes:///default?kubeconfig={path}&context=three", member="m").options)
