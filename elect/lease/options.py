@@ -202,6 +202,7 @@ class KubernetesOptions(_LeaseOptions):
         self._check()
         rule(self.user is None, "user", "the Kubernetes API has no password login: give token_file= or cert= and key= "
                                         "(or a kubeconfig)")
+        rule(self.tls is not False, "tls", "the Kubernetes API is served over HTTPS only")
         rule(self.lease_duration is None or self.lease_duration >= 1, "lease_duration",
              "must be >= 1 (whole seconds)")
         rule(self.lease_seconds / 2 + self.deadline < self.lease_seconds, "lease_duration",

@@ -29,6 +29,7 @@ def test_url_fills_server_namespace_and_derived_timing() -> None:
     ("kubernetes://h:6443/Not_A_Namespace", "namespace"),
     ("kubernetes://h:6443/default?prefix=UPPER", "prefix"),
     ("kubernetes://h:6443/default?user=me&password_env=X", "user"),
+    ("kubernetes://h:6443/default?tls=false", "tls"),
     ("kubernetes://h:6443/default?ttl=1&lease_duration=1", "lease_duration"),
     ("kubernetes://h/default", "server"),
     ("kubernetes://h:6443/default?kubeconfig=/no/such/file", "kubeconfig"),
