@@ -27,7 +27,7 @@ from typing import Protocol
 from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import ExtendShared, Revoke
-from elect.errors import ElectError, NotLeader, TransferRefused
+from elect.errors import AccessRefused, ElectError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import (
     ROLE_ACTIONS,
@@ -52,6 +52,28 @@ class StoreError(Exception):
 
 class SessionLost(StoreError):
     """The store no longer knows this member's session (lease expired, session expired)."""
+
+
+class StoreRefused(StoreError):
+    """The store refused this client (credentials, certificate, TLS, permissions): `open` gives up at once, a
+    running member goes on trying (its roles lapse by their deadlines)."""
+
+
+def register_within(register: Callable[[float], Opened], timeout: float, pause: threading.Event,
+                    unavailable: Callable[[StoreError], str]) -> Opened:
+    """`register(budget)` tried again until it succeeds within `timeout` seconds (pausing briefly between tries, on
+    `pause`, which a close sets): a refusal at once as AccessRefused, any other failure once the time is up as
+    InfrastructureUnavailable saying `unavailable(last error)`. How every store's `open` reaches its store."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return register(max(0.05, deadline - time.monotonic()))
+        except StoreRefused as exc:
+            raise AccessRefused(str(exc)) from None
+        except StoreError as exc:
+            if time.monotonic() >= deadline:
+                raise InfrastructureUnavailable(unavailable(exc)) from None
+            pause.wait(min(0.1, max(0.0, deadline - time.monotonic())))
 
 
 class Refuted(StoreError):

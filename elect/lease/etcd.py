@@ -26,8 +26,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from elect.contract import Characteristics
-from elect.errors import AccessRefused, InfrastructureUnavailable
-from elect.lease.driver import LeaseElector, Opened, Outcome, SessionLost, Sink, StoreError
+from elect.errors import ElectError
+from elect.lease.driver import (
+    LeaseElector,
+    Opened,
+    Outcome,
+    SessionLost,
+    Sink,
+    StoreError,
+    StoreRefused,
+    register_within,
+)
 from elect.lease.etcd_gateway import (
     JSON,
     Access,
@@ -64,11 +73,6 @@ from elect.lease.options import EtcdOptions
 from elect.roles import Role
 
 log = logging.getLogger("elect.lease")
-
-
-class StoreRefused(StoreError):
-    """etcd refused this client (credentials, certificate, TLS): `open` gives up at once, a running member goes
-    on trying (its roles lapse by their deadlines)."""
 
 
 class TooManyOps(StoreError):
@@ -128,23 +132,19 @@ class EtcdStore:
     # ------------------------------------------------------------------------------------------ session
     def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
         self._sink = sink
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                opened = self._register(record, max(0.05, deadline - time.monotonic()))
-                break
-            except StoreRefused as exc:
-                self._gw.close()
-                raise AccessRefused(str(exc)) from None
-            except StoreError as exc:
-                if time.monotonic() >= deadline:
-                    self._gw.close()
-                    where = ",".join(self.options.endpoints)
-                    hint = ("; it closed every connection without an answer: if it serves TLS only, give ca= (and "
-                            "cert=, key=)" if not self.options.uses_tls and "without response" in str(exc) else "")
-                    raise InfrastructureUnavailable(
-                        f"etcd at {where} did not answer within {timeout:g} s (connect_timeout): {exc}{hint}") from None
-                self._closed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+
+        def unavailable(exc: StoreError) -> str:
+            where = ",".join(self.options.endpoints)
+            hint = ("; it closed every connection without an answer: if it serves TLS only, give ca= (and "
+                    "cert=, key=)" if not self.options.uses_tls and "without response" in str(exc) else "")
+            return f"etcd at {where} did not answer within {timeout:g} s (connect_timeout): {exc}{hint}"
+
+        try:
+            opened = register_within(lambda budget: self._register(record, budget), timeout, self._closed,
+                                     unavailable)
+        except ElectError:
+            self._gw.close()
+            raise
         snapshot = opened.observations[0]
         assert isinstance(snapshot, Snapshot)
         self._next_rev = snapshot.rev + 1

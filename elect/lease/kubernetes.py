@@ -43,8 +43,17 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from elect.contract import Characteristics
-from elect.errors import AccessRefused, InfrastructureUnavailable
-from elect.lease.driver import LeaseElector, Opened, Outcome, SessionLost, Sink, StoreError
+from elect.errors import ElectError
+from elect.lease.driver import (
+    LeaseElector,
+    Opened,
+    Outcome,
+    SessionLost,
+    Sink,
+    StoreError,
+    StoreRefused,
+    register_within,
+)
 from elect.lease.kube_api import JSON, Client, Expired, Refused, Unreachable, Watch, leases, resolve
 from elect.lease.model import (
     ROLE_ACTIONS,
@@ -75,10 +84,6 @@ HOLDER_ANNOTATION = "elect.io/holder"
 RECORD_ANNOTATION = "elect.io/record"
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _MAX_TOKEN_BASE = 2**31 - 2**24  # leaseTransitions is an int32: room left for transitions after the base
-
-
-class StoreRefused(StoreError):
-    """The API server refused this client (credentials, RBAC, TLS)."""
 
 
 def role_lease_name(prefix: str, role: Role) -> str:
@@ -129,6 +134,9 @@ class KubernetesStore:
         self._member_prefix = f"{options.prefix}.member."
         self._duration = options.lease_seconds
         self._refresh_age = self._duration / 2 - options.interval  # rewrite a role Lease older than this
+        # a renewal sent at s may move the deadline to s + renew_deadline only if every role Lease was written after
+        # s + renew_deadline - leaseDurationSeconds: a client-go candidate may take one that long after its last write
+        self._stale_age = self._duration - options.deadline
         self.session = ""
         self._member_rv = ""
         self._record: MemberRecord | None = None
@@ -155,21 +163,17 @@ class KubernetesStore:
     # ------------------------------------------------------------------------------------------ session
     def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
         self._sink = sink
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                opened = self._register(record, max(0.05, deadline - time.monotonic()))
-                break
-            except StoreRefused as exc:
-                self._client.close()
-                raise AccessRefused(str(exc)) from None
-            except StoreError as exc:
-                if time.monotonic() >= deadline:
-                    self._client.close()
-                    raise InfrastructureUnavailable(
-                        f"the Kubernetes API at {self._endpoint.url} ({self._endpoint.source}) did not answer "
-                        f"within {timeout:g} s (connect_timeout): {exc}") from None
-                self._closed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+
+        def unavailable(exc: StoreError) -> str:
+            return (f"the Kubernetes API at {self._endpoint.url} ({self._endpoint.source}) did not answer within "
+                    f"{timeout:g} s (connect_timeout): {exc}")
+
+        try:
+            opened = register_within(lambda budget: self._register(record, budget), timeout, self._closed,
+                                     unavailable)
+        except ElectError:
+            self._client.close()
+            raise
         self._watch_thread = threading.Thread(target=self._watch_loop, name=f"elect-kube-watch-{self.member}",
                                               daemon=True)
         self._watch_thread.start()
@@ -282,10 +286,11 @@ class KubernetesStore:
                 return self._seen_now(action.role, current)
             assert current is not None
             body = self._role_body(action, current)
+            sent = time.monotonic()
             status, data = self._call("PUT", f"{self._path}/{name}", body, _left(deadline))
             if status == 200:
                 with self._lock:
-                    self._written[name] = time.monotonic()
+                    self._written[name] = sent
                 return [self._remember(data, action.role)]
             if status == 404:
                 self._forget(name)
@@ -334,10 +339,11 @@ class KubernetesStore:
                                              HOLDER_ANNOTATION: encode_holder(self.member, self.session).decode()}},
                 "spec": {"holderIdentity": self.member, "leaseDurationSeconds": self._duration,
                          "acquireTime": micro_time(now), "renewTime": micro_time(now), "leaseTransitions": base}}
+        sent = time.monotonic()
         status, data = self._call("POST", self._path, body, _left(deadline))
         if status == 201:
             with self._lock:
-                self._written[name] = time.monotonic()
+                self._written[name] = sent
             return [self._remember(data, role)]
         if status == 409:  # someone was first
             return self._seen_now(role, self._refetch(name, role, deadline))
@@ -369,9 +375,10 @@ class KubernetesStore:
         """Rewrite this member's Lease (a new resource version: it is alive), then the role Leases it holds that a
         client-go reader would soon find stale, and wait until the watch has delivered the member Lease's write:
         everything before it has then been reported (as for etcd), so the renewal extends only what is still ours."""
-        deadline = time.monotonic() + timeout
+        sent = time.monotonic()
+        deadline = sent + timeout
         rv = self._write_member(deadline)
-        seen = self._refresh_roles(deadline)
+        seen = self._refresh_roles(sent, deadline)
         if self._delivered_through(rv, _left(deadline)):
             return seen
         with self._watch_lock:  # the watch is behind or stuck: start it again, and read everything now
@@ -404,33 +411,45 @@ class KubernetesStore:
             raise StoreError(f"renewal: HTTP {status} {data.get('message', '')}")
         raise StoreError(f"renewal: member Lease {name} changed under this member's own writes")
 
-    def _refresh_roles(self, deadline: float) -> list[Observation]:
-        """Rewrite `renewTime` of each role Lease this session holds that is older than half its duration, on
-        `parallel` connections at once (a member holding hundreds of roles must not spend its renewal's budget on
-        their round trips one after another)."""
-        now = time.monotonic()
+    def _refresh_roles(self, sent: float, deadline: float) -> list[Observation]:
+        """Rewrite `renewTime` of the role Leases this session holds that are older than half their duration, oldest
+        first, on `parallel` connections at once, for at most half the renewal's budget (what is left stays due for
+        the next renewal: a cold start's hundreds spread over a few). Then the renewal may extend the leaderships
+        only if no role Lease is so old that a client-go candidate, timing it on its own clock, could take it
+        before the new deadline: StoreError (no extension) otherwise."""
+        stop_at = sent + (deadline - sent) / 2
         with self._lock:
-            held = [(name, obj) for name, obj in self._objects.items()
-                    if now - self._written.get(name, -math.inf) >= self._refresh_age]
-        due = [name for name, obj in held
+            written = dict(self._written)
+            held = list(self._objects.items())
+        own = [name for name, obj in held
                if (holder := self._holder(obj)) is not None and holder.session == self.session]
+        due = sorted((name for name in own if sent - written.get(name, -math.inf) >= self._refresh_age),
+                     key=lambda name: written.get(name, -math.inf))
         if len(due) <= 1:
-            return [seen for name in due for seen in self._refresh(name, deadline)]
-        if self._refresher is None:
-            self._refresher = ThreadPoolExecutor(self.parallel, thread_name_prefix=f"elect-kube-refresh-{self.member}")
-        results = list(self._refresher.map(lambda name: self._refresh(name, deadline), due))
+            results = [self._refresh(name, deadline, stop_at) for name in due]
+        else:
+            if self._refresher is None:
+                self._refresher = ThreadPoolExecutor(self.parallel,
+                                                     thread_name_prefix=f"elect-kube-refresh-{self.member}")
+            results = list(self._refresher.map(lambda name: self._refresh(name, deadline, stop_at), due))
+        with self._lock:
+            oldest = min((self._written.get(name, -math.inf) for name in own if name in self._objects), default=sent)
+        if sent - oldest > self._stale_age:
+            raise StoreError(f"role Leases not rewritten within {self._stale_age:g} s (the API server is too slow for "
+                             f"{len(own)} roles at lease_duration={self._duration}): not extending")
         return [seen for found in results for seen in found]
 
-    def _refresh(self, name: str, deadline: float) -> list[Observation]:
+    def _refresh(self, name: str, deadline: float, stop_at: float) -> list[Observation]:
         current, role = self._current(name), self._roles.get(name)
-        if current is None or role is None:
+        sent = time.monotonic()
+        if current is None or role is None or sent >= stop_at:
             return []
         body = json.loads(json.dumps(current))
         body["spec"]["renewTime"] = micro_time(time.time())
         status, data = self._call("PUT", f"{self._path}/{name}", body, _left(deadline))
         if status == 200:
             with self._lock:
-                self._written[name] = time.monotonic()
+                self._written[name] = sent
             self._remember(data, role)
             return []
         if status in (404, 409):

@@ -176,7 +176,8 @@ class KubernetesOptions(_LeaseOptions):
     roles may be taken over, timed on the contenders' own clocks (sub-second is fine). lease_duration: the whole
     seconds written as the role Leases' `leaseDurationSeconds`, which client-go and kubectl read (default
     max(1, ceil(2 ttl))); a holder rewrites its role Leases at least every half of it, so a client-go candidate
-    never finds one stale while its holder lives. kubeconfig, context: a kubeconfig file and the context in it
+    never finds one stale while its holder lives (one write per role per half duration: with many roles and no
+    client-go candidates, set it long). kubeconfig, context: a kubeconfig file and the context in it
     (default its current context). ca, cert, key: PEM files (the API server's CA; a client certificate);
     token_file: a file holding a bearer token (read again when the server refuses it, as service-account tokens
     rotate). Credentials never go in the URL.
