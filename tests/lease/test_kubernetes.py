@@ -25,6 +25,7 @@ import pytest
 from lease_helpers import unique
 
 import elect
+from elect.config import spec_from_url
 from elect.errors import AccessRefused, InfrastructureUnavailable
 from elect.lease.kubernetes import micro_time, role_lease_name
 from elect_bench.methods import kube_prefix
@@ -326,3 +327,21 @@ def test_an_elect_member_and_a_client_go_candidate_on_one_lease_never_both_lead(
         assert end <= start, f"{first} led x until {end:.3f}, {then} from {start:.3f}"
     tokens = [line["token"] for m in members for line in m.log.lines if line["event"] == "acquired"]
     assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)  # leaseTransitions, one per holder
+
+
+def test_the_observer_reads_who_holds_what_with_the_members_tokens(group: Callable[..., str],
+                                                                   electors: list[elect.Elector]) -> None:
+    """`elect watch kubernetes://...` reads the role Leases without joining."""
+    url = group("observe")
+    a = elect.connect(url, ["orders", "Odd role/7"], member="a")
+    electors.append(a)
+    a.start()
+    wait_until(lambda: a.leading() == {"orders", "Odd role/7"}, 20.0, what="a leading both roles")
+    spec = spec_from_url(url, member="watcher")
+    observer = spec.plugin.observe(spec.options)
+    try:
+        claims = {c.role: (c.member, c.token) for c in observer.claims(5.0)}
+    finally:
+        observer.close()
+    tokens = {role: a.leadership(role).token for role in ("orders", "Odd role/7")}  # type: ignore[union-attr]
+    assert claims == {role: ("a", token) for role, token in tokens.items()}
