@@ -38,7 +38,6 @@ from elect.lease.driver import (
     register_within,
 )
 from elect.lease.etcd_gateway import (
-    JSON,
     Access,
     Gateway,
     GatewayError,
@@ -50,6 +49,7 @@ from elect.lease.etcd_gateway import (
     revision,
     unb64,
 )
+from elect.lease.json_http import JSON
 from elect.lease.model import (
     ROLE_ACTIONS,
     Create,

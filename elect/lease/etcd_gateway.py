@@ -15,19 +15,15 @@ on). What cannot succeed by trying again (a wrong password, a certificate refuse
 from __future__ import annotations
 
 import base64
-import contextlib
 import http.client
 import json
-import socket
 import ssl
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
+from elect.lease.json_http import JSON, json_lines, parse_object, shut
 from elect.secrets import AccessOptions, tls_refusal
-
-JSON = dict[str, Any]
 
 #: gRPC codes after which another member may answer: Unavailable, DeadlineExceeded, Unknown, Aborted.
 _RETRY_CODES = {14, 4, 2, 10}
@@ -214,7 +210,7 @@ class Gateway:
                 errors.append(f"{host}:{port}: {exc or type(exc).__name__}")
                 self._next()
                 continue
-            data = _parse(raw)
+            data = parse_object(raw, "error")
             if status == 200:
                 return data
             if status == 400 and b"CommonName of client" in raw:
@@ -269,14 +265,6 @@ def _tls_refusal(exc: BaseException, where: str, access: Access) -> str | None:
     return tls_refusal(str(exc), "etcd", where, tls=access.tls is not None)
 
 
-def _parse(raw: bytes) -> JSON:
-    try:
-        data = json.loads(raw or b"{}")
-    except ValueError:
-        return {"error": raw[:200].decode(errors="replace")}
-    return data if isinstance(data, dict) else {"error": str(data)[:200]}
-
-
 class WatchStream:
     """One watch of a key range on one endpoint: iterate it for the `result` objects etcd sends."""
 
@@ -298,20 +286,11 @@ class WatchStream:
         response = conn.getresponse()
         if response.status != 200:
             raise OSError(f"watch refused: HTTP {response.status} {response.read()[:200]!r}")
-        if conn.sock is not None:
-            conn.sock.settimeout(self._read_timeout)
-        while True:
-            line = response.readline()
-            if not line:
-                return
-            message = _parse(line)
+        for message in json_lines(conn, response, self._read_timeout, "error"):
             if "error" in message:
                 raise OSError(f"watch ended: {message['error']}")
             yield message.get("result", {})
 
     def close(self) -> None:
         """Stop the stream from another thread (its reader gets an error or end of stream)."""
-        conn = self._conn
-        if conn is not None and conn.sock is not None:
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
+        shut(self._conn)

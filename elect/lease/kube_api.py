@@ -10,11 +10,9 @@ again when the server answers 401 (service-account tokens rotate), and are never
 from __future__ import annotations
 
 import base64
-import contextlib
 import http.client
 import json
 import os
-import socket
 import ssl
 import tempfile
 import threading
@@ -22,16 +20,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import yaml
 
 from elect.errors import ConfigError
+from elect.lease.json_http import JSON, json_lines, parse_object, shut
 from elect.lease.options import KubernetesOptions
 from elect.secrets import tls_refusal
-
-JSON = dict[str, Any]
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
@@ -236,7 +232,7 @@ class Client:
                                                      ConnectionResetError)):
                     continue  # a kept-alive connection the server had closed: once more on a new one
                 raise Unreachable(f"{self.endpoint.url}: {exc or type(exc).__name__}") from None
-            data = _parse(raw)
+            data = parse_object(raw, "message")
             if status == 401 and self.endpoint.token_file and not fresh:
                 fresh = True  # the token may have rotated: read it again, once
                 continue
@@ -294,17 +290,11 @@ class Watch:
         conn.request("GET", self._url, headers=self._client.headers())
         response = conn.getresponse()
         if response.status in (401, 403):
-            raise Refused(_refusal(response.status, "WATCH", self._url, _parse(response.read()),
-                                  self._client.endpoint))
+            said = parse_object(response.read(), "message")
+            raise Refused(_refusal(response.status, "WATCH", self._url, said, self._client.endpoint))
         if response.status != 200:
             raise OSError(f"watch refused: HTTP {response.status} {response.read()[:200]!r}")
-        if conn.sock is not None:
-            conn.sock.settimeout(self._read_timeout)
-        while True:
-            line = response.readline()
-            if not line:
-                return
-            event = _parse(line)
+        for event in json_lines(conn, response, self._read_timeout, "message"):
             kind, obj = str(event.get("type", "")), event.get("object") or {}
             if kind == "ERROR":
                 if obj.get("code") == 410:
@@ -314,10 +304,7 @@ class Watch:
 
     def close(self) -> None:
         """Stop the stream from another thread (its reader gets an error or end of stream)."""
-        conn = self._conn
-        if conn is not None and conn.sock is not None:
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
+        shut(self._conn)
 
 
 class Expired(Exception):
@@ -326,14 +313,6 @@ class Expired(Exception):
 
 def leases(namespace: str) -> str:
     return LEASES.format(namespace=quote(namespace, safe=""))
-
-
-def _parse(raw: bytes) -> JSON:
-    try:
-        data = json.loads(raw or b"{}")
-    except ValueError:
-        return {"message": raw[:200].decode(errors="replace")}
-    return data if isinstance(data, dict) else {"message": str(data)[:200]}
 
 
 def _refusal(status: int, method: str, path: str, data: JSON, endpoint: Endpoint) -> str:

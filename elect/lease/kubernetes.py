@@ -54,7 +54,8 @@ from elect.lease.driver import (
     StoreRefused,
     register_within,
 )
-from elect.lease.kube_api import JSON, Client, Expired, Refused, Unreachable, Watch, leases, resolve
+from elect.lease.json_http import JSON
+from elect.lease.kube_api import Client, Expired, Refused, Unreachable, Watch, leases, resolve
 from elect.lease.model import (
     ROLE_ACTIONS,
     Create,
