@@ -149,6 +149,12 @@ class KubernetesStore:
         self._foreign: set[str] = set()       # role Leases whose holder is outside elect (a pseudo-member each)
         self._fenced: set[str] = set()        # sessions whose member Lease this member deleted
         self._refresher: ThreadPoolExecutor | None = None
+        # member sessions by the version last seen and when (this member's clock) it was first seen: a member Lease
+        # unchanged for `_abandoned` belongs to a process long gone without closing (killed): it is deleted, on
+        # condition of that version, as nothing else would ever remove it (etcd's leases do that there)
+        self._member_versions: dict[str, tuple[int, float]] = {}
+        self._abandoned = max(10 * options.ttl, 3.0 * self._duration)
+        self._collected = time.monotonic()
         self._closed = threading.Event()
         self._watch: Watch | None = None
         self._watch_thread: threading.Thread | None = None
@@ -380,6 +386,9 @@ class KubernetesStore:
         deadline = sent + timeout
         rv = self._write_member(deadline)
         seen = self._refresh_roles(sent, deadline)
+        if sent - self._collected >= self._abandoned / 3:
+            self._collected = sent
+            self._pool().submit(self._collect)
         if self._delivered_through(rv, _left(deadline)):
             return seen
         with self._watch_lock:  # the watch is behind or stuck: start it again, and read everything now
@@ -429,16 +438,41 @@ class KubernetesStore:
         if len(due) <= 1:
             results = [self._refresh(name, deadline, stop_at) for name in due]
         else:
-            if self._refresher is None:
-                self._refresher = ThreadPoolExecutor(self.parallel,
-                                                     thread_name_prefix=f"elect-kube-refresh-{self.member}")
-            results = list(self._refresher.map(lambda name: self._refresh(name, deadline, stop_at), due))
+            results = list(self._pool().map(lambda name: self._refresh(name, deadline, stop_at), due))
         with self._lock:
             oldest = min((self._written.get(name, -math.inf) for name in own if name in self._objects), default=sent)
         if sent - oldest > self._stale_age:
             raise StoreError(f"role Leases not rewritten within {self._stale_age:g} s (the API server is too slow for "
                              f"{len(own)} roles at lease_duration={self._duration}): not extending")
         return [seen for found in results for seen in found]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._refresher is None:
+            self._refresher = ThreadPoolExecutor(self.parallel, thread_name_prefix=f"elect-kube-refresh-{self.member}")
+        return self._refresher
+
+    def _note_member(self, session: str, rv: int | None) -> None:
+        with self._lock:
+            if rv is None:
+                self._member_versions.pop(session, None)
+            elif self._member_versions.get(session, (None, 0.0))[0] != rv:
+                self._member_versions[session] = (rv, time.monotonic())
+
+    def _collect(self) -> None:
+        """Delete member Leases unchanged for `_abandoned` on this member's clock (see `_member_versions`), each on
+        condition of the version seen: a member that renewed meanwhile keeps its Lease (409)."""
+        now = time.monotonic()
+        with self._lock:
+            gone = [(session, rv) for session, (rv, since) in self._member_versions.items()
+                    if session != self.session and now - since >= self._abandoned]
+        for session, rv in gone[:20]:
+            try:
+                self._call("DELETE", f"{self._path}/{self._member_prefix}{session}",
+                           {"kind": "DeleteOptions", "apiVersion": "v1",
+                            "preconditions": {"resourceVersion": str(rv)}}, self.options.timeout)
+            except StoreError as exc:
+                log.debug("elect: kubernetes: removing abandoned member Lease %s: %s", session, exc)
+                return
 
     def _refresh(self, name: str, deadline: float, stop_at: float) -> list[Observation]:
         current, role = self._current(name), self._roles.get(name)
@@ -521,6 +555,7 @@ class KubernetesStore:
             name = _name(obj)
             if name.startswith(self._member_prefix):
                 members[name[len(self._member_prefix):]] = (_record(obj), _rv(obj))
+                self._note_member(name[len(self._member_prefix):], _rv(obj))
                 continue
             role = self._role_of(obj)
             if role is None:
@@ -548,6 +583,7 @@ class KubernetesStore:
         name, rv = _name(obj), _rv(obj)
         if name.startswith(self._member_prefix):
             session = name[len(self._member_prefix):]
+            self._note_member(session, None if deleted else rv)
             return [MemberSeen(session, None if deleted else _record(obj), 0 if deleted else rv, rv)]
         role = self._role_of(obj)
         if role is None:

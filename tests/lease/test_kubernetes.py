@@ -345,3 +345,23 @@ def test_the_observer_reads_who_holds_what_with_the_members_tokens(group: Callab
         observer.close()
     tokens = {role: a.leadership(role).token for role in ("orders", "Odd role/7")}  # type: ignore[union-attr]
     assert claims == {role: ("a", token) for role, token in tokens.items()}
+
+
+def test_a_member_lease_left_by_a_process_long_gone_is_removed(group: Callable[..., str], admin: Admin,
+                                                                electors: list[elect.Elector]) -> None:
+    """Nothing else would ever delete the member Lease of a process that was killed holding no role (etcd's own
+    leases do that there): members remove one unchanged for max(10 ttl, 3 lease_duration) on their own clocks,
+    on condition of the version they saw."""
+    url = group("abandoned", ttl="0.3")  # lease_duration 1 s: abandoned after 3 s unchanged
+    name = f"{prefix_of(url)}.member.deadbeefdeadbeef"
+    record = json.dumps({"member": "gone", "roles": ["x"]})
+    assert admin.call("POST", body={"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                    "metadata": {"name": name, "annotations": {"elect.io/record": record}},
+                                    "spec": {"holderIdentity": "gone"}})[0] == 201
+    a = elect.connect(url, ["x"], member="a")
+    electors.append(a)
+    a.start()
+    began = time.monotonic()
+    wait_until(lambda: admin.call("GET", name)[0] == 404, 15.0, what="the abandoned member Lease removed")
+    assert time.monotonic() - began >= 2.0  # not before it had been unchanged that long (less a's start)
+    assert admin.call("GET", f"{prefix_of(url)}.member.{a._store.session}")[0] == 200  # type: ignore[attr-defined]
