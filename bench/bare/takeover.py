@@ -1,12 +1,14 @@
 """Where a lease takeover of thousands of roles spends its time: 3 `elect member` processes of etcd:// or
 zookeeper:// with N roles on a store started by the project's own code, every role led and the group balanced,
-then the member leading most SIGKILLed. Prints the cold start (all led, balanced), each member's leaderships that
+then the member leading most SIGKILLed (`--fault stop`: SIGTERM, its graceful handover; `--fault pause`: SIGSTOP
+until the survivors took over). Prints the cold start (all led, balanced), each member's leaderships that
 ended at rest, and when the survivors acquired the victim's roles (first, p50, p99, max after the kill); with
 `--profile` each survivor is sampled by py-spy through the takeover (`pip install py-spy`) and the busiest
 functions per thread are printed. Beside `etcd_creates.py`, it shows what the elector adds to the bare store.
 
     python3 bench/bare/takeover.py etcd 6000
     python3 bench/bare/takeover.py zookeeper 6000 --profile
+    python3 bench/bare/takeover.py zookeeper 6000 --fault stop
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import math
+import signal
 import subprocess
 import sys
 import tempfile
@@ -59,6 +62,8 @@ def main() -> None:
     parser.add_argument("store", choices=["etcd", "zookeeper"])
     parser.add_argument("roles", type=int)
     parser.add_argument("--budget", type=float, default=1.0, help="ttl / session_timeout, seconds")
+    parser.add_argument("--fault", choices=["kill", "stop", "pause"], default="kill",
+                        help="SIGKILL (default), SIGTERM (graceful handover) or SIGSTOP the member leading most")
     parser.add_argument("--profile", action="store_true", help="py-spy the survivors through the takeover")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="elect-takeover-"))
@@ -85,29 +90,38 @@ def main() -> None:
             ended = collections.Counter(line["event"] for line in p.log.lines if line["event"] in ("fenced", "revoked"))
             print(f"  {p.member_id}: leads {len(p.log.leading())}; since the start {ended['revoked']} leaderships "
                   f"handed over (revoked), {ended['fenced']} lapsed (fenced)")
+            fenced = [line for line in p.log.lines if line["event"] == "fenced"]
+            if fenced:  # when (after the start) and at which deadline the lapses came
+                at = sorted({round(line["mono"] - began, 2) for line in fenced})
+                until = sorted({round(line["until"] - began, 2) for line in fenced if line.get("until")})
+                print(f"      lapses seen at {at[:6]} s, deadlines {until[:6]} s after the start")
         victim = max(procs, key=lambda p: len(p.log.leading()))
         lost = set(victim.log.leading())
         survivors = [p for p in procs if p is not victim]
+        watched = survivors + ([victim] if args.fault == "stop" else [])  # the victim hands over itself
         seconds = str(math.ceil(4 * args.budget))  # py-spy takes whole seconds
         spies = [subprocess.Popen(["py-spy", "record", "-p", str(p.pid), "-d", seconds, "-r", "200", "-f",
                                    "raw", "--threads", "--nonblocking", "-o", str(work / f"spy-{p.member_id}.txt")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                 for p in survivors] if args.profile else []
+                 for p in watched] if args.profile else []
         time.sleep(0.3 if spies else 0.0)
         killed = time.monotonic()
-        victim.kill()
+        {"kill": victim.kill, "stop": lambda: victim.signal(signal.SIGTERM), "pause": victim.pause}[args.fault]()
         wait_until(lambda: lost <= set().union(*(p.log.leading() for p in survivors)), 120, what="taken over")
+        if args.fault == "pause":
+            victim.resume()
         took = {p.member_id: [line["mono"] - killed for line in p.log.lines
                               if line["event"] == "acquired" and line["mono"] > killed and line["role"] in lost]
                 for p in survivors}
         times = [t for mine in took.values() for t in mine]
-        print(f"takeover of {len(lost)} roles after SIGKILL of {victim.member_id}: {_quantiles(times)}")
+        signal_name = {"kill": "SIGKILL", "stop": "SIGTERM", "pause": "SIGSTOP"}[args.fault]
+        print(f"takeover of {len(lost)} roles after {signal_name} of {victim.member_id}: {_quantiles(times)}")
         for p in survivors:
             mine = took[p.member_id]
             bins = collections.Counter(int(t / 0.05) for t in mine)
             steps = " ".join(f"{b * 0.05:.2f}:{bins[b]}" for b in sorted(bins))
             print(f"  {p.member_id} took {len(mine)}, per 50 ms from the kill: {steps}")
-        for spy, p in zip(spies, survivors if spies else [], strict=True):
+        for spy, p in zip(spies, watched if spies else [], strict=True):
             spy.wait()
             raw = work / f"spy-{p.member_id}.txt"
             if raw.exists():

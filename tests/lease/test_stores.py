@@ -613,3 +613,58 @@ def test_a_zookeeper_member_watches_the_whole_group_with_one_request(infra: Endp
         other.stop()
         other.close()
         store.close(5.0)
+
+
+def test_a_zookeeper_member_reads_many_changed_nodes_in_few_requests(infra: Endpoints) -> None:
+    """Thousands of role nodes change at once when a member stops or dies (its holder frees them, the survivors
+    write them again): the watches' reads go many to one request (ZooKeeper's multiRead), so 400 nodes changed in
+    one transaction cost a handful of requests, and each node is still seen as it is now. A multiRead answers each
+    read on its own: a node that does not exist fails its read alone."""
+    from kazoo.client import KazooClient
+
+    from elect.lease.model import MemberRecord, RoleSeen
+    from elect.lease.names import encode_holder, role_name
+    from elect.lease.options import ZooKeeperOptions
+    from elect.lease.zookeeper import ZooKeeperStore, _MultiRead
+
+    address = infra.zookeeper[0]
+    options = ZooKeeperOptions(hosts=(address,), path="/" + unique("manyreads"), session_timeout=TTL)
+    n = 400
+    other = KazooClient(hosts=address, timeout=4 * TTL)
+    other.start(10)
+    other.ensure_path(f"{options.root}/roles")
+    paths = [f"{options.root}/roles/{role_name(r)}" for r in range(n)]
+    setup = other.transaction()
+    for path in paths:
+        setup.create(path, b"")
+    setup.commit()
+    seen: list[object] = []
+    store = ZooKeeperStore(options, "reader")
+    store.open(MemberRecord("reader", frozenset(range(n))), seen.append, 10.0)
+
+    def holders() -> dict[int, str | None]:
+        found: dict[int, str | None] = {}
+        for o in list(seen):
+            if isinstance(o, RoleSeen) and isinstance(o.role, int):
+                found[o.role] = None if o.holder is None else o.holder.member
+        return found
+
+    try:
+        wait_until(lambda: len(holders()) == n, 10.0, what="every role node read")
+        before = store.requests
+        change = other.transaction()
+        for path in paths[1:]:
+            change.set_data(path, encode_holder("o", "feed"))
+        change.delete(paths[0])
+        assert all(result is True or hasattr(result, "mzxid") for result in change.commit())
+        wait_until(lambda: all(holders()[r] == "o" for r in range(1, n)), 10.0, what="every changed node seen")
+        assert holders()[0] is None  # the deleted one: reported freed
+        assert store.requests - before <= n // 10, store.requests - before
+        answered = store.client.handler.async_result()
+        store.client._call(_MultiRead([paths[1], paths[0], paths[2]]), answered)
+        first, missing, third = answered.get(timeout=10.0)
+        assert first[0] == third[0] == encode_holder("o", "feed") and missing == _MultiRead.NO_NODE
+    finally:
+        other.stop()
+        other.close()
+        store.close(5.0)
