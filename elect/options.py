@@ -96,10 +96,15 @@ def coerce(value: Any, tp: Any, parameter: str) -> Any:
 
 
 def describe(cls: type[Any]) -> list[tuple[str, str, str]]:
-    """(name, type, default) for each option: what `elect` prints when asked about an implementation."""
+    """(name, type, default) for each option: what `elect` prints when asked about an implementation. Options a
+    scheme inherits but has no use for (its `unused`: say Kubernetes' password login, which its API lacks) are
+    left out."""
     hints = typing.get_type_hints(cls)
+    unused: frozenset[str] = getattr(cls, "unused", frozenset())
     rows = []
     for field in dataclasses.fields(cls):
+        if field.name in unused:
+            continue
         if field.default is not dataclasses.MISSING:
             default = repr(field.default)
         elif field.default_factory is not dataclasses.MISSING:

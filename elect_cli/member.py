@@ -3,7 +3,8 @@
 Stdout carries event lines only (docs/architecture.md's format), flushed one by one, so a harness can read them
 as they happen; diagnostics go to stderr. SIGTERM or SIGINT drains the member (Elector.drain: hands every
 role over, waits until it sees the successors take them where the method can see that, stops), prints
-`elect member: ID drained in S s {json}` on stderr and exits 0. With `--control`, lines on stdin steer the
+`elect member: ID drained in S s {json}` on stderr and exits 0; so does an event line that finds nobody reading
+stdout any more (EPIPE). With `--control`, lines on stdin steer the
 member (`resign R`, `transfer R TO`, `add R...`, `remove R...`, `stop`; roles may be JSON-quoted), and end of
 input stops it (draining too), so a member never outlives its controller. `transfer` reports
 `elect member: ID transferred {json}` on stderr (Elector.transfer: role, to, leader, seconds, confirmed; or the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -109,16 +111,27 @@ def build_elector(args: argparse.Namespace) -> Elector:
 
 
 class _Printer:
-    """Writes event lines to stdout, one flushed line per event, from the elector's event thread."""
+    """Writes event lines to stdout, one flushed line per event, from the elector's event thread. When the reader
+    is gone (the harness or pipeline reading them ended: EPIPE), `gone` is called once, so the member drains and
+    exits rather than leading on unseen, and the lines after it go nowhere."""
 
-    def __init__(self, revoke_delay: float) -> None:
+    def __init__(self, revoke_delay: float, gone: Callable[[], None]) -> None:
         self.revoke_delay = revoke_delay
+        self.gone = gone
+        self.closed = False
         self.lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
         with self.lock:
-            sys.stdout.write(event.to_line() + "\n")
-            sys.stdout.flush()
+            if not self.closed:
+                try:
+                    sys.stdout.write(event.to_line() + "\n")
+                    sys.stdout.flush()
+                except BrokenPipeError:
+                    self.closed = True
+                    # what is still buffered must not fail again at exit
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                    self.gone()
         if isinstance(event, Revoked) and self.revoke_delay > 0:
             time.sleep(self.revoke_delay)  # the application's in-flight work, holding the successor back
 
@@ -248,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         shown = f"[{args.metrics_host}]" if ":" in args.metrics_host else args.metrics_host
         _stderr(elector.member, METRICS, {"port": port, "url": f"http://{shown}:{port}/metrics"})
     writer = _writer(args, elector)
-    elector.subscribe(_Printer(args.revoke_delay))
+    elector.subscribe(_Printer(args.revoke_delay, gone=stop.set))
     workers = None
     if args.work is not None:  # after the printer: a revoked line is printed when the handover begins
         workers = _Workers(elector, max(0.0, args.work))

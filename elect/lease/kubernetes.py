@@ -83,6 +83,8 @@ KIND_LABEL = "elect.io/kind"
 ROLE_ANNOTATION = "elect.io/role"
 HOLDER_ANNOTATION = "elect.io/holder"
 RECORD_ANNOTATION = "elect.io/record"
+FENCED_KEPT = 1024
+"""How many fenced sessions a member remembers (see `KubernetesStore._fence`)."""
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _MAX_TOKEN_BASE = 2**31 - 2**24  # leaseTransitions is an int32: room left for transitions after the base
 
@@ -147,7 +149,8 @@ class KubernetesStore:
         self._written: dict[str, float] = {}  # role Lease name -> monotonic time this member last wrote it
         self._roles: dict[str, Role] = {}     # role Lease name -> role
         self._foreign: set[str] = set()       # role Leases whose holder is outside elect (a pseudo-member each)
-        self._fenced: set[str] = set()        # sessions whose member Lease this member deleted
+        self._fenced: dict[str, None] = {}    # sessions whose member Lease this member deleted, oldest first
+        # (at most FENCED_KEPT: one forgotten costs one DELETE answered 404 if its roles are taken over again)
         self._refresher: ThreadPoolExecutor | None = None
         # member sessions by the version last seen and when (this member's clock) it was first seen: a member Lease
         # unchanged for `_abandoned` belongs to a process long gone without closing (killed): it is deleted, on
@@ -327,7 +330,9 @@ class KubernetesStore:
                                    "preconditions": {"resourceVersion": str(version)}}, _left(deadline))
         if status in (200, 404):  # deleted now, or gone already (its deadline passed: see the module's docstring)
             with self._lock:
-                self._fenced.add(holder.session)
+                self._fenced[holder.session] = None
+                if len(self._fenced) > FENCED_KEPT:
+                    del self._fenced[next(iter(self._fenced))]
             return None
         if status == 409:
             status, data = self._call("GET", f"{self._path}/{self._member_prefix}{holder.session}", None,

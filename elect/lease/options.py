@@ -11,6 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from elect.lease.core import Timing, check_timing
 from elect.options import port_number, rule
@@ -182,6 +183,9 @@ class KubernetesOptions(_LeaseOptions):
     token_file: a file holding a bearer token (read again when the server refuses it, as service-account tokens
     rotate). Credentials never go in the URL.
     """
+
+    unused: ClassVar[frozenset[str]] = frozenset({"user", "password_file", "password_env", "tls"})
+    """Inherited, refused or meaningless here: no password login on the Kubernetes API, and HTTPS always."""
 
     server: str | None = None
     namespace: str = "default"

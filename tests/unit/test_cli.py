@@ -67,6 +67,29 @@ def test_member_stops_when_its_controller_goes_away(tmp_path: Path) -> None:
         m.kill()
 
 
+def test_member_drains_and_exits_when_nothing_reads_its_events(tmp_path: Path) -> None:
+    """The reader of a member's event lines ends (a harness killed, a pipeline closed): the next line it writes
+    finds no reader, and the member drains and exits 0 instead of leading on unseen, writing a traceback per event."""
+    err = tmp_path / "stderr"
+    with err.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "elect", "member", "memory://cli-pipe", "--id", "a",
+                                 "--roles", "x,y", "--control"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=stderr, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        for _ in range(2):
+            assert parse_line(proc.stdout.readline())["event"] == "acquired"
+        proc.stdout.close()
+        proc.stdin.write("resign x\n")  # an event to write: Revoked, to no reader
+        proc.stdin.flush()
+        assert proc.wait(30) == 0, err.read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+    said = err.read_text()
+    assert "a drained in" in said and "Traceback" not in said and "BrokenPipe" not in said, said
+
+
 def test_bad_configuration_exits_2_with_the_rule() -> None:
     result = run_elect("member", "memory://g?revoke_timeout=-1")
     assert result.returncode == 2 and "revoke_timeout: must be > 0" in result.stderr
@@ -109,6 +132,16 @@ def test_watch_builds_the_table_from_event_lines(tmp_path: Path) -> None:
 def test_schemes_lists_memory() -> None:
     result = run_elect("schemes")
     assert result.returncode == 0 and "memory://" in result.stdout
+
+
+def test_schemes_lists_only_the_options_a_scheme_takes() -> None:
+    """kubernetes:// inherits the lease methods' security options but has no password login and is HTTPS only:
+    its table leaves those out (they are refused if given) and keeps its own."""
+    result = run_elect("schemes", "kubernetes")
+    names = {line.split()[0] for line in result.stdout.splitlines()[1:] if not line.strip().startswith("URL")}
+    assert result.returncode == 0 and {"token_file", "kubeconfig", "ttl", "ca"} <= names
+    assert not names & {"user", "password_file", "password_env", "tls"}, names
+    assert "user" in {line.split()[0] for line in run_elect("schemes", "etcd").stdout.splitlines()[1:]}
 
 
 def test_leader_table_follows_what_an_observer_reads() -> None:
