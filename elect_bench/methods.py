@@ -49,7 +49,8 @@ class Group:
 @dataclass(frozen=True)
 class Method:
     """name: as in reports. needs: infrastructure services. params(budget): URL parameters at a detection
-    budget. build: the member URLs of a group."""
+    budget. build: the member URLs of a group. struck: the services an infrastructure fault strikes, in turn from
+    one trial or strike to the next (default: the first it needs): kube-apiserver and the etcd beneath it."""
 
     name: str
     scheme: str
@@ -58,6 +59,12 @@ class Method:
     params: Callable[[float], dict[str, str]]
     build: Callable[[Group, Mapping[str, str]], dict[str, str]]
     secure: bool = False  # runs on a secured cluster (`Endpoints.secured`): TLS, client certificates, passwords
+    struck: tuple[str, ...] = ()
+
+    def strikes(self, turn: int) -> str:
+        """The service the `turn`-th infrastructure fault (0, 1, ...) of this method strikes."""
+        services = self.struck or self.needs[:1]
+        return services[turn % len(services)]
 
     def member_urls(self, group: Group, budget: float, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         return self.build(group, {**self.params(budget), **(overrides or {})})
@@ -265,6 +272,10 @@ def _secs(value: float) -> str:
 
 _raft = _peer_urls("raft", "grpc", named=True, stateful=True)
 
+KUBERNETES_STRUCK = ("kubernetes", "etcd")
+"""An infrastructure fault on Kubernetes strikes kube-apiserver, then the etcd it stores its objects in, in turn:
+with one etcd member the second is an outage of the whole API, which the members must survive too."""
+
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("raft", "raft", "Raft per partition, balanced priorities, with the improvements over ZEP006", (),
            lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
@@ -293,7 +304,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("zookeeper", "zookeeper", "CAS lease on ZooKeeper", ("zookeeper",),
            lambda b: {"session_timeout": _secs(b)}, _zookeeper),
     Method("kubernetes", "kubernetes", "CAS lease on Kubernetes Lease objects (kube-apiserver on etcd)",
-           ("kubernetes",), lambda b: {"ttl": _secs(b)}, _kubernetes),
+           ("kubernetes",), lambda b: {"ttl": _secs(b)}, _kubernetes, struck=KUBERNETES_STRUCK),
     # The same methods secured (a second, secured cluster): what TLS, client certificates and passwords cost.
     Method("etcd-tls", "etcd", "CAS lease on etcd over HTTPS, client certificate and user/password", ("etcd",),
            lambda b: {"ttl": _secs(b)}, _secured(_etcd, "etcd"), secure=True),
@@ -311,10 +322,11 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("goneli-defaults", "goneli", "anchor: goNELI with its own defaults", ("kafka",),
            lambda b: {"defaults": "1"}, _goneli),
     Method("client-go", "client-go", "anchor: client-go's leaderelection with a LeaseLock (LeaseDuration = D, "
-           "whole s; RenewDeadline 2/3, RetryPeriod 2/15 of it)", ("kubernetes",), _client_go_timing, _client_go),
+           "whole s; RenewDeadline 2/3, RetryPeriod 2/15 of it)", ("kubernetes",), _client_go_timing, _client_go,
+           struck=KUBERNETES_STRUCK),
     Method("k8s-python", "k8s-python", "anchor: the Kubernetes Python client's leaderelection with its LeaseLock "
            "(its smallest whole seconds: 3 s / 2 s / 1 s at D = 1 s)", ("kubernetes",), _k8s_python_timing,
-           _k8s_python),
+           _k8s_python, struck=KUBERNETES_STRUCK),
     Method("jraft", "jraft", "anchor: sofa-jraft, a group per partition, our balanced priorities (ET = D)", (),
            lambda b: {"election_timeout_ms": str(round(b * 1000))}, _jraft),
 ]}

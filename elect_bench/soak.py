@@ -276,7 +276,9 @@ def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, r
             wait_until_time(records[before].mono + trial.hold_for)  # the member stays away for the hold
             failed_starts = group.revive(trial.bound)
     elif isinstance(fault, InfraFault):
-        strike_infrastructure(fault, trial, env, group.procs, records, progress)
+        # each kind once a round: a method whose faults strike several services takes them in turn, round by round
+        strike_infrastructure(fault, trial, env, group.procs, records, progress,
+                              turn=planned.index // max(1, len(spec.faults)))
     with contextlib.suppress(WaitTimeout):
         wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role after the fault")
     settle(group.procs, quiet=max(1.0, spec.budget), limit=trial.bound)

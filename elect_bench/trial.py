@@ -167,7 +167,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
         if isinstance(spec.fault, MemberFault):
             strike_member(spec.fault, spec, env, procs, records, progress)
         elif isinstance(spec.fault, InfraFault):
-            strike_infrastructure(spec.fault, spec, env, procs, records, progress)
+            strike_infrastructure(spec.fault, spec, env, procs, records, progress, turn=index)
         history = _observed(env.placement, procs, records, began, result)
         _measure(spec, promised, history, procs, result)
         result.ok = True
@@ -327,11 +327,12 @@ def _balanced_now(procs: Sequence[MemberProcess], roles: set[str]) -> bool:
 
 
 def strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
-                          records: list[Record], progress: Progress) -> None:
-    """Fault one member of the method's first service, hold, bring it back, wait until every role is led."""
+                          records: list[Record], progress: Progress, turn: int = 0) -> None:
+    """Fault one member of the service the method's `turn`-th infrastructure fault strikes (`Method.strikes`), hold,
+    bring it back, wait until every role is led."""
     if env.infra is None or not spec.method.needs:
         raise ValueError(f"{spec.method.name} has no infrastructure the harness can fault")
-    service = spec.method.needs[0]
+    service = spec.method.strikes(turn)
     at = time.monotonic()
     victim = fault.inject(env.infra, service)
     records.append(Record(at, fault.name, victim.label, f"1 of {env.infra.members(service)}"))

@@ -154,3 +154,12 @@ def test_a_restarted_members_first_life_ends_at_the_kill_and_its_second_is_new()
     history = History(lines, [Record(2.0, "restart", "a"), Record(5.0, "restarted", "a")], end=10.0)
     assert [(i.member, i.start, i.end, i.ended_by) for i in history.intervals()["r"]] == [
         ("a", 0.0, 2.0, "killed"), ("b", 3.0, 6.0, "revoked"), ("a", 7.0, 9.0, "revoked")]
+
+
+def test_infrastructure_faults_on_kubernetes_strike_the_api_server_and_its_etcd_in_turn() -> None:
+    """kubernetes:// depends on kube-apiserver and on the etcd beneath it: its infrastructure faults take them in
+    turn, trial by trial (a soak: round by round); a method on one service always strikes that one."""
+    for name in ("kubernetes", "client-go", "k8s-python"):
+        assert [METHODS[name].strikes(turn) for turn in range(4)] == ["kubernetes", "etcd"] * 2
+    assert {METHODS["etcd"].strikes(turn) for turn in range(3)} == {"etcd"}
+    assert METHODS["kafka-fast"].strikes(1) == "kafka"
