@@ -255,7 +255,7 @@ class EnvelopeResult:
         floors = self.floors()
         unfloored = [m for m in methods if self.scenario.floor is not None and floors.get(m) is None]
         costed = {run_.method for run_ in self.cost}
-        uncosted = [m for m in methods if self.scenario.cost > 0 and m not in costed]
+        uncosted = [m for m in methods if self.scenario.cost > 0 and m not in costed and not method_spec(m).uncounted]
         return [*short, *(f"the floor of {m}: no budget held through all its windows (not all run)" for m in unfloored),
                 *(f"the cost of {m}: not run" for m in uncosted)]
 
@@ -450,11 +450,14 @@ def _cost(scenario: EnvelopeScenario, methods: Sequence[str], workdir: Path, res
     """Per method and role count of the roles axis: a group at rest, its requests counted by relays."""
     origin = scenario.origin
     counts = sorted({origin.roles, *(int(v) for v in scenario.sweep.get("roles", ()))})
-    metered = replace(scenario.base, budget=origin.budget, members=origin.members, sizes=(origin.members,),
-                      meter=True, faults=(_none(),), trials=1, rest=scenario.cost, busy=0)
+    counted = tuple(m for m in methods if not method_spec(m).uncounted)  # the others: said in `held_notes`
+    if not counted:
+        return
+    metered = replace(scenario.base, methods=counted, budget=origin.budget, members=origin.members,
+                      sizes=(origin.members,), meter=True, faults=(_none(),), trials=1, rest=scenario.cost, busy=0)
     done = {(run_.method, run_.roles) for run_ in result.cost}
     with suite.environment(metered, workdir / "cost") as env:
-        for method in methods:
+        for method in counted:
             for roles in counts:
                 point = replace(origin, roles=roles)
                 if scenario.held(method, point) or (method, roles) in done:
@@ -630,6 +633,9 @@ def cost_table(result: EnvelopeResult) -> list[str]:
 
 def held_notes(result: EnvelopeResult) -> list[str]:
     held = sorted({(m, why) for methods in result.held.values() for m, why in methods.items()})
+    if result.scenario.cost:
+        held += [(m, f"cost at rest not counted: {why}") for m in result.scenario.base.methods
+                 if (why := method_spec(m).uncounted)]
     missing = result.missing()
     cut = ["**Cut short**: this report is of the run's checkpoint (`--report-only`); what it did not get to is "
            "missing from the tables:", "", *(f"- {what}" for what in missing), ""] if result.cut_short else []

@@ -70,6 +70,16 @@ class Method:
         return self.build(group, {**self.params(budget), **(overrides or {})})
 
     @property
+    def uncounted(self) -> str | None:
+        """Why the harness's relays cannot count this method's requests (they read plain wire protocols), or None."""
+        if self.secure:
+            return "its requests are TLS, which the relays that count requests cannot read"
+        if "kubernetes" in self.needs:
+            return ("its requests are HTTPS (the Kubernetes API serves nothing else), which the relays that count "
+                    "requests cannot read; bench/bare/kube_requests.py counts them at the API server")
+        return None
+
+    @property
     def anchor(self) -> bool:
         """Whether members are an anchor's own code (bench/anchors) rather than `elect member`."""
         return self.scheme in anchors.PROMISES

@@ -81,9 +81,8 @@ class Scenario:
         if self.meter and (anchored := [m for m in self.methods if method_spec(m).anchor and not method_spec(m).needs]):
             raise ConfigError(f"{', '.join(anchored)}: peer traffic of an anchor is not counted", parameter="meter")
         secured = [m for m in self.methods if method_spec(m).secure]
-        if secured and self.meter:
-            raise ConfigError(f"{', '.join(secured)}: the relays that count requests cannot read TLS",
-                              parameter="meter")
+        if self.meter and (uncounted := [m for m in self.methods if method_spec(m).uncounted]):
+            raise ConfigError(f"{', '.join(uncounted)}: {method_spec(uncounted[0]).uncounted}", parameter="meter")
         if secured and (faults := [str(f) for f in self.faults if f.infrastructure]):
             raise ConfigError(f"{', '.join(faults)} strikes the plain cluster only; run {', '.join(secured)} with "
                               "member faults", parameter="faults")

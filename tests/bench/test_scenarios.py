@@ -64,8 +64,10 @@ def test_the_secure_scenario_runs_plain_and_secured_methods_on_two_clusters() ->
     secure = scenario.load("secure")
     assert secure.plain_needs == ("etcd", "zookeeper", "kafka") == secure.secure_needs
     assert [m for m in secure.methods if METHODS[m].secure] == ["etcd-tls", "zookeeper-tls", "kafka-fast-sasl"]
-    with pytest.raises(ConfigError, match="cannot read TLS"):
+    with pytest.raises(ConfigError, match="TLS, which the relays that count requests cannot read"):
         scenario.load({"methods": ["etcd-tls"], "meter": True})
+    with pytest.raises(ConfigError, match="HTTPS .*kube_requests.py"):  # the Kubernetes API is never plain
+        scenario.load({"methods": ["kubernetes"], "meter": True})
     with pytest.raises(ConfigError, match="plain cluster only"):
         scenario.load({"methods": ["etcd-tls"], "faults": ["infra"], "store_members": 3})
     plain = Endpoints(etcd=("h:1",))
