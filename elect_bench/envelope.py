@@ -99,7 +99,7 @@ class EnvelopeScenario:
         if self.base.rest <= 0:
             raise ConfigError("an envelope needs `rest` > 0: false failovers are counted there", parameter="rest")
         for method, axes in self.limits.items():
-            method_spec(method, self.base.methods)
+            method_spec(method)  # a known method (a typo is refused), run or not: `--methods` may leave it out
             if unknown := sorted(set(axes) - set(AXES)):
                 raise ConfigError(f"limits.{method}: unknown axis {unknown}", parameter="limits")
         if self.cost < 0:

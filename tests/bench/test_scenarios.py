@@ -66,7 +66,7 @@ def test_the_secure_scenario_runs_plain_and_secured_methods_on_two_clusters() ->
     assert [m for m in secure.methods if METHODS[m].secure] == ["etcd-tls", "zookeeper-tls", "kafka-fast-sasl"]
     with pytest.raises(ConfigError, match="TLS, which the relays that count requests cannot read"):
         scenario.load({"methods": ["etcd-tls"], "meter": True})
-    with pytest.raises(ConfigError, match="HTTPS .*kube_requests.py"):  # the Kubernetes API is never plain
+    with pytest.raises(ConfigError, match=r"HTTPS .*kube_requests\.py"):  # the Kubernetes API is never plain
         scenario.load({"methods": ["kubernetes"], "meter": True})
     with pytest.raises(ConfigError, match="plain cluster only"):
         scenario.load({"methods": ["etcd-tls"], "faults": ["infra"], "store_members": 3})
@@ -108,6 +108,11 @@ def test_an_envelope_runs_cuts_through_its_base_point() -> None:
     assert neli.held("kafka-fast", Point(1.0, 6, 3, 0)) is None and neli.held("kafka-fast-848", Point(0.5, 6, 3, 0)) \
         is None
     assert scenario.kind({"sweep": {"roles": [6]}}) == "envelope"
+    # `--methods` may run fewer methods than the file's limits name; a limit of no known method is a typo
+    only = EnvelopeScenario.from_mapping({"methods": ["etcd"], "rest": 5, "limits": {"raft": {"roles": 60}}})
+    assert only.held("etcd", Point(1.0, 600, 3, 0)) is None
+    with pytest.raises(ConfigError, match="raftt"):
+        EnvelopeScenario.from_mapping({"methods": ["etcd"], "rest": 5, "limits": {"raftt": {"roles": 60}}})
     bundled = EnvelopeScenario.from_mapping(scenario.read("envelope"))
     assert bundled.floor is not None and bundled.floor.rest == 600 and bundled.cost > 0
     assert {p.roles for p in bundled.points()} == {6, 60, 600, 6000}
