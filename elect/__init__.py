@@ -14,7 +14,7 @@ ZooKeeper), behind one contract, with a harness that measures how each hands ove
 """
 
 from elect.config import ElectorSpec, connect, from_config, parse_url, spec_from_config, spec_from_url
-from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements, Transferred
+from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements, Running, Transferred
 from elect.errors import (
     AccessRefused,
     ConfigError,
@@ -31,7 +31,6 @@ from elect.errors import (
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.observe import LeaderChanged
 from elect.roles import Role, partition_of
-from elect.work import Running
 
 __all__ = [
     "AccessRefused", "Acquired", "Characteristics", "ConfigError", "Drained", "ElectError", "Elector", "ElectorSpec",

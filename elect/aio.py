@@ -21,11 +21,19 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from elect.config import connect as _connect
 from elect.config import from_config as _from_config
-from elect.contract import Characteristics, Drained, Elector, Leadership, Requirements, Transferred, Unsubscribe
+from elect.contract import (
+    Characteristics,
+    Drained,
+    Elector,
+    Leadership,
+    Requirements,
+    Running,
+    Transferred,
+    Unsubscribe,
+)
 from elect.events import Event
 from elect.observe import LeaderChanged
 from elect.roles import Role
-from elect.work import Running
 
 if TYPE_CHECKING:
     from elect.metrics import Metrics

@@ -23,7 +23,16 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
-from elect.contract import Callback, Drained, Elector, Leadership, ObserveCallback, Transferred, Unsubscribe
+from elect.contract import (
+    Callback,
+    Drained,
+    Elector,
+    Leadership,
+    ObserveCallback,
+    Running,
+    Transferred,
+    Unsubscribe,
+)
 from elect.core import Acquire, Extend, ExtendShared, LeadershipChange, Revoke
 from elect.deadlines import DeadlineTimer, SharedDeadline
 from elect.dispatch import EventDispatcher
@@ -31,7 +40,7 @@ from elect.errors import ConfigError, NotLeader, NotStarted, NotSupported
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.observe import LeaderChanged
 from elect.roles import Role, normalize_roles
-from elect.work import Running, Work
+from elect.work import Work
 
 if TYPE_CHECKING:
     from elect.metrics import Metrics

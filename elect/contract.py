@@ -20,7 +20,6 @@ from elect.roles import Role
 
 if TYPE_CHECKING:
     from elect.metrics import Metrics
-    from elect.work import Running
 
 Callback = Callable[[Event], object]
 ObserveCallback = Callable[[LeaderChanged], object]
@@ -181,6 +180,34 @@ class Requirements:
 
 def _bound(value: float | None) -> str:
     return "no bound" if value is None else f"{value:g} s"
+
+
+class Running(ABC):
+    """What `Elector.run` returns: `fn` runs for each leadership of `roles` until `cancel()`.
+
+    Also a context manager (`with e.run(...)`: cancelled on exit). `calls` and `failures` count the calls
+    made and those that raised, for monitoring.
+    """
+
+    roles: frozenset[Role]
+    calls: int
+    failures: int
+
+    @property
+    @abstractmethod
+    def cancelled(self) -> bool: ...
+
+    @abstractmethod
+    def cancel(self, timeout: float | None = None) -> bool:
+        """Make no more calls; tell the calls in progress to stop, and wait up to `timeout` for them to return
+        (0: do not wait). Leaderships are kept: cancelling work is not resigning. True if all returned."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.cancel()
 
 
 class Elector(ABC):

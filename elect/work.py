@@ -17,10 +17,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
-from typing import Self
 
-from elect.contract import Callback, Leadership, Unsubscribe
+from elect.contract import Callback, Leadership, Running, Unsubscribe
 from elect.errors import ElectError
 from elect.events import Event, Revoked
 from elect.roles import Role
@@ -72,12 +70,8 @@ class _Slot:
         self.failures = 0
 
 
-class Running:
-    """What `Elector.run` returns: `fn` runs for each leadership of `roles` until `cancel()`.
-
-    Also a context manager (`with e.run(...)`: cancelled on exit). `calls` and `failures` count the calls
-    made and those that raised, for monitoring.
-    """
+class Job(Running):
+    """The `Running` that `Work` makes: its calls, one thread per role (`_Slot`)."""
 
     def __init__(self, work: Work, roles: tuple[Role, ...], fn: WorkFn, grace: float | None) -> None:
         self.roles = frozenset(roles)
@@ -94,8 +88,6 @@ class Running:
         return self._cancelled
 
     def cancel(self, timeout: float | None = None) -> bool:
-        """Make no more calls; tell the calls in progress to stop, and wait up to `timeout` for them to return
-        (0: do not wait). Leaderships are kept: cancelling work is not resigning. True if all returned."""
         with self._work.lock:
             self._cancelled = True
             if self in self._work.jobs:
@@ -111,13 +103,6 @@ class Running:
             if not call.done.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
                 return False
         return True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.cancel()
 
     # ------------------------------------------------------------------ from Work, under its lock
     def _acquired(self, lead: Leadership) -> None:
@@ -172,15 +157,15 @@ class Work:
                  resign: Callable[[Role], None], subscribe: Callable[[Callback], Unsubscribe]) -> None:
         self.name = name
         self.lock = lock  # the elector's: transitions and work change together
-        self.jobs: list[Running] = []
+        self.jobs: list[Job] = []
         self.calls: list[_Call] = []  # not yet returned (queued or running)
         self._current = current
         self._resign = resign
         self._subscribe = subscribe
         self._barrier: Unsubscribe | None = None
 
-    def run(self, roles: tuple[Role, ...], fn: WorkFn, grace: float | None) -> Running:
-        job = Running(self, roles, fn, grace)
+    def run(self, roles: tuple[Role, ...], fn: WorkFn, grace: float | None) -> Job:
+        job = Job(self, roles, fn, grace)
         with self.lock:
             if self._barrier is None:
                 self._barrier = self._subscribe(self._hold_back)

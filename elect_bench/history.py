@@ -72,7 +72,7 @@ class History:
         afresh."""
         out: dict[str, list[float]] = defaultdict(list)
         for f in sorted(self.faults, key=lambda f: f.mono):
-            if faults.kills_process(f):
+            if faults.kills_process(f.kind):
                 out[f.target].append(f.mono)
         return dict(out)
 

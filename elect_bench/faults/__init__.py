@@ -2,19 +2,14 @@
 
 Names are looked up only where a user writes them (CLI flags, scenario YAML) with `fault(name)`; everywhere
 else code holds `Fault` objects and asks them. A history's fault *records* (`elect_bench.history.FaultRecord`) keep
-the name as `kind`, so questions about a record are answered here too.
+the name as `kind`, so questions about a record are answered here too, by that name.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from elect.errors import ConfigError
 from elect_bench.faults import infrastructure, member, steady  # noqa: F401 (each kind registers as it is defined)
 from elect_bench.faults.base import REGISTRY, Fault, InfraFault, MemberFault
-
-if TYPE_CHECKING:
-    from elect_bench.history import FaultRecord as Record
 
 __all__ = ["FAULTS", "Fault", "InfraFault", "MemberFault", "fault", "kills_process"]
 
@@ -30,7 +25,8 @@ def fault(name: str) -> Fault:
         raise ConfigError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}", parameter="faults") from None
 
 
-def kills_process(record: Record) -> bool:
-    """Whether the harness killed the record's target (a dead process believes nothing after it)."""
-    kind = FAULTS.get(record.kind)
-    return kind is not None and kind.kills_process
+def kills_process(kind: str) -> bool:
+    """Whether a record of `kind` (a fault's name, or its healing's) means the harness killed its target (a dead
+    process believes nothing after it)."""
+    found = FAULTS.get(kind)
+    return found is not None and found.kills_process

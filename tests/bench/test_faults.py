@@ -100,8 +100,8 @@ def test_what_the_measures_may_expect_of_each_kind() -> None:
 
 
 def test_records_are_answered_by_the_registry() -> None:
-    assert kills_process(Record(1.0, "kill", "a")) and kills_process(Record(1.0, "restart", "a"))
-    assert not any(kills_process(Record(1.0, kind, "a")) for kind in ("stop", "pause", "resume", "heal", "restarted"))
+    assert kills_process(Record(1.0, "kill", "a").kind) and kills_process("restart")
+    assert not any(kills_process(kind) for kind in ("stop", "pause", "resume", "heal", "restarted"))
     # belief of a killed member ends at the kill; a paused one's does not
     lines = [{"mono": 0.0, "member": m, "role": "r", "event": "acquired", "token": 1} for m in ("a", "b")]
     history = History(lines, [Record(2.0, "kill", "a"), Record(3.0, "pause", "b")], end=5.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,6 +19,56 @@ def test_import_contracts_hold() -> None:
     done = subprocess.run([lint, "--no-logo", "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout
+
+
+def test_no_import_cycles_type_only_imports_included() -> None:
+    """A cycle of imports, even one closed only by an `if TYPE_CHECKING:` import, means two modules that cannot be
+    read, tested or moved apart; grimp (import-linter's graph) sees both kinds."""
+    import grimp
+
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in order:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], order[imported])
+        if low[module] == order[module]:
+            component = [stack.pop()]
+            while component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in order:
+            visit(module)
+    assert cycles == []
+
+
+def test_ruff_finds_nothing() -> None:
+    """The lint configured in pyproject.toml, over everything in the repository."""
+    ruff = shutil.which("ruff")
+    assert ruff, "ruff is missing: ./setup installs it (the dev extra)"
+    done = subprocess.run([ruff, "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_strict_finds_nothing() -> None:
+    """Every package and the bare-store probes type-check under `mypy --strict` (pyproject.toml sets it)."""
+    probes = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "bench" / "bare").glob("*.py"))
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", *PACKAGES, *probes],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    assert "Success: no issues found" in done.stdout
 
 
 def test_no_symlinks_in_the_tree() -> None:
