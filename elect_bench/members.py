@@ -19,44 +19,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from elect import member_reports
 from elect.contract import Elector
 from elect.events import Event, parse_line
 from elect.roles import Role
 
 Line = dict[str, Any]
 
-#: What `elect member` prints on stderr once its elector has started (reached its store or peers), the
-#: member id before it: the harness reads it to know that a started-again member is back.
-STARTED = "started on"
 #: What the harness writes into a member's stderr log before it starts a new life of it.
 _AGAIN = "started again"
-#: What `elect member` prints on stderr after the member id, then a JSON object: `WORK` for each worker of
-#: `--work` that started or returned (role, token, state "started" / "returned", mono), `DRAINED` once it
-#: drained on its way out (seconds, mono, roles, successors: None where the method cannot see them,
-#: uncontended: roles no other member contended for), `LEADER` with `--observe` for each change of whom it sees
-#: lead a role it contends for (ts, mono, member, role, leader: None for nobody, token), `METRICS` once with
-#: `--metrics-port` (port, url), `TRANSFERRED` for each `transfer R TO` control line (role, to, leader, seconds,
-#: confirmed; or error and message), `TIMED` once on its way out where the method times the steps of its
-#: handovers (step -> the seconds each took, `Elector.timings`).
-WORK = "work"
-DRAINED = "drained"
-LEADER = "leader"
-METRICS = "metrics"
-TRANSFERRED = "transferred"
-TIMED = "timed"
-
-
-def stderr_reports(text: str, member_id: str, kind: str) -> list[Line]:
-    """The JSON objects of `member_id`'s `kind` lines (`WORK`, `DRAINED`) in a member's stderr text."""
-    prefix = f"elect member: {member_id} {kind} "
-    found: list[Line] = []
-    for line in text.splitlines():
-        if line.startswith(prefix) and "{" in line:
-            try:
-                found.append(json.loads(line[line.index("{"):]))
-            except ValueError:
-                continue  # a torn line of a killed process
-    return found
 
 
 class EventLog:
@@ -329,7 +300,7 @@ class MemberProcess(SignalledProcess):
         except OSError:
             return False
         life = text.rsplit(f"--- elect bench: {self.member_id} {_AGAIN}", 1)[-1]
-        return f"elect member: {self.member_id} {STARTED} " in life
+        return f"elect member: {self.member_id} {member_reports.STARTED} " in life
 
     def _read(self, stream: IO[str] | None, life: int) -> None:
         assert stream is not None
@@ -406,7 +377,7 @@ class MemberProcess(SignalledProcess):
     def reports(self, kind: str) -> list[Line]:
         """What this member reported on stderr as `kind` (`WORK`, `DRAINED`), every life's."""
         try:
-            return stderr_reports(self.stderr_path.read_text(errors="replace"), self.member_id, kind)
+            return member_reports.reports(self.stderr_path.read_text(errors="replace"), self.member_id, kind)
         except OSError:
             return []
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from elect.contract import Characteristics
+from elect.member_reports import TIMED
 from elect_bench.busy import Busy
 from elect_bench.checker import check
 from elect_bench.faults import Fault, InfraFault, MemberFault
@@ -34,7 +35,7 @@ from elect_bench.measures import (
     overlaps,
     total,
 )
-from elect_bench.members import TIMED, MemberProcess, leaders, led, settle
+from elect_bench.members import MemberProcess, leaders, led, settle
 from elect_bench.metering import Router
 from elect_bench.methods import Group, Method, direct
 from elect_bench.placement import LocalPlacement, Placement

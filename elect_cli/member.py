@@ -39,8 +39,8 @@ from elect.config import load_yaml, spec_from_config, spec_from_url
 from elect.contract import Drained, Elector, Leadership
 from elect.errors import ConfigError
 from elect.events import Event, Revoked
+from elect.member_reports import DRAINED, LEADER, METRICS, STARTED, TIMED, TRANSFERRED, WORK, report_line
 from elect.roles import Role, parse_role
-from elect_bench.members import DRAINED, LEADER, METRICS, STARTED, TIMED, TRANSFERRED, WORK
 
 if TYPE_CHECKING:
     from elect_bench.fenced.writer import FencedWriter
@@ -188,7 +188,7 @@ def _say(line: str) -> None:
 
 
 def _stderr(member: str, kind: str, report: dict[str, Any], text: str = "") -> None:
-    _say(f"elect member: {member} {kind} {text}{json.dumps(report)}")
+    _say(report_line(member, kind, report, text))
 
 
 class _Workers:

@@ -19,20 +19,10 @@ import pytest
 
 import elect
 from elect.events import Event, Revoked
+from elect.member_reports import DRAINED, LEADER, METRICS, TRANSFERRED, WORK
 from elect.metrics import Metrics
 from elect.roles import Role
-from elect_bench.members import (
-    DRAINED,
-    LEADER,
-    METRICS,
-    TRANSFERRED,
-    WORK,
-    EventLog,
-    InProcessMember,
-    Line,
-    Member,
-    MemberProcess,
-)
+from elect_bench.members import EventLog, InProcessMember, Line, Member, MemberProcess
 from elect_cli.member import Worker, drained_report, transfer_report
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port_blocks

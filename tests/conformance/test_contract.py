@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from elect.errors import ConfigError, NotSupported
+from elect.member_reports import DRAINED, LEADER, METRICS, TRANSFERRED, WORK
 from elect.metrics import FAILOVER, LEADER_GAUGE, RENEWAL, TRANSITIONS, scrape
-from elect_bench.members import DRAINED, LEADER, METRICS, TRANSFERRED, WORK, Line, Member
+from elect_bench.members import Line, Member
 from elect_cluster.waiting import wait_until
 
 from implementations import Group, Implementation

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from elect.events import parse_line
+from elect.member_reports import DRAINED, WORK
 from elect.observe import Claim
-from elect_bench.members import DRAINED, WORK, MemberProcess
+from elect_bench.members import MemberProcess
 from elect_cli.watch import LeaderTable
 from elect_cluster.waiting import wait_until
 

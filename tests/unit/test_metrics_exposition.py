@@ -17,8 +17,9 @@ from prometheus_client.parser import text_string_to_metric_families
 import elect
 from elect.base import TIMINGS_KEPT
 from elect.errors import MissingExtra
+from elect.member_reports import LEADER, METRICS
 from elect.metrics import FAILOVER, FENCE_LAG, LEADER_GAUGE, RENEWAL, STEP, Metrics, MetricsObserver
-from elect_bench.members import LEADER, METRICS, MemberProcess
+from elect_bench.members import MemberProcess
 from elect_cluster.waiting import wait_until
 
 _groups = itertools.count()
