@@ -49,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
-from neli.kafka_wire import METADATA, KafkaWireError, api_versions, find_coordinator, metadata_brokers
+from elect.kafka_wire import METADATA, KafkaWireError, api_versions, find_coordinator, metadata_brokers
 
 from .errors import ClusterError, MissingBinary, NotReady
 from .kafka_broker import probe_broker

@@ -12,7 +12,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from neli.kafka_wire import METADATA, KafkaWireError, api_versions, metadata_brokers
+from elect.kafka_wire import METADATA, KafkaWireError, api_versions, metadata_brokers
 
 from .errors import MissingBinary, NotReady
 from .ports import free_ports

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from elect.errors import ConfigError, InfrastructureUnavailable
-from neli.kafka_wire import CONSUMER_GROUP_HEARTBEAT, KafkaWireError, api_versions
+from elect.kafka_wire import CONSUMER_GROUP_HEARTBEAT, KafkaWireError, api_versions
 from neli.options import KafkaOptions
 
 log = logging.getLogger("neli")

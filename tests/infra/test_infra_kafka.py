@@ -8,9 +8,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from elect.kafka_wire import CONSUMER_GROUP_HEARTBEAT, METADATA, api_versions
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.waiting import wait_until
-from neli.kafka_wire import CONSUMER_GROUP_HEARTBEAT, METADATA, api_versions
 
 pytestmark = pytest.mark.infra
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from kafka_proxy import KafkaProxy
 
+from elect.kafka_wire import api_versions
 from elect_bench.members import Line, MemberProcess
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.kafka_broker import find_tansu
 from elect_cluster.ports import free_port
 from elect_cluster.waiting import wait_until
-from neli.kafka_wire import api_versions
 
 pytestmark = pytest.mark.infra
 
