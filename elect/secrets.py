@@ -38,6 +38,44 @@ def read_secret(file: str | None, env: str | None, *, what: str) -> str | None:
     return None
 
 
+def check_certificate(ca: str, cert: str, key: str) -> None:
+    """Refuse, naming the file at fault, a node's TLS files that cannot work together: a CA file with no
+    certificate, a key that does not belong to the certificate, or the CA's own certificate given as the node's
+    (it would start, and every peer would refuse it or, worse, take it for the CA). Checked where the options are
+    read, before anything listens."""
+    try:
+        ssl.create_default_context(cafile=ca)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(f"no CA certificate can be read from {ca}: {exc}", parameter="ca") from None
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        if "KEY_VALUES_MISMATCH" in str(exc):
+            raise ConfigError(f"the key in {key} does not belong to the certificate in {cert}", parameter="key") \
+                from None
+        raise ConfigError(f"{cert} and {key} are not a PEM certificate and its private key: {exc}",
+                          parameter="cert") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {cert} or {key}: {exc}", parameter="cert") from None
+    if _certificates(cert)[:1] and _certificates(cert)[0] in _certificates(ca):
+        raise ConfigError(f"{cert} is the CA's own certificate (the one in {ca}): give this node a certificate of "
+                          "its own, signed by that CA (`elect certs make`)", parameter="cert")
+
+
+def _certificates(path: str) -> list[bytes]:
+    """The DER of each PEM certificate in a file."""
+    text = Path(path).read_text(errors="replace")
+    end = "-----END CERTIFICATE-----"
+    blocks = [block + end for block in text.split(end) if "-----BEGIN CERTIFICATE-----" in block]
+    found = []
+    for block in blocks:
+        try:
+            found.append(ssl.PEM_cert_to_DER_cert(block[block.index("-----BEGIN CERTIFICATE-----"):]))
+        except ValueError:
+            continue
+    return found
+
+
 def tls_refusal(said: str, service: str, where: str, *, tls: bool) -> str | None:
     """What a failed connection's error text (`said`) tells of a TLS refusal, as a sentence naming `service` at
     `where` and what to change; None when it tells of none (a time-out, a refused connection: try again)."""

@@ -163,7 +163,8 @@ class PeerLink:
             self._pending.clear()
             self._cond.notify_all()
         self._channel.close()
-        self._thread.join(5)
+        if self._thread.ident is not None:  # started (a transport that could not listen never starts its links)
+            self._thread.join(5)
 
     def _requests(self, generation: int) -> Iterator[bytes]:
         while True:
@@ -257,10 +258,12 @@ class Transport:
         try:
             port = (self._server.add_insecure_port(self.listen) if self.tls is None else
                     self._server.add_secure_port(self.listen, self.tls.server()))
-        except RuntimeError as exc:
-            raise OSError(f"cannot listen on {self.listen}: {exc}") from exc
+        except RuntimeError as exc:  # gRPC's words: "Failed to bind to address ..."
+            raise OSError(f"cannot listen on {self.listen}: the port is taken, or the address is not one of this "
+                          "machine's") from exc
         if port == 0:
-            raise OSError(f"cannot listen on {self.listen} (in use?)")
+            raise OSError(f"cannot listen on {self.listen}: the port is taken, or the address is not one of this "
+                          "machine's")
         self._server.start()
         for link in self.links.values():
             link.start()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from elect.options import port_number, rule
+from elect.secrets import check_certificate
 from elect.shares import check_capacity
 
 Priority = Literal["balanced", "zeebe", "off"]
@@ -235,6 +236,8 @@ class RaftOptions(PeerOptions):
         for name in given:
             path = Path(getattr(self, name))
             rule(path.is_file() and os.access(path, os.R_OK), name, f"no readable file at {path}")
+        if self.ca and self.cert and self.key:
+            check_certificate(self.ca, self.cert, self.key)
         rule(self.handover_timeout is None or self.handover_timeout >= 0, "handover_timeout", "must be >= 0")
         rule(self.tick is None or 0 < self.tick <= hb, "tick", f"must be in (0, heartbeat_interval = {hb:g} s]")
         limit = max(0.0, 0.45 * et - hb)

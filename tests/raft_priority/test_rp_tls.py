@@ -134,3 +134,37 @@ def test_tls_options_come_together_and_name_readable_files(tmp_path: Path) -> No
         spec_from_url(f"{base}&ca={ca.cert}")
     with pytest.raises(ConfigError, match="key: no readable file"):
         spec_from_url(f"{base}&ca={ca.cert}&cert={ca.cert}&key={tmp_path / 'missing.key'}")
+
+
+def test_tls_files_that_cannot_work_together_are_refused_naming_the_file(tmp_path: Path) -> None:
+    """A certificate with another node's key, or the CA's own certificate given as the node's, is refused when the
+    URL is read, naming the file at fault, rather than failing to listen with a traceback (or, the CA's certificate,
+    running with credentials no peer should accept)."""
+    make_certs(tmp_path, IDS)
+    base = f"raft://a@127.0.0.1:7001?peers=b@127.0.0.1:7002&ca={tmp_path / 'ca.crt'}"
+    with pytest.raises(ConfigError, match=r"key: the key in .*b\.key does not belong to the certificate in .*a\.crt"):
+        spec_from_url(f"{base}&cert={tmp_path / 'a.crt'}&key={tmp_path / 'b.key'}")
+    with pytest.raises(ConfigError, match=r"cert: .*ca\.crt is the CA's own certificate"):
+        spec_from_url(f"{base}&cert={tmp_path / 'ca.crt'}&key={tmp_path / 'ca.key'}")
+    with pytest.raises(ConfigError, match=r"ca: no CA certificate can be read from .*a\.key"):
+        spec_from_url(f"raft://a@127.0.0.1:7001?peers=b@127.0.0.1:7002&ca={tmp_path / 'a.key'}"
+                      f"&cert={tmp_path / 'a.crt'}&key={tmp_path / 'a.key'}")
+    assert spec_from_url(f"{base}&cert={tmp_path / 'a.crt'}&key={tmp_path / 'a.key'}")  # the right pair
+
+
+def test_a_node_that_cannot_listen_says_so_and_exits_without_a_traceback() -> None:
+    """Its port taken by another process: `elect member` exits 3 (the infrastructure, here the machine, refused)
+    with one line naming the address, not a traceback of its own clean-up."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "elect", "member", f"raft://a@127.0.0.1:{port}?peers=b@127.0.0.1:9",
+                               "--roles", "x"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: the port is taken" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
