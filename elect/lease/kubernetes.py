@@ -127,7 +127,7 @@ class KubernetesStore:
     batch_size = 16
     parallel = 4
 
-    def __init__(self, options: KubernetesOptions, member: str) -> None:
+    def __init__(self, options: KubernetesOptions, member: str, roles: int = 0) -> None:
         self.options = options
         self.member = member
         self._endpoint = resolve(options)
@@ -135,7 +135,7 @@ class KubernetesStore:
         self._path = leases(options.namespace)
         self._prefix = options.prefix
         self._member_prefix = f"{options.prefix}.member."
-        self._duration = options.lease_seconds
+        self._duration = options.lease_seconds_for(roles)
         self._refresh_age = self._duration / 2 - options.interval  # rewrite a role Lease older than this
         # a renewal sent at s may move the deadline to s + renew_deadline only if every role Lease was written after
         # s + renew_deadline - leaseDurationSeconds: a client-go candidate may take one that long after its last write
@@ -750,6 +750,6 @@ def characteristics(options: KubernetesOptions) -> Characteristics:
 
 def create(options: KubernetesOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:
     timing = options.timing(silence_takeover=True)
-    store = KubernetesStore(options, member)
+    store = KubernetesStore(options, member, len(roles))
     return LeaseElector("kubernetes", options, member, roles, store, timing, characteristics(options))
 

@@ -25,6 +25,16 @@ def test_url_fills_server_namespace_and_derived_timing() -> None:
     assert spec_from_url("kubernetes:///default", member="m").options.server is None
 
 
+def test_the_default_lease_duration_follows_the_roles() -> None:
+    """Role Leases are rewritten every half `leaseDurationSeconds` for client-go readers: by default it grows with
+    the roles a member contends for (a member holding all of them rewrites at most 50 a second), never below twice
+    the TTL; one the user set stands whatever the roles."""
+    options = KubernetesOptions(server="h:6443", ttl=1.0)
+    assert [options.lease_seconds_for(n) for n in (6, 50, 60, 600, 6000)] == [2, 2, 3, 24, 240]
+    assert all(2 * n / options.lease_seconds_for(n) <= 50 for n in range(1, 10_000, 7))
+    assert KubernetesOptions(server="h:6443", ttl=1.0, lease_duration=5).lease_seconds_for(6000) == 5
+
+
 @pytest.mark.parametrize(("url", "parameter"), [
     ("kubernetes://h:6443/Not_A_Namespace", "namespace"),
     ("kubernetes://h:6443/default?prefix=UPPER", "prefix"),
