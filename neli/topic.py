@@ -3,6 +3,16 @@
 M cannot change while a group runs (every member maps roles by `j mod M`), so an existing topic with a
 different partition count is an error that says which count to use, never a silent resize.
 
+A topic the elector creates gets the configs in `TOPIC_CONFIG` (heartbeats are read live, so an hour of them
+is kept), and is warmed (`_warm`) before anyone leads on it: Kafka writes a partition's first index entries into
+fresh, sparse, memory-mapped index files, and on an ordinary disk that first write took ~2.5 ms per file here,
+while the broker's request thread appending a produce request for every partition waits. Members in fast mode
+write every partition alike, so every partition reached its first entry (after `index.interval.bytes`, 4 KB by
+default) in the same request: at 60 partitions the broker took the heartbeats ~1.4 s late, and every member
+fenced every role about 3 s after the group first led (docs/neli-broker.md). Warming writes a padding record a
+little over 4 KB and then a small one to every partition, so those first entries are written while nobody leads.
+Segments roll at different times for the same reason (`segment.jitter.ms`).
+
 Beside it, the parking topic (`TOPIC.parked`, one partition, never written): a member that resigns
 (for `rejoin_delay`) or stops subscribes to it instead of the leader topic, so it hands its partitions
 over through an ordinary rebalance and stays in the group (neli/elector.py says why not LeaveGroup).
@@ -10,15 +20,18 @@ over through an ordinary rebalance and stays in the group (neli/elector.py says 
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
 from neli.kafka_errors import refusal
 from neli.options import DEFAULT_PARTITIONS, KafkaOptions
+
+log = logging.getLogger("neli")
 
 
 class Refusals:
@@ -92,7 +105,8 @@ def ensure_topic(options: KafkaOptions) -> int:
     deadline = time.monotonic() + options.connect_timeout
     count = partition_count(admin, options, deadline)
     if count is None:
-        count = _create(admin, options, options.topic, options.partitions or DEFAULT_PARTITIONS, deadline)
+        count = _create(admin, options, options.topic, options.partitions or DEFAULT_PARTITIONS, deadline,
+                        TOPIC_CONFIG)
     if options.partitions is not None and count != options.partitions:
         raise ConfigError(f"topic {options.topic!r} exists with {count} partitions, not {options.partitions}; "
                           f"M cannot change while a group uses the topic: use partitions={count}, or another topic",
@@ -110,12 +124,26 @@ def ensure_parking_topic(options: KafkaOptions) -> str:
     return topic
 
 
-def _create(admin: AdminClient, options: KafkaOptions, topic: str, wanted: int, deadline: float) -> int:
-    """Create `topic` with `wanted` partitions (a peer may create it first); return its partition count."""
-    future = admin.create_topics([NewTopic(topic, num_partitions=wanted, replication_factor=options.replication)],
+_HOUR_MS = 3_600_000
+TOPIC_CONFIG = {"retention.ms": str(_HOUR_MS), "segment.ms": str(_HOUR_MS), "segment.jitter.ms": str(_HOUR_MS // 2)}
+"""Configs of a leader topic the elector creates: heartbeats older than a session are never read again, so an
+hour is kept (a topic kept 7 days, Kafka's default, grows by GBs a day at 60 roles), in segments of an hour that
+roll at different times per partition (a roll makes fresh index files: see the module's docstring)."""
+WARM_PADDING = 4096 + 128
+"""Bytes of the padding record that takes a fresh partition past Kafka's default `index.interval.bytes`."""
+
+
+def _create(admin: AdminClient, options: KafkaOptions, topic: str, wanted: int, deadline: float,
+            config: dict[str, str] | None = None) -> int:
+    """Create `topic` with `wanted` partitions and `config` (a peer may create it first); return its partition
+    count. Only the member that created the topic warms it (`_warm`)."""
+    future = admin.create_topics([NewTopic(topic, num_partitions=wanted, replication_factor=options.replication,
+                                           config=config or {})],
                                  request_timeout=max(0.1, deadline - time.monotonic()))[topic]
+    created = False
     try:
         future.result(timeout=max(0.1, deadline - time.monotonic()))
+        created = True
     except KafkaException as exc:
         code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
         if code != KafkaError.TOPIC_ALREADY_EXISTS:  # a peer created it first: fine, check it below
@@ -124,7 +152,35 @@ def _create(admin: AdminClient, options: KafkaOptions, topic: str, wanted: int, 
     except TimeoutError:
         raise InfrastructureUnavailable(f"creating topic {topic!r} on {options.bootstrap} did not "
                                         f"finish within connect_timeout ({options.connect_timeout:g} s)") from None
-    return _await_count(admin, options, deadline, topic)
+    count = _await_count(admin, options, deadline, topic)
+    if created and config is not None:
+        _warm(options, topic, count, deadline)
+    return count
+
+
+def _warm(options: KafkaOptions, topic: str, partitions: int, deadline: float) -> None:
+    """Write every partition of the new `topic` past its first index entry (the module's docstring says why):
+    a padding record of `WARM_PADDING` bytes, then an empty one, each round acknowledged before the next. Readers
+    skip both (`Heartbeat.decode`). Best effort: a warm-up the broker does not finish by `deadline` is logged and
+    left, since it costs time only, never safety."""
+    producer = Producer({"bootstrap.servers": options.bootstrap, "linger.ms": 0, "acks": 1,
+                         "enable.idempotence": False, "allow.auto.create.topics": False,
+                         "socket.connection.setup.timeout.ms": int(options.connect_timeout * 1000),
+                         "log_level": 3, **options.client_security()})
+    failed: list[str] = []
+
+    def delivered(err: KafkaError | None, _msg: object) -> None:
+        if err is not None:
+            failed.append(err.str())
+
+    for value in (bytes(WARM_PADDING), b""):
+        for partition in range(partitions):
+            producer.produce(topic, value=value, partition=partition, on_delivery=delivered)
+        left = producer.flush(max(0.1, deadline - time.monotonic()))
+        if left or failed:
+            log.info("neli: topic %s was created but not warmed (%s); the broker writes its first index "
+                     "entries while members lead", topic, failed[0] if failed else f"{left} records unsent")
+            return
 
 
 def _await_count(admin: AdminClient, options: KafkaOptions, deadline: float, topic: str) -> int:

@@ -59,7 +59,9 @@ def _watch(servers: str, topic: str, partitions: int, stop: threading.Event, lag
 
 
 def _all_led(group: list[MemberProcess], roles: int) -> bool:
-    return len(set().union(*(p.log.leading() for p in group))) == roles
+    """Every role led, and by every member (a member that joins late moves roles at rest otherwise)."""
+    shares = [p.log.leading() for p in group]
+    return len(set().union(*shares)) == roles and all(shares)
 
 
 def main() -> None:
@@ -98,13 +100,19 @@ def main() -> None:
                 for p in procs:
                     p.start()
                 wait_until(functools.partial(_all_led, procs, args.partitions), 120, what="every role led")
-                print(f"round {r} (started at {began:.3f}): every role led after {time.monotonic() - began:.2f} s")
+                led = time.monotonic()
+                shares = ", ".join(f"{p.member_id} {len(p.log.leading())}" for p in procs)
+                print(f"round {r} (started at {began:.3f}): every role led after {led - began:.2f} s ({shares})")
                 time.sleep(args.rest)  # the window at rest itself, not a wait for a condition
                 for p in procs:
                     ended = [line for line in p.log.lines if line["event"] in ("fenced", "revoked")]
+                    early = sum(1 for line in ended if line["mono"] < led)
+                    ended = [line for line in ended if line["mono"] >= led]
+                    if early:
+                        print(f"  {p.member_id}: {early} handed over during the cold start")
                     if ended:
                         first = ended[0]
-                        print(f"  {p.member_id}: {len(ended)} ended, the first {first['event']} at "
+                        print(f"  {p.member_id}: {len(ended)} ended at rest, the first {first['event']} at "
                               f"{first['mono']:.3f} (+{first['mono'] - began:.2f} s)")
                 if lags:
                     print(f"  the watching consumer: {len(lags)} records, the latest delivered {max(lags):.2f} s "

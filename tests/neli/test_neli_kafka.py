@@ -11,12 +11,14 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import elect
+from elect.config import spec_from_url
 from elect.errors import ConfigError, InfrastructureUnavailable
 from elect_bench.members import InProcessMember
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port
 from elect_cluster.waiting import wait_until
-from neli.topic import parking_topic
+from neli.options import KafkaOptions
+from neli.topic import TOPIC_CONFIG, WARM_PADDING, ensure_topic, parking_topic
 
 pytestmark = pytest.mark.infra
 
@@ -45,6 +47,34 @@ def test_topic_is_created_with_M_partitions_then_reused(infra: Endpoints, starte
     metadata = AdminClient({"bootstrap.servers": infra.kafka[0]}).list_topics(timeout=10)
     assert len(metadata.topics[topic].partitions) == 5
     wait_until(lambda: sum("0" in m.log.leading() for m in started) == 1, 30, what="one leader of role 0")
+
+
+def test_a_created_topic_keeps_an_hour_and_is_past_its_first_index_entries_before_anyone_leads(
+        infra: Endpoints) -> None:
+    """The creator warms the topic (neli/topic.py says why); a member finding it made writes nothing to it."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import ConfigResource
+
+    topic = fresh()
+    spec = spec_from_url(f"kafka://{infra.kafka[0]}/{topic}?partitions=4", [0], member="a")
+    assert isinstance(spec.options, KafkaOptions)
+    assert ensure_topic(spec.options) == 4
+    assert ensure_topic(spec.options) == 4  # found, not created: not warmed again
+    admin = AdminClient({"bootstrap.servers": infra.kafka[0]})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(30)
+    assert {name: configs[name].value for name in TOPIC_CONFIG} == TOPIC_CONFIG
+    reader = Consumer({"bootstrap.servers": infra.kafka[0], "group.id": fresh(), "enable.auto.commit": False})
+    try:
+        ends = [reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(4)]
+        assert ends == [2, 2, 2, 2]  # the padding, then the record that makes the broker write the first entries
+        reader.assign([TopicPartition(topic, p, 0) for p in range(4)])
+        values: list[bytes] = []
+        wait_until(lambda: values.extend(m.value() or b"" for m in reader.consume(8, 0.2) if m.error() is None)
+                   or len(values) == 8, 30, what="the warm-up records")
+        assert sorted(len(v) for v in values) == [0] * 4 + [WARM_PADDING] * 4
+    finally:
+        reader.close()
 
 
 def test_existing_topic_with_another_partition_count_is_refused(infra: Endpoints) -> None:
