@@ -120,6 +120,7 @@ class _Ownership:
     released: dict[tuple[str, str], float] = field(default_factory=dict)  # fast mode: sender -> its release's `sent`
     last_token: int | None = None  # this ownership's latest token: full mode yields to newer claims only once it led
     behind_since: float = math.inf  # full mode: since when its own records were read short of the partition's end
+    unled_since: float = -math.inf  # since when it has been owned and not led (assigned, or its leadership ended)
 
     @property
     def leading(self) -> bool:
@@ -164,6 +165,21 @@ class NeliCore:
     def token(self, partition: int) -> int | None:
         own = self._owned.get(partition) or self._released.get(partition)
         return None if own is None else own.token
+
+    def unled(self, now: float, longer_than: float) -> list[tuple[int, str]]:
+        """Owned partitions with roles to lead that nobody here has led for over `longer_than` (a stuck partition is
+        an operator's question: the elector logs it), each with what holds it back."""
+        found = []
+        for k, own in self._owned.items():
+            if own.leading or not self._roles_of(k) or now - own.unled_since <= longer_than:
+                continue
+            claims = ", ".join(f"{m}/{i} fresh for {until - now:.2f} s" for (m, i), until in own.claims.items()
+                               if until > now)
+            contested = max(0.0, own.contested_until - now)
+            found.append((k, f"epoch {own.epoch}, unled for {now - own.unled_since:.1f} s, last fenced "
+                             f"{now - own.fenced_at:.1f} s ago, contested for {contested:.2f} s more"
+                             f"{f' ({claims})' if claims else ''}, {len(own.released)} released senders"))
+        return found
 
     def next_wakeup(self) -> float:
         """The next time `tick` has something to do (a heartbeat due, a deadline, a release)."""
@@ -245,7 +261,7 @@ class NeliCore:
             if released is not None:  # back before its release ran out: end it, start afresh
                 self._end(released, fence=not released.orderly, until=now)
             self._epoch += 1
-            self._owned[k] = _Ownership(epoch=self._epoch)
+            self._owned[k] = _Ownership(epoch=self._epoch, unled_since=now)
             if self._publishing:
                 self._ready.messages.append(Publish(k, self._beat(self._epoch, now)))
 
@@ -374,7 +390,7 @@ class NeliCore:
 
     def _end(self, own: _Ownership, *, fence: bool, until: float) -> None:
         self._ready.changes += [Fence(r, until) if fence else Revoke(r) for r in own.roles]
-        own.roles, own.token = [], None
+        own.roles, own.token, own.unled_since = [], None, until
 
     def _roles_of(self, partition: int) -> list[Role]:
         return [r for r in self._roles if partition_of(r, self.partitions) == partition]

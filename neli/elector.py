@@ -120,6 +120,9 @@ class KafkaElector(BaseElector):
         self._assigned_at: dict[int, float] = {}
         self._sent_at: dict[int, float] = {}
         self._stop_asked: float | None = None
+        self._unled_check = 0.0  # `_report_unled`: next check, partitions reported
+        self._unled_said: set[int] = set()
+        self._last_read: dict[int, tuple[int, str, float]] = {}  # partition -> offset, sender, when (for that report)
 
     @property
     def characteristics(self) -> Characteristics:
@@ -235,7 +238,23 @@ class KafkaElector(BaseElector):
             self._producer.poll(0)
         if not core.owned and not self._stopping:
             self._restore_topics()
+        self._report_unled(now)
         return True
+
+    def _report_unled(self, now: float) -> None:
+        """Log, once per partition until it is led, an owned partition with roles to lead that this member has not
+        led for five heartbeat timeouts, and what holds it back (the core's view, and the last record read there)."""
+        if now < self._unled_check:
+            return
+        self._unled_check = now + 1.0
+        stuck = dict(self._require_core().unled(now, 5 * self.options.timeout))
+        for partition, why in stuck.items():
+            if partition not in self._unled_said:
+                read = self._last_read.get(partition)
+                last = "nothing read" if read is None else (f"last read offset {read[0]} from {read[1]} "
+                                                            f"{now - read[2]:.1f} s ago")
+                log.warning("neli: %s owns partition %d but has not led it: %s; %s", self.member, partition, why, last)
+        self._unled_said = set(stuck)
 
     def _stopped(self, now: float) -> bool:
         """A stopping member leads nothing any more (or ran out of time) and is parked (or gave up)."""
@@ -432,6 +451,7 @@ class KafkaElector(BaseElector):
         partition, offset = msg.partition(), msg.offset()
         if heartbeat is None or partition is None or offset is None:
             return
+        self._last_read[partition] = (offset, f"{heartbeat.member}/{heartbeat.instance}", time.monotonic())
         at_end = self._at_end(self.options.topic, partition, offset)
         self._feed(Received(partition, offset, heartbeat, time.time(), at_end))
 

@@ -131,6 +131,9 @@ hour is kept (a topic kept 7 days, Kafka's default, grows by GBs a day at 60 rol
 roll at different times per partition (a roll makes fresh index files: see the module's docstring)."""
 WARM_PADDING = 4096 + 128
 """Bytes of the padding record that takes a fresh partition past Kafka's default `index.interval.bytes`."""
+WARM_CHUNK = 4
+"""Partitions whose first index entries one produce request makes the broker write: members that found the topic
+made may lead already, and their heartbeats wait behind a request that writes many (~5 ms a partition here)."""
 
 
 def _create(admin: AdminClient, options: KafkaOptions, topic: str, wanted: int, deadline: float,
@@ -160,9 +163,9 @@ def _create(admin: AdminClient, options: KafkaOptions, topic: str, wanted: int, 
 
 def _warm(options: KafkaOptions, topic: str, partitions: int, deadline: float) -> None:
     """Write every partition of the new `topic` past its first index entry (the module's docstring says why):
-    a padding record of `WARM_PADDING` bytes, then an empty one, each round acknowledged before the next. Readers
-    skip both (`Heartbeat.decode`). Best effort: a warm-up the broker does not finish by `deadline` is logged and
-    left, since it costs time only, never safety."""
+    a padding record of `WARM_PADDING` bytes to each, then an empty one to each, `WARM_CHUNK` partitions a request,
+    each request acknowledged before the next. Readers skip both (`Heartbeat.decode`). Best effort: a warm-up the
+    broker does not finish by `deadline` is logged and left, since it costs time only, never safety."""
     producer = Producer({"bootstrap.servers": options.bootstrap, "linger.ms": 0, "acks": 1,
                          "enable.idempotence": False, "allow.auto.create.topics": False,
                          "socket.connection.setup.timeout.ms": int(options.connect_timeout * 1000),
@@ -173,8 +176,10 @@ def _warm(options: KafkaOptions, topic: str, partitions: int, deadline: float) -
         if err is not None:
             failed.append(err.str())
 
-    for value in (bytes(WARM_PADDING), b""):
-        for partition in range(partitions):
+    rounds = [(bytes(WARM_PADDING), range(partitions))]  # cheap: a plain append to each partition's log
+    rounds += [(b"", range(start, min(partitions, start + WARM_CHUNK))) for start in range(0, partitions, WARM_CHUNK)]
+    for value, chunk in rounds:
+        for partition in chunk:
             producer.produce(topic, value=value, partition=partition, on_delivery=delivered)
         left = producer.flush(max(0.1, deadline - time.monotonic()))
         if left or failed:

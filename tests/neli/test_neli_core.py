@@ -392,3 +392,16 @@ def test_the_wall_clock_is_stamped_as_a_heartbeat_is_sent() -> None:
     assert Heartbeat.decode(b"not a heartbeat") is None
     gone = Heartbeat(group="g", member="a", instance="a-1", epoch=3, sent=12.5, released=True)
     assert Heartbeat.decode(gone.encode(wall=5.0)) == beat(c, 12.5, epoch=3, wall=5.0, released=True)
+
+
+def test_unled_names_an_owned_partition_held_back_for_long_and_what_holds_it() -> None:
+    c = core()  # roles 0, 4 on partition 0, role 1 on partition 1; partition 2 has none
+    assign(c, [0, 1, 2], 10.0)
+    received(c, 0, 5, beat(c, 10.0), 10.1, 10.1)  # partition 0 leads
+    received(c, 1, 6, beat(c, 10.0, member="b", instance="b-1"), 10.1, 10.1)  # b still heartbeats partition 1
+    assert c.unled(10.5, 3.0) == []
+    found = dict(c.unled(14.0, 3.0))
+    assert list(found) == [1]  # partition 0 led since; partition 2 has no role to lead
+    assert "unled for 4.0 s" in found[1] and "contested" in found[1]
+    c.tick(20.0)  # partition 0's leadership lapsed at 10.6: unled since then
+    assert dict(c.unled(20.0, 3.0)).keys() == {0, 1}
