@@ -398,15 +398,20 @@ def leaders(procs: Iterable[MemberProcess], role: str) -> list[MemberProcess]:
     return [p for p in procs if p.alive and role in p.log.leading()]
 
 
-def settle(procs: Sequence[MemberProcess], quiet: float, limit: float) -> bool:
+def settle(procs: Sequence[MemberProcess], quiet: float, limit: float, *, all_started: bool = False) -> bool:
     """Wait until no member has printed an event for `quiet` seconds (rebalances over); False if `limit`
-    seconds passed first."""
+    seconds passed first. `all_started` (a cold start): and until every member reported that its elector started,
+    since one that joins after the others led every role moves roles when it does (a NELI member that created
+    and warmed the topic joins seconds after the others), which a window at rest would count as failovers."""
     deadline = time.monotonic() + limit
 
     def last_event() -> float:
         return max((p.log.last for p in procs), default=0.0)
 
     while time.monotonic() < deadline:
+        if all_started and not all(p.started() for p in procs):
+            time.sleep(0.05)
+            continue
         idle = time.monotonic() - last_event()
         if idle >= quiet:
             return True

@@ -231,7 +231,7 @@ def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result:
                what=f"{spec.method.name}: a leader for every role")
     result.startup = time.monotonic() - began
     progress("settling")
-    settle(procs, quiet=max(1.0, 1.5 * spec.budget), limit=spec.bound)
+    settle(procs, quiet=max(1.0, 1.5 * spec.budget), limit=spec.bound, all_started=True)
     steady = time.monotonic()
     steady_ivs = History([line for p in procs for line in p.log.lines], end=steady).intervals()
     result.steady_max_led = max_led(steady_ivs, steady - 1e-6)
