@@ -7,8 +7,9 @@ gRPC gateway's ``/v3/maintenance/status`` to see that all members agree on one l
 
 Secured (``security``): clients and peers speak TLS (``--client-cert-auth``: a client must show a certificate of
 the cluster's CA; peers likewise), and once the members serve, ``configure`` turns authentication on: a root user
-(the administrator's password) and the user ``elect`` with read-write on every key. Probes then speak HTTPS
-with the client certificate (``/health`` and the status need no user).
+(the administrator's password), the user ``elect`` with read-write on every key, and the user ``kube-apiserver``
+(read-write on every key; it shows a certificate of that common name) for an API server on these members.
+Probes then speak HTTPS with the client certificate (``/health`` and the status need no user).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from elect.lease.etcd_gateway import Access, Gateway, GatewayError, Refused, Unr
 from .errors import ClusterError, NotReady
 from .ports import free_ports
 from .process import ProcessSpec
-from .security import Security, context_of
+from .security import KUBE_APISERVER, Security, context_of
 from .service import Member, find_program
 
 _FIX = "apt-get install etcd-server (Debian/Ubuntu), or run ./setup"
@@ -144,6 +145,14 @@ class EtcdService:
                                                              "range_end": b64("\0")}}),
             ("auth/user/add", {"name": sec.user, "password": sec.password()}),
             ("auth/user/grant", {"user": sec.user, "role": sec.user}),
+            # kube-apiserver, if the cluster runs one, authenticates by its certificate (the password is never
+            # used); read-write on every key: its objects under its prefix, and `compact_rev_key`, which its
+            # periodic compaction writes
+            ("auth/role/add", {"name": KUBE_APISERVER}),
+            ("auth/role/grant", {"name": KUBE_APISERVER, "perm": {"permType": "READWRITE", "key": b64("\0"),
+                                                                   "range_end": b64("\0")}}),
+            ("auth/user/add", {"name": KUBE_APISERVER, "password": secrets.token_urlsafe(18)}),
+            ("auth/user/grant", {"user": KUBE_APISERVER, "role": KUBE_APISERVER}),
             ("auth/enable", {}),
         ]
         try:

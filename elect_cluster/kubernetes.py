@@ -7,7 +7,8 @@ member user may only get, list, watch, create, update and delete Leases in the `
 `configure` creates), service-account keys, admission and API priority and fairness at their defaults. Two
 kubeconfig files, `admin.kubeconfig` and `member.kubeconfig`, say how to reach it (and `nobody.kubeconfig`: a user
 with no Role, whom RBAC refuses); the endpoints' URL uses the member's. No kubelet, scheduler or controller
-manager: Leases need none.
+manager: Leases need none. In a secured cluster (`--secure`) it reaches etcd over TLS with a client certificate
+whose common name is its etcd user (elect_cluster.security, elect_cluster.etcd).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .certs import make_authority
 from .errors import ClusterError, NotReady
 from .ports import free_ports
 from .process import ProcessSpec
+from .security import Security
 from .service import Member, find_program
 
 _FIX = "run ./setup (it builds kube-apiserver from the Go module proxy: cluster/kubernetes/build)"
@@ -50,8 +52,9 @@ class KubernetesService:
     name = "kubernetes"
     max_members = 1
 
-    def __init__(self) -> None:
+    def __init__(self, security: Security | None = None) -> None:
         self.etcd: list[str] = []
+        self.security = security  # a secured cluster: etcd speaks TLS, requires client certificates, has users
 
     def preflight(self) -> None:
         find_kube_apiserver()
@@ -82,7 +85,11 @@ class KubernetesService:
             token_file.touch(mode=0o600)
             token_file.write_text(token)  # no line end: the Python client sends the file as it is
             _kubeconfig(root / f"{name}.kubeconfig", server, ca.cert, user, token_file)
-        argv = (binary, "--etcd-servers", ",".join(f"http://{e}" for e in self.etcd),
+        sec = self.security
+        etcd_tls = () if sec is None else ("--etcd-cafile", str(sec.ca), "--etcd-certfile", str(sec.kube_cert),
+                                           "--etcd-keyfile", str(sec.kube_key))
+        argv = (binary, "--etcd-servers", ",".join(f"{'https' if sec else 'http'}://{e}" for e in self.etcd),
+                *etcd_tls,
                 "--etcd-prefix", f"/kubernetes-{secrets.token_hex(4)}",
                 "--bind-address", host, "--advertise-address", host, "--secure-port", str(port),
                 "--tls-cert-file", str(serving.cert), "--tls-private-key-file", str(serving.key),

@@ -71,8 +71,9 @@ class LocalCluster:
     clients to connect there (where the caller puts a relay) instead of its own port. ``broker``: Apache
     Kafka (``apache``, 1 or 3 ``kafka_brokers``) or the light in-memory Tansu (``tansu``, one). ``secure``: every
     service speaks TLS only and authenticates (elect_cluster.security; Apache Kafka only): a SASL_SSL listener,
-    etcd with client certificates and auth enabled, ZooKeeper's secure client port; the endpoints carry the URL
-    parameters a client needs.
+    etcd with client certificates and auth enabled (kube-apiserver shows its own certificate to it), ZooKeeper's
+    secure client port; the endpoints carry the URL parameters a client needs (kube-apiserver speaks TLS with
+    tokens and RBAC either way).
     """
 
     def __init__(self, workdir: Path | str | None = None, services: Iterable[str] = DEFAULT_SERVICES,
@@ -88,9 +89,6 @@ class LocalCluster:
             raise ClusterError(f"unknown services {unknown or wanted}; choose from {', '.join(SERVICES)}")
         if "kubernetes" in wanted and "etcd" not in wanted:
             wanted.append("etcd")  # kube-apiserver stores its objects in etcd
-        if secure and "kubernetes" in wanted:
-            raise ClusterError("kube-apiserver on a secured etcd (client certificates, etcd users) is not supported "
-                               "yet; the API server itself always speaks TLS with tokens and RBAC: drop --secure")
         if broker not in BROKERS:
             raise ClusterError(f"unknown broker {broker!r}; choose from {', '.join(BROKERS)}")
         if secure and not broker.startswith("apache") and "kafka" in wanted:
@@ -102,7 +100,7 @@ class LocalCluster:
         kafka: Service = (ApacheKafkaService(kafka_advertised_port, security=self.security,
                                              tuned=broker == "apache") if broker.startswith("apache")
                           else KafkaService(kafka_advertised_port))
-        self._kubernetes = KubernetesService()
+        self._kubernetes = KubernetesService(security=self.security)
         self._services: dict[str, Service] = {
             "kafka": kafka,
             "etcd": EtcdService(etcd_election_timeout_ms, etcd_heartbeat_interval_ms, security=self.security),

@@ -3,7 +3,8 @@
 
 One CA; one server certificate (named `server`, valid for the host every service binds to, localhost and
 127.0.0.1) that etcd, ZooKeeper and Kafka all present; one client certificate (named after the user, `elect`,
-without a common name, which etcd's gateway would refuse) that clients show where a server requires one. Two
+without a common name, which etcd's gateway would refuse) that clients show where a server requires one; and
+kube-apiserver's client certificate to etcd, whose common name etcd takes as its user. Two
 passwords, each in a file of its own (mode 0600): the user's, which clients read through `password_file=`, and
 the administrator's, which only the cluster's own set-up uses (etcd's root user, Kafka's broker-to-broker
 login). Test material: a real deployment brings its own.
@@ -18,6 +19,7 @@ from pathlib import Path
 
 USER = "elect"
 ADMIN = "admin"
+KUBE_APISERVER = "kube-apiserver"  # its client certificate's common name: the etcd user it is (elect_cluster.etcd)
 SCRAM = "SCRAM-SHA-256"  # the mechanism the cluster's URLs name (PLAIN and SCRAM-SHA-512 are enabled as well)
 
 
@@ -46,6 +48,15 @@ class Security:
     @property
     def client_key(self) -> Path:
         return self.root / f"{USER}.key"
+
+    @property
+    def kube_cert(self) -> Path:
+        """kube-apiserver's client certificate to etcd (etcd takes the common name as the user over gRPC)."""
+        return self.root / f"{KUBE_APISERVER}.crt"
+
+    @property
+    def kube_key(self) -> Path:
+        return self.root / f"{KUBE_APISERVER}.key"
 
     @property
     def password_file(self) -> Path:
@@ -87,6 +98,7 @@ class Security:
         ca = make_authority(root)
         ca.issue("server", root, hosts=dict.fromkeys([host, "localhost", "127.0.0.1"]))
         ca.issue(USER, root, common_name=False)  # etcd's gateway refuses a common name (elect_cluster.certs)
+        ca.issue(KUBE_APISERVER, root)  # kube-apiserver speaks gRPC to etcd: the common name is its etcd user
         for path in (security.password_file, security.admin_password_file):
             path.unlink(missing_ok=True)
             path.touch(mode=0o600)

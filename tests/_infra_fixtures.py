@@ -7,8 +7,9 @@
 - ``etcd_cluster3`` / ``zookeeper_ensemble3``: LocalClusters of three members of only that service,
   for tests that kill a store's leader; such a test must ``start_member`` what it killed afterwards.
 - ``kubernetes``: a LocalCluster of kube-apiserver on one etcd member (its endpoints' kubeconfig: a member user).
-- ``secure_etcd`` / ``secure_zookeeper`` / ``secure_kafka``: LocalClusters of one secured member of that service
-  (``elect cluster up --secure``: TLS with client certificates, users and passwords; elect_cluster.security).
+- ``secure_etcd`` / ``secure_zookeeper`` / ``secure_kafka`` / ``secure_kubernetes``: LocalClusters of one secured
+  member of that service (``elect cluster up --secure``: TLS with client certificates, users and passwords;
+  elect_cluster.security; kube-apiserver on a secured etcd).
 
 Missing infrastructure makes the tests fail with the reason (never skip): the project promises to run
 on real services, so a silent skip would hide that the promise is not being checked.
@@ -27,7 +28,7 @@ from elect_cluster.errors import ClusterError
 from elect_cluster.local import LocalCluster
 
 __all__ = ["etcd_cluster3", "infra", "infra_cluster", "kafka3", "kafka_defaults", "kubernetes", "process_alive",
-           "secure_etcd", "secure_kafka", "secure_zookeeper", "tansu", "zookeeper_ensemble3"]
+           "secure_etcd", "secure_kafka", "secure_kubernetes", "secure_zookeeper", "tansu", "zookeeper_ensemble3"]
 
 START_TIMEOUT = 120.0  # generous: a busy 2-core machine can start three JVMs slowly
 
@@ -109,6 +110,12 @@ def kubernetes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluste
 def secure_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """One etcd member serving HTTPS only, client certificates required, authentication on (user `elect`)."""
     yield from _started(tmp_path_factory.mktemp("secure-etcd"), services=("etcd",), secure=True)
+
+
+@pytest.fixture(scope="session")
+def secure_kubernetes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """kube-apiserver on a secured etcd member (TLS only, client certificates, authentication on)."""
+    yield from _started(tmp_path_factory.mktemp("secure-kubernetes"), services=("kubernetes",), secure=True)
 
 
 @pytest.fixture(scope="session")
