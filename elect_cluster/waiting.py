@@ -1,4 +1,5 @@
-"""Poll a condition with a deadline: the one way this project waits for something to become true.
+"""Poll a condition with a deadline: the one way this project waits for something to become true (and,
+`holds_for`, checks that something stays true over a window).
 
 Bare sleeps either waste time or flake on a loaded machine; a deadline plus a short poll interval does
 neither, and a timeout message that says what was awaited (and the last error seen) is debuggable.
@@ -51,4 +52,19 @@ def wait_until(
         if remaining <= 0:
             detail = f": {last_error}" if last_error is not None else ""
             raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what}{detail}", last_error)
+        time.sleep(min(interval, remaining))
+
+
+def holds_for(check: Callable[[], object], seconds: float, interval: float = 0.05, *, what: str = "invariant") -> None:
+    """Check that ``check()`` stays true for ``seconds``, sampled every ``interval``: an invariant over a window
+    (a member must *not* lead while another holds the role), not a wait for a condition. A false sample raises
+    AssertionError naming ``what`` and how far into the window it failed; ``check`` may raise its own instead."""
+    began = time.monotonic()
+    end = began + seconds
+    while True:
+        if not check():
+            raise AssertionError(f"{what} broke {time.monotonic() - began:.2f} s into a {seconds:g} s window")
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            return
         time.sleep(min(interval, remaining))

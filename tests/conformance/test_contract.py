@@ -12,7 +12,7 @@ from elect.errors import ConfigError, NotSupported
 from elect.member_reports import DRAINED, LEADER, METRICS, TRANSFERRED, WORK
 from elect.metrics import FAILOVER, LEADER_GAUGE, RENEWAL, TRANSITIONS, scrape
 from elect_bench.members import Line, Member
-from elect_cluster.waiting import wait_until
+from elect_cluster.waiting import holds_for, wait_until
 
 from implementations import Group, Implementation
 
@@ -393,10 +393,10 @@ def led(members: Sequence[Member]) -> dict[str, int]:
 
 def _holds(members: Sequence[Member], check: Callable[[], bool], seconds: float) -> None:
     """`check()` stays true for `seconds`: an invariant over a window, not a wait for a condition."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        assert check(), {m.member_id: sorted(m.log.leading()) for m in members}
-        time.sleep(0.05)
+    try:
+        holds_for(check, seconds)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {({m.member_id: sorted(m.log.leading()) for m in members})}") from None
 
 
 def test_weights_set_each_members_share(group: Group, impl: Implementation) -> None:

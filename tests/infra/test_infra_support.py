@@ -23,7 +23,7 @@ from elect_cluster.process import (
     stop_group,
     tail,
 )
-from elect_cluster.waiting import WaitTimeout, wait_until
+from elect_cluster.waiting import WaitTimeout, holds_for, wait_until
 
 from _infra_fixtures import process_alive
 
@@ -77,6 +77,15 @@ def test_wait_until_times_out_naming_what_and_the_last_error() -> None:
     assert isinstance(info.value.last_error, ConnectionRefusedError)
     with pytest.raises(ZeroDivisionError):  # exceptions not ignored propagate at once
         wait_until(lambda: 1 / 0, 5.0, ignore=(OSError,))
+
+
+def test_holds_for_samples_the_whole_window_and_names_a_break() -> None:
+    samples: list[int] = []
+    holds_for(lambda: samples.append(1) is None, 0.2, 0.05)
+    assert len(samples) >= 3  # the first sample at once, the last at the window's end
+    broken = iter([True, True, False])
+    with pytest.raises(AssertionError, match=r"the lone leader broke .* into a 5 s window"):
+        holds_for(lambda: next(broken), 5.0, 0.01, what="the lone leader")
 
 
 def test_spawned_process_group_is_detached_and_stopped_whole(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from elect.lease.kubernetes import micro_time, role_lease_name
 from elect_bench.methods import kube_prefix
 from elect_cluster.local import LocalCluster
 from elect_cluster.ports import free_ports
-from elect_cluster.waiting import wait_until
+from elect_cluster.waiting import holds_for, wait_until
 
 pytestmark = pytest.mark.infra
 
@@ -147,11 +147,8 @@ def test_a_holder_outside_elect_is_left_alone_while_it_renews_and_taken_once_sil
         a = elect.connect(url, ["x"], member="a")
         electors.append(a)
         a.start()
-        began = time.monotonic()
-        while time.monotonic() - began < 4.0:  # twice the record's duration: a never leads meanwhile
-            assert not a.is_leader("x")
-            assert admin.lease(name)["spec"]["holderIdentity"] == "client-go-1"
-            time.sleep(0.1)
+        holds_for(lambda: not a.is_leader("x") and admin.lease(name)["spec"]["holderIdentity"] == "client-go-1",
+                  4.0, 0.1, what="a waiting while client-go-1 renews")  # twice the record's duration
     finally:
         stop.set()
         renewer.join()
@@ -183,10 +180,7 @@ def test_a_client_go_style_takeover_of_an_elect_lease_is_seen_and_respected(
     b = elect.connect(url, ["x"], member="b")
     electors.append(b)
     b.start()
-    began = time.monotonic()
-    while time.monotonic() - began < 3.0:
-        assert not b.is_leader("x")  # held by client-go-2 for 30 s
-        time.sleep(0.1)
+    holds_for(lambda: not b.is_leader("x"), 3.0, 0.1, what="b waiting: client-go-2 holds x for 30 s")
 
 
 def test_the_token_keeps_rising_across_a_lease_deleted_by_hand(group: Callable[..., str], admin: Admin,
@@ -261,10 +255,7 @@ def test_a_member_holding_hundreds_of_roles_keeps_them_at_rest(group: Callable[.
     a.subscribe(lambda event: lost.append(event) if type(event).__name__ in ("Revoked", "Fenced") else None)
     a.start()
     wait_until(lambda: len(a.leading()) == len(roles), 30.0, what="a leading 300 roles")
-    began = time.monotonic()
-    while time.monotonic() - began < 5.0:  # past the first round of rewrites (2.75 s after each write)
-        assert not lost, lost[:3]
-        time.sleep(0.2)
+    holds_for(lambda: not lost, 5.0, 0.2, what="no leadership lost")  # past the first round of rewrites (2.75 s)
     assert len(a.leading()) == len(roles)
     ours = prefix_of(url) + "-"
     leases = [item for item in admin.call("GET")[1]["items"] if item["metadata"]["name"].startswith(ours)]
@@ -294,18 +285,12 @@ def test_an_elect_member_and_a_client_go_candidate_on_one_lease_never_both_lead(
         a.start()
         wait_until(lambda: "x" in a.log.leading(), 20.0, what="a leading x")
         c.start()
-        began = time.monotonic()
-        while time.monotonic() - began < 4.0:  # twice the record's duration: c waits while a renews
-            assert "x" not in c.log.leading()
-            time.sleep(0.1)
+        holds_for(lambda: "x" not in c.log.leading(), 4.0, 0.1, what="c waiting while a renews")  # 2x duration
         killed = time.monotonic()
         a.kill()
         wait_until(lambda: "x" in c.log.leading(), 15.0, what="client-go taking x from the killed member")
         b.start()
-        began = time.monotonic()
-        while time.monotonic() - began < 4.0:  # b waits while client-go renews
-            assert "x" not in b.log.leading()
-            time.sleep(0.1)
+        holds_for(lambda: "x" not in b.log.leading(), 4.0, 0.1, what="b waiting while client-go renews")
         c.stop(timeout=20.0)  # ReleaseOnCancel: the holder cleared
         wait_until(lambda: "x" in b.log.leading(), 15.0, what="b taking x once client-go released it")
     finally:
