@@ -271,14 +271,15 @@ class Client:
 
 
 class Watch:
-    """One watch of a namespace's Leases from `resource_version` on: iterate `events()` for (type, object), where
-    type is ADDED, MODIFIED, DELETED or BOOKMARK; an expired resource version ends it with `Expired`."""
+    """One watch of a namespace's Leases (those matching the label `selector`, if given) from `resource_version` on:
+    iterate `events()` for (type, object), where type is ADDED, MODIFIED, DELETED or BOOKMARK; an expired resource
+    version ends it with `Expired`."""
 
     def __init__(self, client: Client, namespace: str, resource_version: str, connect_timeout: float,
-                 read_timeout: float) -> None:
+                 read_timeout: float, selector: str = "") -> None:
         self._client = client
         query = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-                 "timeoutSeconds": "300"}
+                 "timeoutSeconds": "300", **({"labelSelector": selector} if selector else {})}
         self._url = leases(namespace) + "?" + urlencode(query)
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout

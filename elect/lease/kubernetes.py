@@ -5,8 +5,11 @@ the role's text is not a DNS label), written as client-go's `LeaseLock` writes i
 `acquireTime`, `renewTime`, `leaseDurationSeconds`, `leaseTransitions`) plus an annotation naming the holder's
 session; and one Lease per member session (`<prefix>.member.<session>`) whose record annotation lists the roles it
 contends for. A member renews by rewriting its own Lease (compare-and-swap on `resourceVersion`): its new resource
-version is the proof of life the others time, on their own clocks, as for etcd. The watch of the namespace's
-Leases makes handovers immediate.
+version is the proof of life the others time, on their own clocks, as for etcd. The watch of the group's Leases
+makes handovers immediate; it and the lists select the group's label (`elect.io/group=PREFIX`), so other groups'
+Leases in a shared namespace cost a member nothing. A role Lease made outside elect (by client-go) has no such
+label until elect first writes it: it is found by name when creating it is refused, and timed by the versions the
+member's own requests see.
 
 The API server has no multi-object transaction, so a takeover that etcd makes in one (the role key, if its
 holder's entry is unchanged) is two steps here: first the silent holder's member Lease is deleted on condition that
@@ -41,6 +44,7 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from urllib.parse import urlencode
 
 from elect.contract import Characteristics
 from elect.errors import ElectError
@@ -133,6 +137,11 @@ class KubernetesStore:
         self._endpoint = resolve(options)
         self._client = Client(self._endpoint)
         self._path = leases(options.namespace)
+        # list and watch only this group's Leases: a namespace shared with other groups (or holding thousands of
+        # their Leases) costs a member nothing then. A role Lease created outside elect (client-go) carries no
+        # label until elect first writes it: such a one is found by name when a create is refused (see `_create`)
+        self._selector = f"{GROUP_LABEL}={options.prefix}"
+        self._listing = f"{self._path}?{urlencode({'labelSelector': self._selector})}"
         self._prefix = options.prefix
         self._member_prefix = f"{options.prefix}.member."
         self._duration = options.lease_seconds_for(roles)
@@ -214,7 +223,7 @@ class KubernetesStore:
         """Nothing to do: the watch covers the namespace."""
 
     def members(self, timeout: float) -> dict[str, MemberRecord]:
-        status, data = self._call("GET", self._path, None, timeout)
+        status, data = self._call("GET", self._listing, None, timeout)
         if status != 200:
             raise StoreError(f"cannot list Leases: HTTP {status} {data.get('message', '')}")
         found: dict[str, MemberRecord] = {}
@@ -367,7 +376,7 @@ class KubernetesStore:
         meta, spec = body.setdefault("metadata", {}), body.setdefault("spec", {})
         annotations = meta.setdefault("annotations", {}) or {}
         meta["annotations"] = annotations
-        meta.setdefault("labels", {})
+        meta["labels"] = {**(meta.get("labels") or {}), GROUP_LABEL: self._prefix, KIND_LABEL: "role"}  # watched
         now = micro_time(time.time())
         spec["leaseDurationSeconds"] = self._duration
         spec["renewTime"] = now
@@ -502,11 +511,11 @@ class KubernetesStore:
 
     # ------------------------------------------------------------------------------------------ watch
     def _watch_loop(self) -> None:
-        """Follow the namespace's Leases from the last list on; list again when the watch's version expired."""
+        """Follow the group's Leases from the last list on; list again when the watch's version expired."""
         read_timeout = max(2.0, 4 * self.options.interval)
         while not self._closed.is_set():
             watch = Watch(self._client, self.options.namespace, str(self._list_rv), self.options.timeout,
-                          read_timeout)
+                          read_timeout, self._selector)
             with self._watch_lock:
                 if self._closed.is_set():
                     return
@@ -549,7 +558,7 @@ class KubernetesStore:
             self._delivered_cond.notify_all()
 
     def _list(self, timeout: float) -> Snapshot:
-        status, data = self._call("GET", self._path, None, timeout)
+        status, data = self._call("GET", self._listing, None, timeout)
         if status != 200:
             raise StoreError(f"cannot list Leases: HTTP {status} {data.get('message', '')}")
         rv = int((data.get("metadata") or {}).get("resourceVersion") or 0)

@@ -123,8 +123,9 @@ def test_a_role_lease_reads_as_client_go_writes_it_and_its_renew_time_keeps_movi
 def test_a_holder_outside_elect_is_left_alone_while_it_renews_and_taken_once_silent_for_its_duration(
         group: Callable[..., str], admin: Admin, electors: list[elect.Elector]) -> None:
     """A record as client-go's LeaseLock writes it (holderIdentity, leaseDurationSeconds, renewTime,
-    leaseTransitions), renewed every 0.5 s: an elect member contending for the role must wait; once the renewals
-    stop it takes the Lease after the record's 2 s (timed on its own clock from the last change it saw)."""
+    leaseTransitions; no label, so outside the member's watch), renewed every 0.5 s: an elect member contending for
+    the role must wait; once the renewals stop it takes the Lease after the record's 2 s (timed on its own clock
+    from the last change its own requests saw)."""
     url = group("foreign")
     name = f"{prefix_of(url)}-x"
     now = micro_time(time.time())
@@ -159,6 +160,8 @@ def test_a_holder_outside_elect_is_left_alone_while_it_renews_and_taken_once_sil
     lease = admin.lease(name)
     assert lease["spec"]["holderIdentity"] == "a" and lease["spec"]["leaseTransitions"] == 5
     assert a.leadership("x").token == 5  # type: ignore[union-attr]
+    # labelled as the group's once elect wrote it: its members' list and watch (by that label) see it from now on
+    assert lease["metadata"]["labels"] == {"elect.io/group": prefix_of(url), "elect.io/kind": "role"}
 
 
 def test_a_client_go_style_takeover_of_an_elect_lease_is_seen_and_respected(
@@ -340,8 +343,10 @@ def test_a_member_lease_left_by_a_process_long_gone_is_removed(group: Callable[.
     url = group("abandoned", ttl="0.3")  # lease_duration 1 s: abandoned after 3 s unchanged
     name = f"{prefix_of(url)}.member.deadbeefdeadbeef"
     record = json.dumps({"member": "gone", "roles": ["x"]})
+    labels = {"elect.io/group": prefix_of(url), "elect.io/kind": "member"}  # as a member writes its own
     assert admin.call("POST", body={"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                                    "metadata": {"name": name, "annotations": {"elect.io/record": record}},
+                                    "metadata": {"name": name, "labels": labels,
+                                                 "annotations": {"elect.io/record": record}},
                                     "spec": {"holderIdentity": "gone"}})[0] == 201
     a = elect.connect(url, ["x"], member="a")
     electors.append(a)
