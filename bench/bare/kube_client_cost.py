@@ -60,7 +60,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kube-client-") as tmp, \
             LocalCluster(Path(tmp) / "cluster", services=("kubernetes",)) as cluster:
         endpoints = cluster.endpoints
-        url = f"kubernetes://{endpoints.kubernetes[0]}/default?kubeconfig={endpoints.kubeconfig}"
+        url = endpoints.urls()["kubernetes"]
         found: dict[str, list[tuple[float, float, float]]] = {"elect (stdlib)": [], "kubernetes 37.0.2": []}
         for round_ in range(args.rounds):
             for name, script, target in (("elect (stdlib)", _OURS, url),

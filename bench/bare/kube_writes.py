@@ -49,7 +49,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kube-writes-") as tmp, \
             LocalCluster(Path(tmp) / "cluster", services=("kubernetes",)) as cluster:
         endpoints = cluster.endpoints
-        url = f"kubernetes://{endpoints.kubernetes[0]}/default?kubeconfig={endpoints.kubeconfig}"
+        url = endpoints.urls()["kubernetes"]
         each = args.leases // args.processes
         go = time.time() + 3.0  # every writer imported and connected before the first write
         writers = [subprocess.Popen([sys.executable, "-c", _WRITER, url, f"w{p}", str(each), str(go)],
