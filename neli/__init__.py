@@ -57,8 +57,10 @@ Apache Kafka: the broker must allow the session timeout (group.min.session.timeo
 the paper suggests 100 ms) and group.initial.rebalance.delay.ms=0 avoids a 3 s wait when a group forms; on
 KIP-848 (protocol=consumer) the member sets its group's session, heartbeat and assignment interval (0: the
 broker default of Kafka 4.3+ batches assignments for 1 s) itself (neli/group.py);
-give the topic a short retention.ms, heartbeats are only read live. static_membership=true keeps a
-restarted member's partitions, but a stopped member then hands over only when its session expires.
+heartbeats are only read live: a leader topic the elector creates keeps an hour of them and is warmed past its
+first index entries before anyone leads (neli/topic.py says why); give a topic made by hand a short retention.ms.
+static_membership=true keeps a restarted member's partitions, but a stopped member then hands over only when its
+session expires.
 """
 
 from neli.options import KafkaOptions
