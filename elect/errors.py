@@ -37,6 +37,12 @@ class AccessRefused(InfrastructureUnavailable):
     the secret; trying again with the same settings will not help."""
 
 
+class StateUnreadable(ElectError):
+    """A member's durable state (a Raft node's term and vote) is damaged where no crash could have left it: starting
+    on what can be read could break a promise made before (a vote given twice in one term). The message names the
+    file and where it is damaged; restore it, or retire the node's data and start it as a new member."""
+
+
 class NotStarted(ElectError, RuntimeError):
     """An operation needs a started elector."""
 

@@ -30,8 +30,18 @@ INF = math.inf
 T = TypeVar("T")
 
 
+class Halted(Exception):
+    """The driver stopped on its own: the node's term and vote could not be persisted (a full or read-only disk).
+    A node that went on would keep in memory a vote the disk does not have, grant it again (the core repeats a
+    grant without a new save) and, restarted, could give that term's vote to another candidate: it stops instead,
+    as etcd does when its log cannot be written, and its leaderships are fenced (`ReadyHandler.on_halted`)."""
+
+
 class ReadyHandler(Protocol):
     """What the driver calls back, always on its own thread."""
+
+    def on_halted(self, driver: Driver, error: Halted) -> None:
+        """The driver stopped (`Halted`): end every leadership now; nothing more will be driven."""
 
     def on_ready(self, driver: Driver, ready: Ready[Message, HardState], now: float) -> None:
         """Apply ``ready.changes`` / ``ready.seen`` (persist already done; messages not yet sent)."""
@@ -64,6 +74,7 @@ class Driver:
         self.iterations = 0
         self.held: dict[int, TimeoutNow | None] = {}
         self._released: list[Message] = []
+        self.halted: Halted | None = None  # why the driver stopped on its own (`Halted`), if it did
         self._deferred: dict[str, list[Message]] = {}
         self._deferred_due = INF
         self._send = send
@@ -118,6 +129,20 @@ class Driver:
         """Keep ``group``'s TimeoutNow messages back until :meth:`release`."""
         self.held.setdefault(group, None)
 
+    def _halt(self, error: Halted) -> None:
+        log.error("raft driver %s: %s; the node stops (a vote kept only in memory could be given twice)",
+                  self.host.node, error)
+        self.halted = error
+        try:
+            self._handler.on_halted(self, error)
+        except Exception:
+            log.exception("raft driver %s: ending the leaderships after the halt failed", self.host.node)
+        with self._cond:
+            self._stopping = True
+            for _, fut in self._commands:
+                fut.cancel()
+            self._commands.clear()
+
     def release(self, group: int) -> None:
         """Let ``group``'s newest held TimeoutNow go out with the next flush (if still current)."""
         if group not in self.held:
@@ -131,7 +156,10 @@ class Driver:
         """Handle the host's Ready: persist, changes, send (holding TimeoutNows of held groups)."""
         ready = self.host.ready()
         if ready.persist:
-            self.store.save(cast("dict[int, HardState]", ready.persist))  # the host's roles are group ids
+            try:
+                self.store.save(cast("dict[int, HardState]", ready.persist))  # the host's roles are group ids
+            except OSError as exc:
+                raise Halted(f"cannot persist term and vote in {self.store.dir}: {exc}") from exc
         if ready.changes or ready.seen:
             self._handler.on_ready(self, ready, now)
         messages = ready.messages
@@ -212,6 +240,9 @@ class Driver:
                 extra = self._handler.on_idle(self, now)
                 self.flush(now)
                 self._flush_deferred(now)
+            except Halted as exc:
+                self._halt(exc)
+                return
             except Exception:
                 log.exception("raft driver %s: unexpected error; continuing", host.node)
                 host.ready()  # dropped, as a step that failed half-way would have

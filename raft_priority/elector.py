@@ -58,11 +58,11 @@ from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import Acquire, ExtendShared, Fence, Ready, Revoke
 from elect.deadlines import SharedDeadline
-from elect.errors import InfrastructureUnavailable, NotLeader, TransferRefused
+from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
-from raft_priority.driver import Driver
+from raft_priority.driver import Driver, Halted
 from raft_priority.grpc_link import Tls, Transport
 from raft_priority.host import NodeHost
 from raft_priority.messages import HardState, Message
@@ -202,8 +202,12 @@ class RaftElector(BaseElector):
 
     def _on_start(self) -> None:
         o = self.options
-        store = HardStateLog(o.state_dir(self.member), self.member)
-        states = store.load_all()
+        try:
+            store = HardStateLog(o.state_dir(self.member), self.member)
+            states = store.load_all()  # damage no crash could leave: StateUnreadable, naming the file and line
+        except OSError as exc:
+            raise ConfigError(f"cannot keep Raft state in {o.state_dir(self.member)}: {exc.strerror or exc}",
+                              parameter="data_dir") from None
         host = NodeHost(self.member, self.config, random.Random())
         now = time.monotonic()
         for p, prios in enumerate(self.assignment):
@@ -390,6 +394,13 @@ class RaftElector(BaseElector):
                 self._saw(role, seen.leader, seen.token)
         if ready.changes:
             self._recount(now)
+
+    def on_halted(self, driver: Driver, error: Halted) -> None:
+        """The node stopped (its term and vote could not be persisted): its leaderships end now, fenced, since no
+        heartbeat of its will renew them and, without check_quorum, nothing else would end them."""
+        for role in self.leading():
+            self._forget(role)
+            self._fence(role)
 
     def on_idle(self, driver: Driver, now: float) -> float:
         if self._handovers:

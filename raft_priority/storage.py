@@ -3,6 +3,11 @@
 A vote must hit the disk before the message granting it leaves, or a restarted node could vote twice
 in one term. Each group's state is one small JSON file, replaced atomically (write a temporary file,
 fsync it, rename over the old one, fsync the directory), so a crash leaves either the old or the new.
+
+What a crash cannot leave (a file that does not parse, a line torn in the middle of the log) is damage:
+loading refuses it (`StateUnreadable`, naming the file and the line) rather than start from what can be read,
+which could be a term older than one this node voted in. A save that fails (a full or read-only disk) raises;
+the driver then sends nothing until one succeeds (raft_priority/driver.py).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from elect.errors import StateUnreadable
 from raft_priority.messages import HardState
 
 
@@ -28,11 +34,16 @@ class HardStateStore:
         return self.dir / f"group-{group}.json"
 
     def load(self, group: int) -> HardState | None:
+        path = self.path(group)
         try:
-            raw = json.loads(self.path(group).read_text())
+            text = path.read_text()
         except FileNotFoundError:
             return None
-        return HardState(int(raw["term"]), raw.get("voted_for"))
+        try:
+            raw = json.loads(text)
+            return _hard_state(raw["term"], raw.get("voted_for"))
+        except (ValueError, KeyError, TypeError) as exc:  # replaced atomically: a crash cannot leave this
+            raise StateUnreadable(f"Raft state file {path} is damaged ({exc}): {_WHAT_TO_DO}") from None
 
     def load_all(self) -> dict[int, HardState]:
         res: dict[int, HardState] = {}
@@ -88,23 +99,33 @@ class HardStateLog:
         self._fd: int | None = None
         self._size = 0
         self._loaded = False
+        self._rewrite = False  # the file ends in a torn line, or an append failed: the next save rewrites it whole
 
     def load_all(self) -> dict[int, HardState]:
+        """Every group's state. A torn last line (a crash in the middle of an append, before its fsync returned, so
+        before any message that needed it left) is ignored; any other line that does not parse is damage
+        (`StateUnreadable`)."""
         state: dict[int, HardState] = {}
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             raw = b""
-        for line in raw.split(b"\n"):
+        lines = raw.split(b"\n")
+        torn = lines.pop() if lines else b""  # after the last newline: empty, or an append a crash cut short
+        for number, line in enumerate(lines, 1):
             try:
                 entries = json.loads(line) if line.strip() else {}
-            except ValueError:
-                continue  # a torn final line
-            for gid, (term, vote) in entries.items():
-                state[int(gid)] = HardState(int(term), vote)
+                if not isinstance(entries, dict):
+                    raise TypeError(f"a line holds a mapping of groups, not {type(entries).__name__}")
+                for gid, (term, vote) in entries.items():
+                    state[int(gid)] = _hard_state(term, vote)
+            except (ValueError, TypeError) as exc:
+                raise StateUnreadable(f"Raft state file {self.path} is damaged at line {number} of "
+                                      f"{len(lines) + bool(torn)} ({exc}): {_WHAT_TO_DO}") from None
         self._state = state
         self._size = len(raw)
         self._loaded = True
+        self._rewrite = bool(torn)  # appending after it would glue the next line to it
         return dict(state)
 
     def load(self, group: int) -> HardState | None:
@@ -119,7 +140,7 @@ class HardStateLog:
         if not self._loaded:
             self.load_all()
         self._state.update(states)
-        if self._size > self.compact_after:
+        if self._size > self.compact_after or self._rewrite:
             self._compact()
             return
         if self._fd is None:
@@ -129,8 +150,13 @@ class HardStateLog:
             created = False
         data = (json.dumps({str(g): [hs.term, hs.voted_for] for g, hs in states.items()},
                            separators=(",", ":")) + "\n").encode()
-        _write_all(self._fd, data)
-        os.fsync(self._fd)
+        try:
+            _write_all(self._fd, data)
+            os.fsync(self._fd)
+        except OSError:
+            self._rewrite = True  # part of the line may be in the file: the next save rewrites it whole
+            self.close()
+            raise
         self._size += len(data)
         if created:
             _fsync_dir(self.dir)
@@ -154,6 +180,20 @@ class HardStateLog:
         os.replace(tmp, self.path)
         _fsync_dir(self.dir)
         self._size = len(data)
+        self._rewrite = False
+
+
+_WHAT_TO_DO = ("starting on what can be read could vote twice in one term; restore the file from a backup, or remove "
+               "the node's data and start it as a new member")
+
+
+def _hard_state(term: object, vote: object) -> HardState:
+    """A term (an int, not a bool, never negative) and a vote (a node id or None), checked."""
+    if not isinstance(term, int) or isinstance(term, bool) or term < 0:
+        raise TypeError(f"term {term!r} is not a term")
+    if vote is not None and not isinstance(vote, str):
+        raise TypeError(f"vote {vote!r} is not a node id")
+    return HardState(term, vote)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from elect.core import Revoke
+from elect_cluster.waiting import wait_until
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup, RaftState
 from raft_priority.host import NodeHost
-from raft_priority.messages import HardState, Heartbeat, VoteRequest
+from raft_priority.messages import HardState, Heartbeat, VoteRequest, VoteResponse
 from raft_priority.storage import HardStateStore
 
 P3 = {"a": 3, "b": 2, "c": 1}
@@ -113,3 +114,97 @@ def test_hard_state_log_survives_torn_lines_and_compaction(tmp_path: Path, monke
     assert (tmp_path / "b" / "hardstate.log").stat().st_size < 600
     assert HardStateLog(tmp_path, "b").load_all()[5] == HardState(39, None)
     assert HardStateLog(tmp_path, "b").load(3) == HardState(2, "c")
+
+
+def test_damage_a_crash_cannot_leave_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
+    from elect.errors import StateUnreadable
+    from raft_priority.storage import HardStateLog
+
+    path = tmp_path / "b" / "hardstate.log"
+    path.parent.mkdir()
+    for damaged, where in ((b'{"1":[3,"a"]}\nnot json\n{"1":[4,"c"]}\n', "line 2 of 3"),
+                           (b'{"1":[3,"a"]}\n{"1":[4,"c"\n', "line 2 of 2"),  # cut, then a newline: not a crash
+                           (b'[1, 2]\n', "line 1 of 1"),
+                           (b'{"1":[-1,"a"]}\n', "line 1 of 1"),
+                           (b'{"1":[3, 7]}\n', "line 1 of 1")):
+        path.write_bytes(damaged)
+        with pytest.raises(StateUnreadable, match=f"{path} is damaged at {where}"):
+            HardStateLog(tmp_path, "b").load_all()
+    group = HardStateStore(tmp_path, "c")
+    group.path(3).write_text('{"term": "three"}')
+    with pytest.raises(StateUnreadable, match=f"{group.path(3)} is damaged"):
+        group.load(3)
+
+
+def test_a_save_after_a_torn_line_or_a_failed_append_rewrites_the_log(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appending after a torn line would glue the new line to it, and a later load would lose that vote."""
+    from raft_priority.storage import HardStateLog
+
+    path = tmp_path / "b" / "hardstate.log"
+    log = HardStateLog(tmp_path, "b")
+    log.save({1: HardState(3, "a")})
+    log.close()
+    with open(path, "ab") as f:
+        f.write(b'{"1":[4,')  # a crash in the middle of an append
+    back = HardStateLog(tmp_path, "b")
+    assert back.load_all() == {1: HardState(3, "a")}
+    back.save({1: HardState(5, "c")})
+    assert path.read_bytes() == b'{"1":[5,"c"]}\n'  # rewritten whole, not appended to the torn line
+    real = os.write
+    calls = iter([True])
+
+    def full(fd: int, data: bytes) -> int:
+        if next(calls, False):
+            real(fd, data[:4])  # part of the line reaches the file, then the disk is full
+            raise OSError(28, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError):
+        back.save({2: HardState(6, "a")})
+    back.save({2: HardState(7, "b")})
+    assert HardStateLog(tmp_path, "b").load_all() == {1: HardState(5, "c"), 2: HardState(7, "b")}
+
+
+def test_a_driver_that_cannot_persist_a_vote_sends_nothing_and_stops(tmp_path: Path) -> None:
+    """The vote a full disk refused must never leave: the driver halts (as etcd stops when its log cannot be
+    written) and says so to its handler, which ends the node's leaderships."""
+    from elect.core import Ready
+    from raft_priority.driver import Driver, Halted
+    from raft_priority.messages import Message
+    from raft_priority.storage import HardStateLog
+
+    class FullDisk(HardStateLog):
+        def save(self, states: object) -> None:  # type: ignore[override]
+            raise OSError(28, "No space left on device")
+
+    class Handler:
+        def __init__(self) -> None:
+            self.halted: list[Halted] = []
+
+        def on_ready(self, driver: Driver, ready: Ready[Message, HardState], now: float) -> None:
+            pass
+
+        def on_idle(self, driver: Driver, now: float) -> float:
+            return float("inf")
+
+        def on_halted(self, driver: Driver, error: Halted) -> None:
+            self.halted.append(error)
+
+    sent: list[object] = []
+    host = NodeHost("b", RaftConfig.zep006(), random.Random(0))
+    host.add_group(GroupSpec(0, P3), 0.0)
+    handler = Handler()
+    driver = Driver(host, FullDisk(tmp_path, "b"), lambda batch: sent.append(batch), handler, granularity=0.01)
+    driver.start()
+    try:
+        driver.receive([VoteRequest(0, "a", "b", 3, 0, 0)])
+        wait_until(lambda: driver.halted is not None, 10.0, what="the driver halting")
+    finally:
+        driver.stop()
+    responses = [m for batch in sent for msgs in batch.values() for m in msgs  # type: ignore[attr-defined]
+                 if isinstance(m, VoteResponse)]
+    assert responses == []  # the grant never left (pre-votes persist nothing: those may have)
+    assert len(handler.halted) == 1 and "No space left on device" in str(handler.halted[0])
+    assert str(tmp_path / "b") in str(handler.halted[0])
