@@ -38,15 +38,19 @@ def read_secret(file: str | None, env: str | None, *, what: str) -> str | None:
     return None
 
 
-def check_certificate(ca: str, cert: str, key: str) -> None:
-    """Refuse, naming the file at fault, a node's TLS files that cannot work together: a CA file with no
-    certificate, a key that does not belong to the certificate, or the CA's own certificate given as the node's
-    (it would start, and every peer would refuse it or, worse, take it for the CA). Checked where the options are
-    read, before anything listens."""
-    try:
-        ssl.create_default_context(cafile=ca)
-    except (ssl.SSLError, OSError) as exc:
-        raise ConfigError(f"no CA certificate can be read from {ca}: {exc}", parameter="ca") from None
+def check_certificate(ca: str | None, cert: str | None, key: str | None, *, name: str | None = None) -> None:
+    """Refuse, naming the file at fault, TLS files that cannot work together (those given): a CA file with no
+    certificate, a certificate and key that are not PEM or do not belong together, the CA's own certificate given as
+    a member's (it would start, and every peer would refuse it or, worse, take it for the CA) and, with `name`, a
+    certificate that does not name this member (its peers would refuse it as another's). Checked where the options
+    are read, before anything connects or listens."""
+    if ca:
+        try:
+            ssl.create_default_context(cafile=ca)
+        except (ssl.SSLError, OSError) as exc:
+            raise ConfigError(f"no CA certificate can be read from {ca}: {exc}", parameter="ca") from None
+    if not (cert and key):
+        return
     try:
         ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
     except ssl.SSLError as exc:
@@ -57,9 +61,28 @@ def check_certificate(ca: str, cert: str, key: str) -> None:
                           parameter="cert") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {cert} or {key}: {exc}", parameter="cert") from None
-    if _certificates(cert)[:1] and _certificates(cert)[0] in _certificates(ca):
-        raise ConfigError(f"{cert} is the CA's own certificate (the one in {ca}): give this node a certificate of "
-                          "its own, signed by that CA (`elect certs make`)", parameter="cert")
+    if ca and _certificates(cert)[:1] and _certificates(cert)[0] in _certificates(ca):
+        raise ConfigError(f"{cert} is the CA's own certificate (the one in {ca}): give this member a certificate "
+                          "of its own, signed by that CA (`elect certs make`)", parameter="cert")
+    names = certificate_names(cert)
+    if name is not None and names is not None and name not in names:
+        raise ConfigError(f"{cert} names {', '.join(sorted(names)) or 'nobody'}, not this member {name!r}: its peers "
+                          "would refuse it as another member's (`elect certs make --members` writes one per id)",
+                          parameter="cert")
+
+
+def certificate_names(cert: str) -> set[str] | None:
+    """The common name and DNS names of the first certificate in `cert`, or None if this Python cannot read them
+    (the standard library decodes a certificate file only through a private helper of `ssl`)."""
+    decode = getattr(getattr(ssl, "_ssl", None), "_test_decode_cert", None)
+    if decode is None:
+        return None
+    try:
+        info = decode(cert)
+    except (ssl.SSLError, OSError, ValueError):
+        return None
+    names = {value for rdn in info.get("subject", ()) for key, value in rdn if key == "commonName"}
+    return names | {value for kind, value in info.get("subjectAltName", ()) if kind == "DNS"}
 
 
 def _certificates(path: str) -> list[bytes]:
@@ -123,6 +146,7 @@ class AccessOptions:
         for name in ("ca", "cert", "key", "password_file"):
             path = getattr(self, name)
             rule(path is None or Path(path).is_file(), name, f"no such file: {path}")
+        check_certificate(self.ca, self.cert, self.key)  # files that cannot work together, named before any connect
         rule(not (self.password_file and self.password_env), "password_env",
              "name the password once: password_file or password_env, not both")
         rule(self.user is None or bool(self.user.strip()), "user", "cannot be empty")

@@ -180,6 +180,8 @@ class RaftOptions(PeerOptions):
 
     def check_member(self, member: str) -> None:
         super().check_member(member)
+        if self.ca and self.cert and self.key:  # peers accept a node whose certificate names its id
+            check_certificate(self.ca, self.cert, self.key, name=member)
         nodes = {member, *self.peer_map()}
         named = self.weight_map()
         unknown = sorted(set(named) - nodes)

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+import elect
 from elect.config import spec_from_url
 from elect.errors import ConfigError
 from elect_bench.members import MemberProcess
@@ -97,18 +98,15 @@ def test_members_of_the_cluster_ca_elect_and_hand_over(tls_group: TlsGroup) -> N
 def _intruder_tls(g: TlsGroup, kind: str) -> dict[str, str] | None:
     if kind == "no certificate":
         return None
-    if kind == "another CA":
-        other = g.tmp / "other-ca"
-        make_certs(other, ["c"])
-        return g.tls("c", other)
-    assert kind == "a certificate naming b"
-    return {**g.tls("b"), "ca": str(g.certs / "ca.crt")}
+    assert kind == "another CA"
+    other = g.tmp / "other-ca"
+    make_certs(other, ["c"])
+    return g.tls("c", other)
 
 
 @pytest.mark.parametrize(("kind", "said"), [
     ("no certificate", "closes every connection at once: if the cluster uses mutual TLS"),
     ("another CA", "TLS with a"),
-    ("a certificate naming b", "refuses batches from 'c': the client certificate names b"),
 ])
 def test_a_node_the_cluster_does_not_trust_cannot_vote_or_lead(tls_group: TlsGroup, kind: str, said: str) -> None:
     g = tls_group
@@ -123,6 +121,38 @@ def test_a_node_the_cluster_does_not_trust_cannot_vote_or_lead(tls_group: TlsGro
     with pytest.raises(TimeoutError):  # a deliberate window, ended early (failing) by any event of c's
         line = c.log.wait_for(lambda _l: True, WINDOW, what="any event of the intruder")
         pytest.fail(f"the intruder printed {line}")
+    assert all(len(p.log.lines) == marks[p.member_id] for p in (a, b)), "leadership changed"
+    assert g.settled([a, b]) == before
+
+
+def test_batches_claiming_another_member_than_the_certificate_names_are_refused(tls_group: TlsGroup) -> None:
+    """A client holding b's certificate whose batches claim to come from c (not an elect member: one refuses such
+    files at start) is refused PERMISSION_DENIED by the server, and nothing changes."""
+    import grpc
+
+    from elect.config import parse_url, spec_from_url
+    from raft_priority.grpc_link import METHOD
+    from raft_priority.messages import Heartbeat
+    from raft_priority.wire.codec import encode
+
+    g = tls_group
+    a, b = g.start("a", g.tls("a")), g.start("b", g.tls("b"))
+    before = g.settled([a, b])
+    g.quiet([a, b])
+    marks = {p.member_id: len(p.log.lines) for p in (a, b)}
+    host = parse_url(g.urls["a"]).hosts[0]
+    cluster = str(spec_from_url(g.urls["a"]).options.cluster_id("a"))  # type: ignore[attr-defined]
+    credentials = grpc.ssl_channel_credentials(root_certificates=(g.certs / "ca.crt").read_bytes(),
+                                               private_key=(g.certs / "b.key").read_bytes(),
+                                               certificate_chain=(g.certs / "b.crt").read_bytes())
+    batch = encode([Heartbeat(0, "c", "a", 10**6, 1.0)], cluster, "c", "a").SerializeToString()
+    with grpc.secure_channel(host, credentials, options=[("grpc.ssl_target_name_override", "a")]) as channel:
+        deliver = channel.stream_unary(METHOD, request_serializer=None, response_deserializer=None)
+        with pytest.raises(grpc.RpcError) as refused:
+            deliver(iter([batch]), timeout=10)
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED  # type: ignore[attr-defined]
+    assert "names b" in str(refused.value.details())  # type: ignore[attr-defined]
+    g.quiet([a, b])
     assert all(len(p.log.lines) == marks[p.member_id] for p in (a, b)), "leadership changed"
     assert g.settled([a, b]) == before
 
@@ -150,6 +180,8 @@ def test_tls_files_that_cannot_work_together_are_refused_naming_the_file(tmp_pat
         spec_from_url(f"raft://a@127.0.0.1:7001?peers=b@127.0.0.1:7002&ca={tmp_path / 'a.key'}"
                       f"&cert={tmp_path / 'a.crt'}&key={tmp_path / 'a.key'}")
     assert spec_from_url(f"{base}&cert={tmp_path / 'a.crt'}&key={tmp_path / 'a.key'}")  # the right pair
+    with pytest.raises(ConfigError, match=r"cert: .*b\.crt names b, not this member 'a'"):  # another member's
+        elect.connect(f"{base}&cert={tmp_path / 'b.crt'}&key={tmp_path / 'b.key'}", [0])  # made, never started
 
 
 def test_a_node_that_cannot_listen_says_so_and_exits_without_a_traceback() -> None:

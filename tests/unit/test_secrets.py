@@ -12,6 +12,7 @@ import pytest
 from elect.config import spec_from_url
 from elect.errors import ConfigError
 from elect.secrets import read_secret, tls_refusal
+from elect_cluster.certs import make_authority
 from elect_cluster.endpoints import Endpoints
 from neli.options import KafkaOptions
 
@@ -75,22 +76,43 @@ def test_options_hold_where_the_password_is_never_the_password(password_file: st
         assert options.password() == SECRET
 
 
-def test_kafka_client_security_maps_to_librdkafka(password_file: str) -> None:
+def test_kafka_client_security_maps_to_librdkafka(password_file: str, tmp_path: Path) -> None:
+    ca = str(make_authority(tmp_path / "ca").cert)
     plain = KafkaOptions(servers=("h:1",))
     assert plain.client_security() == {"security.protocol": "PLAINTEXT"}
-    tls = KafkaOptions(servers=("h:1",), ca=password_file)
+    tls = KafkaOptions(servers=("h:1",), ca=ca)
     assert tls.client_security()["security.protocol"] == "SSL"
-    assert tls.client_security()["ssl.ca.location"] == password_file
-    sasl = KafkaOptions(servers=("h:1",), ca=password_file, user="u", password_file=password_file,
+    assert tls.client_security()["ssl.ca.location"] == ca
+    sasl = KafkaOptions(servers=("h:1",), ca=ca, user="u", password_file=password_file,
                         sasl_mechanism="SCRAM-SHA-512")
     assert sasl.client_security() | {"sasl.password": "-"} == {
         "security.protocol": "SASL_SSL", "ssl.endpoint.identification.algorithm": "https",
-        "ssl.ca.location": password_file, "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u",
+        "ssl.ca.location": ca, "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u",
         "sasl.password": "-"}
     assert sasl.client_security()["sasl.password"] == SECRET
     with pytest.raises(ConfigError) as caught:
         KafkaOptions(servers=("h:1",), user="u", password_file=password_file)
     assert caught.value.parameter == "sasl_mechanism"
+
+
+@pytest.mark.parametrize("scheme", ["etcd://h:1/p", "zookeeper://h:1/p", "kafka://h:1/t"])
+def test_tls_files_that_cannot_work_together_are_refused_for_every_scheme(scheme: str, tmp_path: Path) -> None:
+    """Each refused when the URL is read, naming the option and the file (before anything connects)."""
+    from elect.config import spec_from_url
+    from elect_cluster.certs import make_certs
+
+    make_certs(tmp_path, ["a", "b"])
+    ca, crt, key = (str(tmp_path / name) for name in ("ca.crt", "a.crt", "a.key"))
+    cases = {f"ca={tmp_path / 'a.key'}": ("ca", "no CA certificate can be read from"),
+             f"ca={ca}&cert={crt}&key={tmp_path / 'b.key'}": ("key", "b.key does not belong to the certificate in"),
+             f"ca={ca}&cert={ca}&key={tmp_path / 'ca.key'}": ("cert", "is the CA's own certificate"),
+             f"ca={ca}&cert={tmp_path / 'pw'}&key={key}": ("cert", "are not a PEM certificate and its private key")}
+    (tmp_path / "pw").write_text("not a certificate\n")
+    for query, (parameter, words) in cases.items():
+        with pytest.raises(ConfigError, match=words) as caught:
+            spec_from_url(f"{scheme}?{query}", ["r"], member="m")
+        assert caught.value.parameter == parameter, (query, caught.value)
+    assert spec_from_url(f"{scheme}?ca={ca}&cert={crt}&key={key}", ["r"], member="m")  # the right files
 
 
 def test_secured_endpoints_name_files_not_passwords() -> None:
