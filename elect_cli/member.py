@@ -18,6 +18,12 @@ With `--observe` it reports `elect member: ID leader {json}` on stderr each time
 (Elector.observe: role, leader or null, token; methods that cannot see it exit 2 saying why). With
 `--metrics-port PORT` it serves its Prometheus metrics (Elector.metrics) at http://HOST:PORT/metrics (port 0: the
 OS chooses) and reports `elect member: ID metrics {"port": ..., "url": ...}` on stderr before it starts.
+
+Exit codes (every `elect` command alike), each failure with one line on stderr, never a traceback: 0 drained or
+done; 2 the configuration or the member's own state (`ConfigError`, `StateUnreadable`, `UnsatisfiedRequirement`,
+`NotSupported`: the same command fails again until it is changed); 3 the infrastructure
+(`InfrastructureUnavailable`, `AccessRefused` among it: a broker, store, API server or port that could not be
+reached, or refused this member); 130 interrupted before it started; 128 + N a second signal N while draining.
 """
 
 from __future__ import annotations
