@@ -7,7 +7,10 @@ Partition p of a node listens on PORT + p. Leadership is read by polling ``_isLe
 PySyncObj's own file journal (``journalFile``), under ``data_dir`` (kept across restarts of the member) or
 else a temporary directory for the life of the process: the baseline shuts a partition's SyncObj down on
 every resign and starts a new one, and a new one that forgot whom it voted for could vote twice in a term,
-electing two leaders, one after the other, under the same term (the same token; seen in the suite).
+electing two leaders, one after the other, under the same term (the same token; seen in the suite). PySyncObj
+writes that term and vote to `.meta` without fsync (its MetaStorer flushes and renames, never syncs), so a crash
+of the machine, unlike one of the process, can still lose a vote; and it reads a damaged `.meta` as empty, which
+the baseline refuses instead (`_check_journal`).
 
 What it does not promise (its characteristics say so): PySyncObj has no leader lease and no
 PreVote, so a cut-off leader keeps believing it leads until ``leaderFallbackTimeout`` passes while
@@ -35,16 +38,44 @@ import time
 from pathlib import Path
 
 from pysyncobj import SyncObj, SyncObjConf
+from pysyncobj.journal import createJournal
+from pysyncobj.journal import loads as journal_loads
 from pysyncobj.monotonic import monotonic
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
+from elect.errors import StateUnreadable
 from elect.roles import Role, partition_of
 from elect_bench.baselines.pysyncobj_plugin import PySyncObjOptions
 from raft_priority.options import split_host_port
 
 log = logging.getLogger("elect.pysyncobj")
 logging.getLogger("pysyncobj").setLevel(logging.CRITICAL)  # it logs every refused connection
+
+
+def _check_journal(path: str) -> None:
+    """Refuse a journal PySyncObj cannot read back: `StateUnreadable`, naming the file, since starting afresh could
+    vote twice. Its log fails deep in SyncObj's constructor with a traceback (the partition's threads half started);
+    its `.meta`, which holds the term and the vote, PySyncObj reads as empty whatever is wrong with it (its
+    MetaStorer swallows every error): a node with a damaged one would start at term 0 with no vote."""
+    meta = Path(path + ".meta")
+    if not (Path(path).exists() or meta.exists()):
+        return
+    journal = None
+    try:
+        data = meta.read_bytes() if meta.exists() else b""
+        if data and not isinstance(journal_loads(data), dict):
+            raise TypeError(f"{meta} holds no mapping of term and vote")
+        journal = createJournal(path)
+        journal.getCurrentTerm()
+        journal.getVotedForNodeId()
+    except Exception as exc:  # whatever PySyncObj raises on bytes it did not write (struct.error, pickle, EOF...)
+        raise StateUnreadable(f"PySyncObj journal {path} (or its .meta) is damaged ({type(exc).__name__}: {exc}): "
+                              "starting on what can be read could vote twice in one term; restore it, or remove "
+                              "the member's data and start it as a new member") from None
+    finally:
+        if journal is not None:
+            journal._destroy()
 
 
 def _shift(address: str, offset: int) -> str:
@@ -105,6 +136,7 @@ class PySyncObjElector(BaseElector):
         conf = self._conf()
         assert self._journals is not None
         conf.journalFile = str(self._journals / f"partition-{p}.journal")
+        _check_journal(conf.journalFile)
         obj = SyncObj(_shift(self.options.listen, p), peers, conf=conf)
         self._confs[p] = conf
         if p in self._resigned or not self._roles_on(p):
