@@ -95,7 +95,7 @@ def test_kafka_client_security_maps_to_librdkafka(password_file: str, tmp_path: 
     assert caught.value.parameter == "sasl_mechanism"
 
 
-@pytest.mark.parametrize("scheme", ["etcd://h:1/p", "zookeeper://h:1/p", "kafka://h:1/t"])
+@pytest.mark.parametrize("scheme", ["etcd://h:1/p", "zookeeper://h:1/p", "kafka://h:1/t", "kubernetes://h:1/ns"])
 def test_tls_files_that_cannot_work_together_are_refused_for_every_scheme(scheme: str, tmp_path: Path) -> None:
     """Each refused when the URL is read, naming the option and the file (before anything connects)."""
     from elect.config import spec_from_url
