@@ -276,6 +276,18 @@ def _secured(build: Callable[[Group, Mapping[str, str]], dict[str, str]],
     return secured
 
 
+def _secured_kubernetes(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+    """kubernetes:// on the secured cluster's kube-apiserver, whose etcd speaks TLS with client certificates and
+    users: the member's own URL is as on the plain cluster (HTTPS, a token and RBAC always), so what this costs is
+    the secured store behind the API server."""
+    endpoints = group.endpoints
+    found = endpoints.secured if endpoints is not None and endpoints.secured is not None else endpoints
+    if found is None or not found.security or not found.kubernetes:
+        raise ValueError("this method needs kube-apiserver on a secured etcd (LocalCluster(secure=True), elect cluster "
+                         "up --secure --services kubernetes)")
+    return _kubernetes(replace(group, endpoints=found), params)
+
+
 def _secs(value: float) -> str:
     return f"{value:g}"
 
@@ -322,6 +334,9 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            ("zookeeper",), lambda b: {"session_timeout": _secs(b)}, _secured(_zookeeper, "zookeeper"), secure=True),
     Method("kafka-fast-sasl", "kafka", "NELI fast over SASL_SSL (SCRAM-SHA-256)", ("kafka",),
            lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _secured(_kafka, "kafka"), secure=True),
+    Method("kubernetes-secure", "kubernetes", "CAS lease on Kubernetes Leases, the API server's etcd secured (TLS, "
+           "client certificates, users)", ("kubernetes",), lambda b: {"ttl": _secs(b)}, _secured_kubernetes,
+           secure=True, struck=KUBERNETES_STRUCK),
     # The anchors: the well-known implementations' own code (bench/anchors), at the same detection budget.
     Method("kazoo", "kazoo", "anchor: kazoo's Election recipe on ZooKeeper (session timeout = D)", ("zookeeper",),
            lambda b: {"session_timeout": _secs(b)}, _kazoo),

@@ -62,8 +62,9 @@ def test_the_secure_scenario_runs_plain_and_secured_methods_on_two_clusters() ->
     from elect_cluster.endpoints import Endpoints
 
     secure = scenario.load("secure")
-    assert secure.plain_needs == ("etcd", "zookeeper", "kafka") == secure.secure_needs
-    assert [m for m in secure.methods if METHODS[m].secure] == ["etcd-tls", "zookeeper-tls", "kafka-fast-sasl"]
+    assert secure.plain_needs == ("etcd", "zookeeper", "kafka", "kubernetes") == secure.secure_needs
+    assert [m for m in secure.methods if METHODS[m].secure] == ["etcd-tls", "zookeeper-tls", "kafka-fast-sasl",
+                                                                 "kubernetes-secure"]
     with pytest.raises(ConfigError, match="TLS, which the relays that count requests cannot read"):
         scenario.load({"methods": ["etcd-tls"], "meter": True})
     with pytest.raises(ConfigError, match=r"HTTPS .*kube_requests\.py"):  # the Kubernetes API is never plain
@@ -80,6 +81,11 @@ def test_the_secure_scenario_runs_plain_and_secured_methods_on_two_clusters() ->
 
     assert urls["a"].startswith("etcd://h:2/g?") and "password_file=/s/elect.password" in unquote(urls["a"])
     assert "ttl=1" in urls["a"]
+    kube = Endpoints(kubernetes=("h:4",), kubeconfig="/s/member.kubeconfig", security=secured.security)
+    urls = METHODS["kubernetes-secure"].member_urls(
+        Group(("a",), 2, "g", Endpoints(kubernetes=("h:3",), secured=kube)), 1.0)
+    assert urls["a"].startswith("kubernetes://h:4/default?")  # the secured cluster's API server
+    assert "kubeconfig=/s/member.kubeconfig" in unquote(urls["a"]) and "password" not in urls["a"]  # HTTPS, a token
 
 
 def test_an_envelope_runs_cuts_through_its_base_point() -> None:
