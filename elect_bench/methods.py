@@ -266,26 +266,28 @@ def _secured(build: Callable[[Group, Mapping[str, str]], dict[str, str]],
     are a secured cluster's), with its CA, client certificate, user and password file: what security costs."""
 
     def secured(group: Group, params: Mapping[str, str]) -> dict[str, str]:
-        endpoints = group.endpoints
-        found = endpoints.secured if endpoints is not None and endpoints.secured is not None else endpoints
-        if found is None or not found.security:
-            raise ValueError(f"this method needs a secured {service} (LocalCluster(secure=True), elect cluster up "
-                             "--secure)")
+        found = _secured_endpoints(group, service)
         return build(replace(group, endpoints=found), {**found.params(service), **params})
 
     return secured
+
+
+def _secured_endpoints(group: Group, service: str) -> Endpoints:
+    """The secured cluster's endpoints (`group.endpoints.secured`, or the endpoints themselves when they are a
+    secured cluster's); ValueError naming `service` when there is none."""
+    endpoints = group.endpoints
+    found = endpoints.secured if endpoints is not None and endpoints.secured is not None else endpoints
+    if found is None or not found.security:
+        raise ValueError(f"this method needs a secured {service} (LocalCluster(secure=True), elect cluster up "
+                         "--secure)")
+    return found
 
 
 def _secured_kubernetes(group: Group, params: Mapping[str, str]) -> dict[str, str]:
     """kubernetes:// on the secured cluster's kube-apiserver, whose etcd speaks TLS with client certificates and
     users: the member's own URL is as on the plain cluster (HTTPS, a token and RBAC always), so what this costs is
     the secured store behind the API server."""
-    endpoints = group.endpoints
-    found = endpoints.secured if endpoints is not None and endpoints.secured is not None else endpoints
-    if found is None or not found.security or not found.kubernetes:
-        raise ValueError("this method needs kube-apiserver on a secured etcd (LocalCluster(secure=True), elect cluster "
-                         "up --secure --services kubernetes)")
-    return _kubernetes(replace(group, endpoints=found), params)
+    return _kubernetes(replace(group, endpoints=_secured_endpoints(group, "kubernetes")), params)
 
 
 def _secs(value: float) -> str:

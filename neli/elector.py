@@ -122,7 +122,7 @@ class KafkaElector(BaseElector):
         self._stop_asked: float | None = None
         self._unled_check = 0.0  # `_report_unled`: next check, partitions reported
         self._unled_said: set[int] = set()
-        self._last_read: dict[int, tuple[int, str, float]] = {}  # partition -> offset, sender, when (for that report)
+        self._last_read: dict[int, tuple[int, Heartbeat, float]] = {}  # partition -> offset, record, when (that report)
 
     @property
     def characteristics(self) -> Characteristics:
@@ -251,8 +251,8 @@ class KafkaElector(BaseElector):
         for partition, why in stuck.items():
             if partition not in self._unled_said:
                 read = self._last_read.get(partition)
-                last = "nothing read" if read is None else (f"last read offset {read[0]} from {read[1]} "
-                                                            f"{now - read[2]:.1f} s ago")
+                last = "nothing read" if read is None else (f"last read offset {read[0]} from {read[1].member}/"
+                                                            f"{read[1].instance} {now - read[2]:.1f} s ago")
                 log.warning("neli: %s owns partition %d but has not led it: %s; %s", self.member, partition, why, last)
         self._unled_said = set(stuck)
 
@@ -451,7 +451,7 @@ class KafkaElector(BaseElector):
         partition, offset = msg.partition(), msg.offset()
         if heartbeat is None or partition is None or offset is None:
             return
-        self._last_read[partition] = (offset, f"{heartbeat.member}/{heartbeat.instance}", time.monotonic())
+        self._last_read[partition] = (offset, heartbeat, time.monotonic())  # formatted only if reported
         at_end = self._at_end(self.options.topic, partition, offset)
         self._feed(Received(partition, offset, heartbeat, time.time(), at_end))
 
