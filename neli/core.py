@@ -246,6 +246,13 @@ class NeliCore:
                     own.roles.remove(role)
                     self._ready.changes.append(Revoke(role))
 
+    def beat_now(self, now: float) -> None:
+        """Publish this round of heartbeats now rather than at its time (the driver's reason: a fetch waiting on
+        the partitions held before an assignment returns once they have a record, and the next one reads the new
+        partitions); the rounds after it keep the interval from now. A heartbeat early is evidence like any."""
+        self._next_beat = -math.inf
+        self.tick(now)
+
     def stop(self) -> None:
         """Publish no more heartbeats: what is still led ends with the group's revoke or by its deadline."""
         self._publishing = False

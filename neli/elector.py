@@ -52,10 +52,11 @@ from neli.group import configure_group, speaks_consumer_protocol, warn_of_broker
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error, refusal
 from neli.options import KafkaOptions
-from neli.topic import admin_client, ensure_parking_topic, ensure_topic, partition_count
+from neli.topic import admin_client, end_offsets, ensure_parking_topic, ensure_topic, partition_count
 
 log = logging.getLogger("neli")
-_TAIL = -2000 - 100  # librdkafka's logical offset "100 records before the end" (RD_KAFKA_OFFSET_TAIL)
+_BACK = 100  # a newly assigned partition is read from this many records before its end
+_TAIL = -2000 - _BACK  # librdkafka's logical offset for that (RD_KAFKA_OFFSET_TAIL)
 kafka_log = logging.getLogger("neli.librdkafka")
 
 
@@ -114,7 +115,7 @@ class KafkaElector(BaseElector):
         self._parking: _Parking = "off"
         self._park_by = 0.0  # a stop waits for "parked" until then, then leaves anyway
         self._restore_after = time.monotonic() + 5 * options.session_timeout  # next check for a vanished topic
-        self._admin: Any = None  # for that check, made on first use
+        self._admin: Any = None  # start offsets of new partitions and that check (made at start)
         self.publish_errors = 0
         # step timings (`steps`): partition -> when it was assigned, when its first heartbeat went to the producer
         self._assigned_at: dict[int, float] = {}
@@ -141,7 +142,7 @@ class KafkaElector(BaseElector):
     def _on_start(self) -> None:
         o = self.options
         self.partitions = ensure_topic(o)
-        admin = admin_client(o)
+        admin = self._admin = admin_client(o)
         if o.protocol == "consumer":
             configure_group(admin, o)
         else:
@@ -229,7 +230,7 @@ class KafkaElector(BaseElector):
                 self._subscribe(self._consumer, self.options.topic)
         wait = min(max(0.0, core.next_wakeup() - time.monotonic()), self.options.poll)
         if self._consumer is not None:
-            for msg in self._consumer.consume(500, wait):
+            for msg in _read(self._consumer, wait):
                 self._on_message(msg)
         else:
             self._wakeup.wait(wait)
@@ -383,22 +384,39 @@ class KafkaElector(BaseElector):
         elif self._parking == "joining":
             self._parking = "parked"  # the first rebalance with the parking subscription completed
         now = time.monotonic()
+        core = self._require_core()
+        held = core.owned
         for p in ours:
-            if p not in self._require_core().owned:
+            if p not in held:
                 self._assigned_at[p] = now
         self._guarded(Assigned(tuple(ours)))
         self._read_from_tail(consumer, parts)
+        if held and not held.issuperset(ours):
+            # the consumer's fetch on the partitions it held waits for their next records; a heartbeat round now
+            # ends it, and the next fetch takes the new partitions in
+            core.beat_now(time.monotonic())
+            self._handle_ready()
 
     def _read_from_tail(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
-        """Start reading a few records before the end, not at it.
+        """Start reading a few records before the end, not at it, at offsets looked up on the admin client's
+        connection rather than the consumer's.
 
         The heartbeat published on assignment usually lands before the fetcher has looked up the end
         offset, so starting at the end would miss it and delay leadership by a heartbeat interval. Older
         records are harmless: a leadership starts only on this assignment's own heartbeats, all written
         after it, so the token rule holds (older records of others at most extend a full-mode leadership,
         and only while their sender's wall clock says they are fresh).
+
+        Why not librdkafka's own lookup (a logical offset): a broker serves one connection's requests one at a
+        time, and the consumer's connection usually carries a fetch waiting up to fetch.wait.max.ms for its other
+        partitions' records, so the lookup waited behind it, and the fetch after it too. With an absolute offset
+        the partition can be fetched at once; `Wake` then ends the waiting fetch (see `_on_assign`).
         """
-        start = [TopicPartition(p.topic, p.partition, _TAIL) if p.topic == self.options.topic else p for p in parts]
+        new = [p.partition for p in parts if p.topic == self.options.topic]
+        ends = end_offsets(self._admin, self.options.topic, new, self.options.interval) if self._admin else {}
+        start = [TopicPartition(p.topic, p.partition, _TAIL if p.partition not in ends else
+                                max(0, ends[p.partition] - _BACK)) if p.topic == self.options.topic else p
+                 for p in parts]
         try:
             if self.options.assignment == "cooperative-sticky":
                 consumer.incremental_assign(start)
@@ -597,6 +615,17 @@ class KafkaElector(BaseElector):
                 "linger.ms": 0, "acks": 1, "enable.idempotence": False,
                 "message.timeout.ms": max(1, round(o.timeout * 1000)),
                 "queue.buffering.max.messages": 10000}
+
+
+def _read(consumer: Consumer, wait: float, most: int = 500) -> list[Message]:
+    """What the consumer has within `wait` seconds (records, errors; rebalance callbacks run meanwhile), returned as
+    soon as there is something: a batch `consume(most, wait)` waits out the whole of `wait` unless `most` messages
+    arrive (librdkafka's batch semantics), which held every heartbeat read back for up to the poll interval: the
+    graceful handovers and renewals of a 1 s session waited 25 ms at the median for nothing."""
+    first = consumer.poll(wait)
+    if first is None:
+        return []
+    return [first, *consumer.consume(most - 1, 0)]
 
 
 def create(options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> KafkaElector:

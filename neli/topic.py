@@ -24,7 +24,7 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
@@ -66,6 +66,26 @@ def refused(admin: AdminClient) -> None:
     found = getattr(admin, "elect_refusals", None)
     if isinstance(found, Refusals):
         found.check()
+
+
+def end_offsets(admin: AdminClient, topic: str, partitions: list[int], timeout: float) -> dict[int, int]:
+    """The end offset (the next record's) of each of `partitions` that the broker gives within `timeout` seconds;
+    partitions it did not answer for in time are left out (the caller falls back on a lookup of its own)."""
+    if not partitions:
+        return {}
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    deadline = time.monotonic() + timeout
+    found: dict[int, int] = {}
+    try:
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        futures = admin.list_offsets({TopicPartition(topic, p): latest for p in partitions},
+                                     request_timeout=timeout)
+        for tp, future in futures.items():
+            found[tp.partition] = future.result(timeout=max(0.0, deadline - time.monotonic())).offset
+    except Exception as exc:  # KafkaException, a time-out, a client closing: the lookup is an optimisation
+        log.debug("neli: end offsets of %s %s not known within %g s: %s", topic, partitions, timeout, exc)
+    return found
 
 
 PARKING_SUFFIX = ".parked"
