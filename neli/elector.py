@@ -410,10 +410,10 @@ class KafkaElector(BaseElector):
         Why not librdkafka's own lookup (a logical offset): a broker serves one connection's requests one at a
         time, and the consumer's connection usually carries a fetch waiting up to fetch.wait.max.ms for its other
         partitions' records, so the lookup waited behind it, and the fetch after it too. With an absolute offset
-        the partition can be fetched at once; `Wake` then ends the waiting fetch (see `_on_assign`).
+        the partition can be fetched at once, and `_on_assign`'s heartbeat round ends the waiting fetch.
         """
-        new = [p.partition for p in parts if p.topic == self.options.topic]
-        ends = end_offsets(self._admin, self.options.topic, new, self.options.interval) if self._admin else {}
+        ours = [p.partition for p in parts if p.topic == self.options.topic]
+        ends = end_offsets(self._admin, self.options.topic, ours, self.options.interval) if self._admin else {}
         start = [TopicPartition(p.topic, p.partition, _TAIL if p.partition not in ends else
                                 max(0, ends[p.partition] - _BACK)) if p.topic == self.options.topic else p
                  for p in parts]

@@ -105,6 +105,23 @@ def test_fast_publishes_to_owned_partitions_only_and_on_schedule() -> None:
     assert len(of(tick(c, 0.1), Publish)) == 2
 
 
+def test_a_round_brought_forward_beats_every_owned_partition_and_the_next_keeps_the_interval() -> None:
+    c = core()
+    assign(c, [1, 2], 0.0)
+    tick(c, 0.0)
+    assign(c, [3], 0.04)  # (publishes to the new partition only)
+    c.beat_now(0.05)
+    assert sorted(o.partition for o in of(taken(c), Publish)) == [1, 2, 3]  # type: ignore[attr-defined]
+    assert of(tick(c, 0.1), Publish) == []  # the round at 0.1 came early
+    assert len(of(tick(c, 0.15), Publish)) == 3
+    stopped = core()
+    assign(stopped, [1], 0.0)
+    taken(stopped)
+    stopped.stop()
+    stopped.beat_now(0.05)
+    assert of(taken(stopped), Publish) == []  # a stopping member publishes nothing, early or not
+
+
 def test_heartbeats_stopping_fence_at_the_deadline_and_resume_with_a_new_token() -> None:
     c = core()
     assign(c, [0], 0.0)

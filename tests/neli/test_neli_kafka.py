@@ -8,17 +8,19 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import elect
 from elect.config import spec_from_url
 from elect.errors import ConfigError, InfrastructureUnavailable
+from elect.metrics import RENEWAL
 from elect_bench.members import InProcessMember
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.ports import free_port
 from elect_cluster.waiting import wait_until
 from neli.options import KafkaOptions
-from neli.topic import TOPIC_CONFIG, WARM_PADDING, ensure_topic, parking_topic
+from neli.topic import TOPIC_CONFIG, WARM_PADDING, admin_client, end_offsets, ensure_topic, parking_topic
 
 pytestmark = pytest.mark.infra
 
@@ -201,6 +203,43 @@ def test_a_member_times_each_step_of_taking_a_partition_and_of_leaving(infra: En
     leaving = a.elector.timings()  # type: ignore[attr-defined]
     assert len(leaving["stop_to_revoked"]) == len(leaving["revoked_to_left"]) == 1, leaving
     assert len(b.elector.timings()["assigned_to_led"]) == 2  # type: ignore[attr-defined]
+
+
+def test_a_member_reads_its_heartbeats_back_as_they_arrive_not_at_the_end_of_its_poll(
+        infra: Endpoints, started: list[InProcessMember]) -> None:
+    # a poll interval of 1 s: a loop that returned only when its poll ran out (librdkafka's batch consume) read
+    # every heartbeat back up to 1 s late; one that returns at the first record, within milliseconds
+    url = (f"kafka://{infra.kafka[0]}/{fresh()}?partitions=1&session_timeout=12&heartbeat_interval=1"
+           "&poll_interval=1")
+    elector = elect.connect(url, [0], member="a")
+    registry = elector.metrics().registry
+    a = InProcessMember(elector)
+    a.start()
+    started.append(a)
+    member = {"member": "a"}
+    wait_until(lambda: (registry.get_sample_value(RENEWAL + "_count", member) or 0) >= 5, 30,
+               what="five heartbeats read back")
+    count, total = (registry.get_sample_value(RENEWAL + suffix, member) for suffix in ("_count", "_sum"))
+    assert count and total is not None and total / count < 0.5, (count, total)
+
+
+def test_end_offsets_come_from_the_broker_and_what_it_cannot_answer_is_left_out(infra: Endpoints) -> None:
+    topic = fresh()
+    options = KafkaOptions(servers=tuple(infra.kafka), topic=topic, partitions=2)
+    ensure_topic(options)
+    admin = admin_client(options)
+    before = end_offsets(admin, topic, [0, 1], 5.0)
+    producer = Producer({"bootstrap.servers": infra.kafka[0]})
+    for _ in range(3):
+        producer.produce(topic, b"x", partition=1)
+    assert producer.flush(10) == 0
+    after = end_offsets(admin, topic, [0, 1], 5.0)
+    assert after == {0: before[0], 1: before[1] + 3}
+    assert end_offsets(admin, f"{topic}-absent", [0], 0.5) == {}
+    unreachable = admin_client(KafkaOptions(servers=(f"127.0.0.1:{free_port()}",), connect_timeout=0.2))
+    began = time.monotonic()
+    assert end_offsets(unreachable, topic, [0], 0.3) == {}
+    assert time.monotonic() - began < 5
 
 
 @pytest.mark.parametrize("broker", ["infra", "kafka_defaults"])
