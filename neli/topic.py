@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 
 from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
 from neli.kafka_errors import refusal
@@ -73,8 +73,6 @@ def end_offsets(admin: AdminClient, topic: str, partitions: list[int], timeout: 
     partitions it did not answer for in time are left out (the caller falls back on a lookup of its own)."""
     if not partitions:
         return {}
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
-
     deadline = time.monotonic() + timeout
     found: dict[int, int] = {}
     try:
