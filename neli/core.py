@@ -27,6 +27,10 @@ out (the driver publishes after it has applied the changes, the Revoked callback
 does not wait for that sender's records sent before its release. A member that lost a partition (its session
 expired behind its back) publishes nothing: a successor waits it out as before.
 
+Every rule above assumes the member reads each of its partitions' records in order, none left out: a claim
+never read holds nobody back. The driver checks that offsets follow on (`Skipped` when they jump: librdkafka moved
+its position, as an offset reset does) and the member then treats the partition as contested for `timeout`.
+
 A partition is led from the first evidence after its assignment until `evidence + timeout` passes
 without newer evidence. Evidence is dated by when it was *sent*, so records that sat in a frozen
 process's socket buffer cannot extend a leadership that already lapsed, and a lapsed leadership resumes
@@ -91,7 +95,15 @@ class Received:
     caught_up: bool = True
 
 
-NeliInput = Assigned | Unassigned | Received
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """The driver's reads of `partition` jumped past records it never saw (the consumer's position moved forward:
+    an offset reset, a prefetch dropped). Any of them may have been another owner's fresh claim."""
+
+    partition: int
+
+
+NeliInput = Assigned | Unassigned | Received | Skipped
 """What `NeliCore.step` takes."""
 
 
@@ -121,6 +133,7 @@ class _Ownership:
     last_token: int | None = None  # this ownership's latest token: full mode yields to newer claims only once it led
     behind_since: float = math.inf  # full mode: since when its own records were read short of the partition's end
     unled_since: float = -math.inf  # since when it has been owned and not led (assigned, or its leadership ended)
+    blind_until: float = -math.inf  # records skipped unread (`Skipped`) may hold claims fresh until then
 
     @property
     def leading(self) -> bool:
@@ -175,7 +188,7 @@ class NeliCore:
                 continue
             claims = ", ".join(f"{m}/{i} fresh for {until - now:.2f} s" for (m, i), until in own.claims.items()
                                if until > now)
-            contested = max(0.0, own.contested_until - now)
+            contested = max(0.0, own.contested_until - now, own.blind_until - now)
             found.append((k, f"epoch {own.epoch}, unled for {now - own.unled_since:.1f} s, last fenced "
                              f"{now - own.fenced_at:.1f} s ago, contested for {contested:.2f} s more"
                              f"{f' ({claims})' if claims else ''}, {len(own.released)} released senders"))
@@ -200,6 +213,8 @@ class NeliCore:
             self._received(message, now)
         elif isinstance(message, Assigned):
             self._assign(message.partitions, now)
+        elif isinstance(message, Skipped):
+            self._skipped(message.partition, now)
         else:
             self._unassign(message.partitions, now, lost=message.lost)
 
@@ -307,8 +322,8 @@ class NeliCore:
         if deadline <= now:
             return  # stale: it says nothing about now
         if not own.leading:
-            if not mine_now or now < own.contested_until or self._behind(own, msg, now):
-                return  # leaderships start on own records only; nor while another's claim is fresh
+            if not mine_now or now < max(own.contested_until, own.blind_until) or self._behind(own, msg, now):
+                return  # leaderships start on own records only; nor while another's claim is (or may be) fresh
             own.token, own.deadline, own.since, own.last_token = msg.offset, deadline, now, msg.offset
             own.roles = self._roles_of(msg.partition)
             self._ready.changes += [Acquire(role, msg.offset, deadline) for role in own.roles]
@@ -345,6 +360,19 @@ class NeliCore:
         if own is None or own.last_token is None or own.last_token >= claim:
             return  # (a fresh assignment is not held back: its first own record is newer than any claim read)
         own.contested_until = max(own.contested_until, sent + self.timeout)
+        if own.leading:
+            own.fenced_at = now
+            self._end(own, fence=True, until=now)
+
+    def _skipped(self, partition: int, now: float) -> None:
+        """Records of `partition` went unread: the rules above hold only for a member that reads every record of
+        its partitions in order (a claim it never read cannot hold it back). A skipped record was sent by `now` at
+        the latest, so a claim in it is fresh until `now + timeout` at most: the member treats the partition as
+        contested until then, and a leadership there ends, since the claim may be newer than its start."""
+        own = self._owned.get(partition)
+        if own is None:
+            return
+        own.blind_until = max(own.blind_until, now + self.timeout)
         if own.leading:
             own.fenced_at = now
             self._end(own, fence=True, until=now)

@@ -47,7 +47,7 @@ from elect.contract import Characteristics
 from elect.core import Acquire, Extend, Revoke
 from elect.errors import ElectError
 from elect.roles import Role, partition_of
-from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Unassigned
+from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Skipped, Unassigned
 from neli.group import configure_group, speaks_consumer_protocol, warn_of_broker_defaults
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error, refusal
@@ -124,6 +124,7 @@ class KafkaElector(BaseElector):
         self._unled_check = 0.0  # `_report_unled`: next check, partitions reported
         self._unled_said: set[int] = set()
         self._last_read: dict[int, tuple[int, Heartbeat, float]] = {}  # partition -> offset, record, when (that report)
+        self._next_offset: dict[int, int] = {}  # partition -> the offset its next record read must have (`_follows`)
 
     @property
     def characteristics(self) -> Characteristics:
@@ -339,6 +340,7 @@ class KafkaElector(BaseElector):
         the poll thread ever touches the core."""
         self._parking = "off"
         consumer, self._consumer = self._consumer, None
+        self._next_offset.clear()  # a new consumer starts its reads afresh
         if consumer is None:
             return
         core = self._require_core()
@@ -414,9 +416,13 @@ class KafkaElector(BaseElector):
         """
         ours = [p.partition for p in parts if p.topic == self.options.topic]
         ends = end_offsets(self._admin, self.options.topic, ours, self.options.interval) if self._admin else {}
-        start = [TopicPartition(p.topic, p.partition, _TAIL if p.partition not in ends else
-                                max(0, ends[p.partition] - _BACK)) if p.topic == self.options.topic else p
-                 for p in parts]
+        for p in ours:  # a logical start (the fallback) is resolved by librdkafka: the first record read sets it
+            if p in ends:
+                self._next_offset[p] = max(0, ends[p] - _BACK)
+            else:
+                self._next_offset.pop(p, None)
+        start = [TopicPartition(p.topic, p.partition, self._next_offset.get(p.partition, _TAIL))
+                 if p.topic == self.options.topic else p for p in parts]
         try:
             if self.options.assignment == "cooperative-sticky":
                 consumer.incremental_assign(start)
@@ -433,10 +439,11 @@ class KafkaElector(BaseElector):
         self._revoked()
 
     def _forget(self, partitions: list[int]) -> None:
-        """Partitions taken away before they were led: no steps to time for them."""
+        """Partitions taken away: no steps to time for them if they were not led, no offset to expect."""
         for p in partitions:
             self._assigned_at.pop(p, None)
             self._sent_at.pop(p, None)
+            self._next_offset.pop(p, None)
 
     def _revoked(self) -> None:
         if self._parking == "revoking" and not self._require_core().owned:
@@ -465,13 +472,31 @@ class KafkaElector(BaseElector):
             return
         if msg.topic() != self.options.topic:
             return  # the parking topic carries nothing
-        heartbeat = Heartbeat.decode(msg.value())
         partition, offset = msg.partition(), msg.offset()
-        if heartbeat is None or partition is None or offset is None:
+        if partition is None or offset is None:
+            return
+        self._follows(partition, offset)
+        heartbeat = Heartbeat.decode(msg.value())
+        if heartbeat is None:
             return
         self._last_read[partition] = (offset, heartbeat, time.monotonic())  # formatted only if reported
         at_end = self._at_end(self.options.topic, partition, offset)
         self._feed(Received(partition, offset, heartbeat, time.time(), at_end))
+
+    def _follows(self, partition: int, offset: int) -> None:
+        """Check that `offset` follows the last record read from `partition`, and tell the core if records were
+        skipped: the core's rules hold only for a member that reads every record (neli/core.py). Offsets of the
+        leader topic follow on one by one (no transactions, no compaction), so a jump forward means librdkafka
+        moved the position past records nobody here read; a jump back (a re-read after a log truncation) is
+        harmless."""
+        expected = self._next_offset.get(partition)
+        self._next_offset[partition] = offset + 1
+        if expected is None or offset <= expected:
+            return
+        log.warning("neli: %s read partition %d at offset %d, expected %d: %d records skipped unread; the "
+                    "partition counts as contested for %g s", self.member, partition, offset, expected,
+                    offset - expected, self.options.timeout)
+        self._feed(Skipped(partition))
 
     def _at_end(self, topic: str, partition: int, offset: int) -> bool:
         """No later record of the partition was known at the last fetch: librdkafka updates its cached high

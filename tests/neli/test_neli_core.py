@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import pytest
 
 from elect.core import Acquire, Extend, Fence, LeadershipChange, Revoke
-from neli.core import Assigned, NeliCore, Publish, Received, Unassigned
+from neli.core import Assigned, NeliCore, Publish, Received, Skipped, Unassigned
 from neli.heartbeat import Heartbeat, HeartbeatRecord
 
 Produced = Publish | LeadershipChange
@@ -422,3 +422,29 @@ def test_unled_names_an_owned_partition_held_back_for_long_and_what_holds_it() -
     assert "unled for 4.0 s" in found[1] and "contested" in found[1]
     c.tick(20.0)  # partition 0's leadership lapsed at 10.6: unled since then
     assert dict(c.unled(20.0, 3.0)).keys() == {0, 1}
+
+
+def test_records_skipped_unread_hold_an_owner_back_for_a_timeout() -> None:
+    """A member whose reads jumped past records (its consumer's position moved) may have missed another owner's
+    fresh claim (the KIP-848 soak's overlap): it does not start on its own record read after the gap until a claim
+    sent by then would be stale."""
+    c = core()
+    assign(c, [0], 10.0)
+    c.step(Skipped(0), 10.05)
+    assert taken(c) == []
+    assert received(c, 0, 9, beat(c, 10.0), now=10.06, wall=10.06) == []
+    out = received(c, 0, 12, beat(c, 10.6), now=10.66, wall=10.66)  # the skipped records are a timeout old
+    assert out == [Acquire(0, 12, pytest.approx(11.2)), Acquire(4, 12, pytest.approx(11.2))]
+
+
+def test_records_skipped_unread_end_a_leadership_at_once() -> None:
+    c = core()
+    assign(c, [0, 1], 10.0)
+    received(c, 0, 7, beat(c, 10.0), now=10.01, wall=10.01)
+    received(c, 1, 3, beat(c, 10.0, epoch=2), now=10.01, wall=10.01)
+    c.step(Skipped(0), 10.2)
+    assert taken(c) == [Fence(0, 10.2), Fence(4, 10.2)]  # partition 1 (role 1) leads on
+    assert c.leading_partitions() == frozenset({1})
+    assert received(c, 0, 9, beat(c, 10.15), now=10.25, wall=10.25) == []  # its own, but sent before the gap
+    c.step(Skipped(2), 10.3)  # a partition it does not own: nothing to do
+    assert taken(c) == []
