@@ -43,10 +43,13 @@ advance it without moving partitions; an emptied group may even restart it). In 
 leadership therefore starts only on the member's own current record, never on another's: two members
 reading the same record would otherwise lead under one token, and a member reading the topic late would
 lead under a token older than one already taken (both found by the full-mode soak). A leadership also starts
-only on a record read at the partition's end as last fetched (full mode: every member writes to every
-partition), or one heartbeat interval after its first own record read short of it: a member lagging behind the
-topic would otherwise start on its own older record while a newer member's claim waits unread behind it, and an
-unbounded wait cost seconds of failover. Full mode adds one
+only on a record read at the partition's end as last fetched: the log's order is not the order records were sent
+in (a broker frozen for seconds appends what its sockets held, every sender's, in any order; a member lagging
+behind the topic reads its own older record first), so another owner's fresh claim may wait unread behind the
+own record. Fast mode waits for the end; full mode, where every member writes every partition, at most one
+heartbeat interval after its first own record read short of it (an unbounded wait cost seconds of failover
+there). For the same reason a fast-mode leader fences on a fresh claim appended after the record that started
+its leadership, whenever it was sent. Full mode adds one
 rule the paper lacks: its leaders' records carry their token, and a member leading on an older token
 stands down on reading a fresh newer one (`Revoke` if its partition was taken from it in order, else
 `Fence`), and does not take the partition back while that claim stays fresh. The paper's overlap then
@@ -313,7 +316,7 @@ class NeliCore:
             return
         mine_now = self._mine(hb) and hb.epoch == own.epoch
         if self.mode == "fast" and not self._mine(hb):
-            self._contest(own, hb, now, msg.wall)
+            self._contest(own, msg, now)
             return
         sent = self._evidence(own, hb, now, msg.wall)
         if sent is None or sent <= own.fenced_at:
@@ -332,15 +335,20 @@ class NeliCore:
             self._ready.changes += [Extend(role, deadline) for role in own.roles]
 
     def _behind(self, own: _Ownership, msg: Received, now: float) -> bool:
-        """Full mode: an own record read short of the partition's end waits, so that a newer claim already appended
-        is read first; for one heartbeat interval at most (a consumer behind librdkafka's prefetch may stay short
-        of the end for long: unbounded, the wait cost seconds of failover)."""
-        if self.mode != "full" or msg.caught_up:
+        """An own record read short of the partition's end waits, so that a claim already appended after it is read
+        first: the log's order is not the order records were sent in (a broker that was frozen appends what its
+        sockets held, every sender's, in any order), so a claim sent before the own record may sit after it, and
+        its sender may be leading on it. Full mode waits one heartbeat interval at most: every member writes every
+        partition there, so a consumer behind librdkafka's prefetch may stay short of the end for long (unbounded,
+        the wait cost seconds of failover). Fast mode waits for the end: only owners write there, so whatever
+        follows the own record is a claim to read first (found by the KIP-848 soak: two owners led 2-83 ms
+        together after a broker was frozen 3 s, the later one on its own record appended after the other's)."""
+        if msg.caught_up:
             own.behind_since = math.inf
             return False
         if own.behind_since == math.inf:
             own.behind_since = now
-        return now < own.behind_since + self.interval
+        return self.mode == "fast" or now < own.behind_since + self.interval
 
     def _claimed(self, msg: Received, now: float) -> None:
         """Full mode: another member leads `msg.partition` with the record's token. If that is newer than
@@ -380,14 +388,16 @@ class NeliCore:
     def _mine(self, hb: Heartbeat) -> bool:
         return hb.member == self.member and hb.instance == self.instance
 
-    def _contest(self, own: _Ownership, hb: HeartbeatRecord, now: float, wall: float) -> None:
+    def _contest(self, own: _Ownership, msg: Received, now: float) -> None:
         """Fast mode: another member heartbeats on a partition this one owns, so it believes it owns it
         too (a member the group dropped that has not noticed yet, or an assignment handed over without
-        this member's revoke). Nobody leads on a contested claim: a leader whose leadership began before
-        the other's record was sent fences at once, and an owner acquires only once the other's
-        heartbeats are `timeout` old. The record's age comes from its sender's wall clock (as in full
-        mode); a sender whose clock runs ahead only makes the wait longer. A sender's `released` record ends its
+        this member's revoke). Nobody leads on a contested claim: a leader fences at once on a claim sent after its
+        leadership began or appended after the record that began it (and fresh: the log's order is not the send
+        order, so a claim sent earlier may still land later, its sender leading on it), and an owner acquires only
+        once the other's heartbeats are `timeout` old. The record's age comes from its sender's wall clock (as in
+        full mode); a sender whose clock runs ahead only makes the wait longer. A sender's `released` record ends its
         claim: its records sent before it (on its own clock, whatever order they are read in) hold nobody back."""
+        hb, wall = msg.heartbeat, msg.wall
         sender = (hb.member, hb.instance)
         if hb.released:
             own.released[sender] = max(own.released.get(sender, -math.inf), hb.sent)
@@ -399,7 +409,8 @@ class NeliCore:
         sent = now - max(0.0, wall - hb.wall)
         own.claims[sender] = max(own.claims.get(sender, -math.inf), sent + self.timeout)
         own.contested_until = max(own.contested_until, sent + self.timeout)
-        if own.leading and sent >= own.since:
+        later = own.token is not None and msg.offset > own.token and sent + self.timeout > now
+        if own.leading and (sent >= own.since or later):
             own.fenced_at = now
             self._end(own, fence=True, until=now)
 

@@ -354,13 +354,16 @@ def test_fast_old_records_of_a_departed_owner_do_not_delay_acquisition() -> None
     assert received(c, 0, 6, beat(c, 20.0), 20.02, 20.02) == [Acquire(0, 6, pytest.approx(20.6))]
 
 
-def test_fast_a_stray_record_sent_before_the_leadership_began_does_not_fence_it() -> None:
+def test_fast_a_fresh_record_appended_after_the_token_fences_though_sent_before_the_leadership_began() -> None:
+    """A late record of a departed owner cannot be told from a live owner's claim that the log put after this
+    member's (a frozen broker appends in any order): the leader fences, and leads again once the claim is stale."""
     c = core(member="b", roles=(0,))
     assign(c, [0], 20.0)
     received(c, 0, 6, beat(c, 20.0), 20.02, 20.02)
     # a's last record, sent before b's leadership began, arrives late
-    assert received(c, 0, 7, beat(c, 19.0, member="a", instance="a-1", wall=19.9), 20.05, 20.05) == []
-    assert c.leading_partitions() == {0}
+    assert received(c, 0, 7, beat(c, 19.0, member="a", instance="a-1", wall=19.9), 20.05, 20.05) == [Fence(0, 20.05)]
+    assert received(c, 0, 8, beat(c, 20.1), 20.11, 20.11) == []  # a's claim is fresh until 20.5
+    assert received(c, 0, 9, beat(c, 20.5), 20.51, 20.51) == [Acquire(0, 9, pytest.approx(21.1))]
 
 
 def test_fast_an_owner_giving_a_partition_up_in_order_releases_it_after_its_revoke() -> None:
@@ -448,3 +451,32 @@ def test_records_skipped_unread_end_a_leadership_at_once() -> None:
     assert received(c, 0, 9, beat(c, 10.15), now=10.25, wall=10.25) == []  # its own, but sent before the gap
     c.step(Skipped(2), 10.3)  # a partition it does not own: nothing to do
     assert taken(c) == []
+
+
+def test_fast_owner_waits_for_the_end_before_leading_on_its_own_record() -> None:
+    """A broker frozen for a second appends what its sockets held in any order: another owner's claim sent before
+    this member's record may sit after it (the KIP-848 soak: two owners led together for 2 ms). An own record read
+    short of the partition's end starts nothing; the claim behind it is read first."""
+    c = core()
+    assign(c, [0], 10.0)
+    other = beat(c, 10.0, member="b", instance="b-1")
+    assert received(c, 0, 5, other, now=10.61, wall=10.61) == []  # stale by now
+    assert received(c, 0, 6, beat(c, 10.01), now=10.611, wall=10.611, caught_up=False) == []
+    later = beat(c, 10.3, member="b", instance="b-1")  # sent before the own record was read, appended after it
+    assert received(c, 0, 7, later, now=10.612, wall=10.612) == []  # contested until 10.9
+    assert received(c, 0, 8, beat(c, 10.85), now=10.86, wall=10.86) == []
+    out = received(c, 0, 9, beat(c, 10.95), now=10.96, wall=10.96)
+    assert out == [Acquire(0, 9, pytest.approx(11.55)), Acquire(4, 9, pytest.approx(11.55))]
+
+
+def test_fast_leader_fences_on_a_fresh_claim_appended_after_its_token_though_sent_before_it_led() -> None:
+    c = core()
+    assign(c, [0], 10.0)
+    assert of(received(c, 0, 5, beat(c, 10.0), now=10.55, wall=10.55), Acquire)
+    claim = beat(c, 10.01, member="b", instance="b-1")  # sent before this leadership began (10.55), fresh
+    assert received(c, 0, 6, claim, now=10.56, wall=10.56) == [Fence(0, 10.56), Fence(4, 10.56)]
+    c2 = core()
+    assign(c2, [0], 10.0)
+    received(c2, 0, 5, beat(c2, 10.0), now=10.55, wall=10.55)
+    stale = beat(c2, 9.9, member="b", instance="b-1")  # appended after the token too, but a timeout old
+    assert received(c2, 0, 6, stale, now=10.56, wall=10.56) == []
