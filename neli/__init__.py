@@ -21,6 +21,9 @@ the embedded broker once gave a live member's partitions away without revoking t
 checked on the partition itself: an owner that reads another member's heartbeat on k fences at once if
 it leads, and nobody acquires k until the other's heartbeats are heartbeat_timeout old (their age from
 the sender's wall clock). A contested partition stays unled until the group settles; never led twice.
+The log's order is not the send order (a broker frozen for seconds appends what its sockets held, every
+sender's, in any order), so an owner leads only on an own heartbeat read at k's end as last fetched, and
+a leader fences on a fresh heartbeat of another member appended after the one its leadership began on.
 A member that gives k up in order (a rebalance's revoke, resign, stop) publishes a `released` record to k
 once its `Revoked` callbacks have returned (or `revoke_timeout` ran out): a successor does not wait for
 that member's earlier heartbeats to age, so a graceful handover takes what the group takes to move k plus
