@@ -2,20 +2,17 @@
 zookeeper:// with N roles on a store started by the project's own code, every role led and the group balanced,
 then the member leading most SIGKILLed (`--fault stop`: SIGTERM, its graceful handover; `--fault pause`: SIGSTOP
 until the survivors took over). Prints the cold start (all led, balanced), each member's leaderships that
-ended at rest, and when the survivors acquired the victim's roles (first, p50, p99, max after the kill); with
-`--profile` each survivor is sampled by py-spy through the takeover (`pip install py-spy`) and the busiest
-functions per thread are printed. Beside `etcd_creates.py`, it shows what the elector adds to the bare store.
-
-    python3 bench/bare/takeover.py etcd 6000
-    python3 bench/bare/takeover.py zookeeper 6000 --profile
-    python3 bench/bare/takeover.py zookeeper 6000 --fault stop
-"""
+ended at rest, each member's CPU at rest (`--rest SECONDS`, default 3 x budget), and when the survivors acquired
+the victim's roles (first, p50, p99, max after the kill); with `--profile` each survivor is sampled by py-spy
+through the takeover (`pip install py-spy`) and the busiest functions per thread are printed. Beside
+`etcd_creates.py`, it shows what the elector adds to the bare store."""
 
 from __future__ import annotations
 
 import argparse
 import collections
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -57,6 +54,13 @@ def _hottest(raw: Path, top: int) -> list[str]:
     return lines
 
 
+def _cpu_seconds(member: MemberProcess) -> float:
+    """User and system CPU seconds the member's process has used so far (from /proc)."""
+    assert member.proc is not None
+    fields = Path(f"/proc/{member.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("store", choices=["etcd", "zookeeper"])
@@ -65,6 +69,8 @@ def main() -> None:
     parser.add_argument("--fault", choices=["kill", "stop", "pause"], default="kill",
                         help="SIGKILL (default), SIGTERM (graceful handover) or SIGSTOP the member leading most")
     parser.add_argument("--profile", action="store_true", help="py-spy the survivors through the takeover")
+    parser.add_argument("--rest", type=float, help="seconds at rest before the fault, each member's CPU measured "
+                                                   "over them (default 3 x budget)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="elect-takeover-"))
     cluster = LocalCluster(work / "cluster", services=(args.store,))
@@ -85,7 +91,13 @@ def main() -> None:
         share = -(-args.roles // 3)
         wait_until(lambda: max(len(p.log.leading()) for p in procs) <= share, 120, what="balanced")
         print(f"            balanced after {time.monotonic() - began:.2f} s")
-        time.sleep(3 * args.budget)
+        rest = 3 * args.budget if args.rest is None else args.rest
+        before, rested = [_cpu_seconds(p) for p in procs], time.monotonic()
+        time.sleep(rest)
+        used = [_cpu_seconds(p) - b for p, b in zip(procs, before, strict=True)]
+        span = time.monotonic() - rested
+        print(f"  at rest for {span:.0f} s, CPU per member: "
+              + ", ".join(f"{p.member_id} {u / span:.1%}" for p, u in zip(procs, used, strict=True)))
         for p in procs:
             ended = collections.Counter(line["event"] for line in p.log.lines if line["event"] in ("fenced", "revoked"))
             print(f"  {p.member_id}: leads {len(p.log.leading())}; since the start {ended['revoked']} leaderships "
