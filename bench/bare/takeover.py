@@ -4,8 +4,8 @@ then the member leading most SIGKILLed (`--fault stop`: SIGTERM, its graceful ha
 until the survivors took over). Prints the cold start (all led, balanced), each member's leaderships that
 ended at rest, each member's CPU at rest (`--rest SECONDS`, default 3 x budget), and when the survivors acquired
 the victim's roles (first, p50, p99, max after the kill); with `--profile` each survivor is sampled by py-spy
-through the takeover (`pip install py-spy`) and the busiest functions per thread are printed. Beside
-`etcd_creates.py`, it shows what the elector adds to the bare store."""
+through the takeover (`pip install py-spy`; `--gil`: only the thread holding the GIL) and the busiest functions
+per thread are printed. Beside `etcd_creates.py`, it shows what the elector adds to the bare store."""
 
 from __future__ import annotations
 
@@ -69,6 +69,8 @@ def main() -> None:
     parser.add_argument("--fault", choices=["kill", "stop", "pause"], default="kill",
                         help="SIGKILL (default), SIGTERM (graceful handover) or SIGSTOP the member leading most")
     parser.add_argument("--profile", action="store_true", help="py-spy the survivors through the takeover")
+    parser.add_argument("--gil", action="store_true", help="with --profile, sample only the thread holding the GIL "
+                                                           "(where the member's CPU goes, threads waiting left out)")
     parser.add_argument("--rest", type=float, help="seconds at rest before the fault, each member's CPU measured "
                                                    "over them (default 3 x budget)")
     args = parser.parse_args()
@@ -113,7 +115,8 @@ def main() -> None:
         watched = survivors + ([victim] if args.fault == "stop" else [])  # the victim hands over itself
         seconds = str(math.ceil(4 * args.budget))  # py-spy takes whole seconds
         spies = [subprocess.Popen(["py-spy", "record", "-p", str(p.pid), "-d", seconds, "-r", "200", "-f",
-                                   "raw", "--threads", "--nonblocking", "-o", str(work / f"spy-{p.member_id}.txt")],
+                                   "raw", "--threads", "--nonblocking", *(["--gil"] if args.gil else []),
+                                   "-o", str(work / f"spy-{p.member_id}.txt")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for p in watched] if args.profile else []
         time.sleep(0.3 if spies else 0.0)
