@@ -369,8 +369,7 @@ class NeliCore:
             return  # (a fresh assignment is not held back: its first own record is newer than any claim read)
         own.contested_until = max(own.contested_until, sent + self.timeout)
         if own.leading:
-            own.fenced_at = now
-            self._end(own, fence=True, until=now)
+            self._fence_now(own, now)
 
     def _skipped(self, partition: int, now: float) -> None:
         """Records of `partition` went unread: the rules above hold only for a member that reads every record of
@@ -382,8 +381,7 @@ class NeliCore:
             return
         own.blind_until = max(own.blind_until, now + self.timeout)
         if own.leading:
-            own.fenced_at = now
-            self._end(own, fence=True, until=now)
+            self._fence_now(own, now)
 
     def _mine(self, hb: Heartbeat) -> bool:
         return hb.member == self.member and hb.instance == self.instance
@@ -411,8 +409,7 @@ class NeliCore:
         own.contested_until = max(own.contested_until, sent + self.timeout)
         later = own.token is not None and msg.offset > own.token and sent + self.timeout > now
         if own.leading and (sent >= own.since or later):
-            own.fenced_at = now
-            self._end(own, fence=True, until=now)
+            self._fence_now(own, now)
 
     def _evidence(self, own: _Ownership, hb: HeartbeatRecord, now: float, wall: float) -> float | None:
         """When the record was sent, on this member's monotonic clock, if it counts as evidence (`wall`:
@@ -433,6 +430,11 @@ class NeliCore:
             if own.deadline <= now:
                 del self._released[k]
                 self._end(own, fence=True, until=own.deadline)
+
+    def _fence_now(self, own: _Ownership, now: float) -> None:
+        """End a leadership at once on doubt about it; it resumes only on evidence sent after `now`."""
+        own.fenced_at = now
+        self._end(own, fence=True, until=now)
 
     def _end(self, own: _Ownership, *, fence: bool, until: float) -> None:
         self._ready.changes += [Fence(r, until) if fence else Revoke(r) for r in own.roles]

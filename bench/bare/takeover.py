@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import collections
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from elect_bench.members import MemberProcess
 from elect_cluster.local import LocalCluster
+from elect_cluster.process import usage
 from elect_cluster.waiting import wait_until
 
 
@@ -55,10 +55,11 @@ def _hottest(raw: Path, top: int) -> list[str]:
 
 
 def _cpu_seconds(member: MemberProcess) -> float:
-    """User and system CPU seconds the member's process has used so far (from /proc)."""
-    assert member.proc is not None
-    fields = Path(f"/proc/{member.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User and system CPU seconds the member's process has used so far."""
+    used = usage(member.pid)
+    if used is None:
+        raise RuntimeError(f"{member.member_id} exited")
+    return used.cpu_seconds
 
 
 def main() -> None:
