@@ -167,3 +167,28 @@ def test_the_started_line_names_a_few_roles_and_counts_many() -> None:
     assert _roles_said(["b", "a"]) == "roles ['a', 'b']"
     said = _roles_said(str(i) for i in range(6000))
     assert said.startswith("6000 roles ['0', '1', '10',") and said.endswith("...") and len(said) < 120
+
+
+def test_a_member_freezes_its_heap_at_start_and_once_its_leaderships_settle() -> None:
+    """`elect member` keeps the objects of its start-up out of the cyclic collector's full scans (a 6,000-role
+    member's took up to 310 ms): frozen at start, and again once its own events have been quiet for a while, not
+    before."""
+    import gc
+
+    from elect.events import Acquired
+    from elect.roles import parse_role
+    from elect_cli.member import _HeapFreeze
+
+    try:
+        heap = _HeapFreeze(quiet=60.0)
+        at_start = gc.get_freeze_count()
+        assert at_start > 0
+        heap(Acquired(parse_role("r"), "m0", 1))
+        made = [[i] for i in range(1000)]  # containers made after the start are collectable, not frozen
+        heap.poll()
+        assert not heap.frozen and gc.get_freeze_count() == at_start
+        heap.last -= 61.0  # as if its events had been quiet for longer than `quiet`
+        heap.poll()
+        assert heap.frozen and gc.get_freeze_count() >= at_start + len(made)
+    finally:
+        gc.unfreeze()
