@@ -36,7 +36,7 @@ from elect.contract import (
 from elect.core import Acquire, Extend, ExtendShared, LeadershipChange, Revoke
 from elect.deadlines import DeadlineTimer, SharedDeadline
 from elect.dispatch import EventDispatcher
-from elect.errors import ConfigError, NotLeader, NotStarted, NotSupported
+from elect.errors import ConfigError, ElectorFailed, NotLeader, NotStarted, NotSupported
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.observe import LeaderChanged
 from elect.roles import Role, normalize_roles
@@ -94,6 +94,7 @@ class BaseElector(Elector):
         self._work = Work(member, self._lock, self.leadership, self.resign,
                           lambda callback: self._dispatcher.subscribe(callback))
         self._state = "new"  # new -> running [-> draining] -> stopping -> stopped
+        self._failure: ElectorFailed | None = None  # why the driver stopped on its own (`_failed`)
 
     # ----------------------------------------------------------------- driver hooks
     @abstractmethod
@@ -343,6 +344,21 @@ class BaseElector(Elector):
         with self._lock:
             return frozenset(r for r in list(self._leaderships) if (lead := self._live(r)) is not None
                              and lead.valid(now))
+
+    @property
+    def failure(self) -> ElectorFailed | None:
+        return self._failure
+
+    def _failed(self, why: str) -> None:
+        """The driver stopped on its own and drives nothing from now on: fence every leadership and say why
+        (`failure`); the first reason is kept. Called on the driver's thread as it ends."""
+        with self._lock:
+            if self._failure is None:
+                self._failure = ElectorFailed(f"{self.scheme}://{self.member} stopped: {why}")
+            leftover = list(self._leaderships)
+        log.error("elect: %s", self._failure)
+        for role in leftover:
+            self._fence(role)
 
     def resign(self, role: Role) -> None:
         self._require_running()

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from elect import options
-from elect.errors import ConfigError, UnsatisfiedRequirement
+from elect.errors import ConfigError, ElectorFailed, UnsatisfiedRequirement
 from elect.events import Event
 from elect.observe import LeaderChanged
 from elect.roles import Role
@@ -279,6 +279,12 @@ class Elector(ABC):
     def drain(self, timeout: float | None = None) -> Drained:
         """Hand every led role over, wait until successors took them (where the method can see it), then
         stop; `timeout` bounds the wait for successors."""
+
+    @property
+    def failure(self) -> ElectorFailed | None:
+        """Why this elector stopped on its own while running (`ElectorFailed`: every leadership fenced, nothing led
+        from then on, it does not come back), or None. What a supervisor watches: `elect member` exits 4 on it."""
+        return None
 
     @property
     @abstractmethod

@@ -124,5 +124,8 @@ class Core(Protocol[I_in, M, P]):
     def next_wakeup(self) -> float:
         """The latest time the driver may call `tick` next (math.inf: only on input)."""
 
+    def has_ready(self) -> bool:
+        """Something was produced since the last `ready()` (the driver skips an empty hand-over)."""
+
     def ready(self) -> Ready[M, P]:
         """Take everything produced since the last call."""

@@ -43,6 +43,13 @@ class StateUnreadable(ElectError):
     file and where it is damaged; restore it, or retire the node's data and start it as a new member."""
 
 
+class ElectorFailed(ElectError):
+    """The elector stopped on its own while running, and leads nothing from then on: its loop met what it cannot go
+    on from (a Raft node whose term and vote cannot be written to its disk, an error in the loop itself). Every
+    leadership was fenced when it stopped; it does not come back. `Elector.failure` holds it, and `elect member`
+    exits 4 with its message. Fix the cause the message names, then start a new elector (a new process)."""
+
+
 class NotStarted(ElectError, RuntimeError):
     """An operation needs a started elector."""
 

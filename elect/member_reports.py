@@ -26,6 +26,8 @@ LEADER = "leader"
 METRICS = "metrics"
 #: For each `transfer R TO` control line (role, to, leader, seconds, confirmed; or error and message).
 TRANSFERRED = "transferred"
+#: Once if its elector stopped on its own (`ElectorFailed`; error: the message), just before it exits 4.
+FAILED = "failed"
 #: Once on its way out where the method times the steps of its handovers (step -> the seconds each took,
 #: `Elector.timings`).
 TIMED = "timed"

@@ -23,7 +23,9 @@ Exit codes (every `elect` command alike), each failure with one line on stderr, 
 done; 2 the configuration or the member's own state (`ConfigError`, `StateUnreadable`, `UnsatisfiedRequirement`,
 `NotSupported`: the same command fails again until it is changed); 3 the infrastructure
 (`InfrastructureUnavailable`, `AccessRefused` among it: a broker, store, API server or port that could not be
-reached, or refused this member); 130 interrupted before it started; 128 + N a second signal N while draining.
+reached, or refused this member); 4 the elector stopped on its own while running (`ElectorFailed`: every role
+fenced, nothing led from then on; the line says why, e.g. a Raft node whose disk refused its vote); 130 interrupted
+before it started; 128 + N a second signal N while draining.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from elect.config import load_yaml, spec_from_config, spec_from_url
 from elect.contract import Drained, Elector, Leadership
 from elect.errors import ConfigError
 from elect.events import Event, Revoked
-from elect.member_reports import DRAINED, LEADER, METRICS, STARTED, TIMED, TRANSFERRED, WORK, report_line
+from elect.member_reports import DRAINED, FAILED, LEADER, METRICS, STARTED, TIMED, TRANSFERRED, WORK, report_line
 from elect.roles import Role, parse_role
 
 if TYPE_CHECKING:
@@ -305,6 +307,16 @@ def run(args: argparse.Namespace) -> int:
         threading.Thread(target=_control_loop, args=(elector, stop, workers), daemon=True, name="control").start()
     while not stop.wait(0.5):  # wake periodically so signal handlers run promptly
         heap.poll()
+        if elector.failure is not None:
+            break
+    if elector.failure is not None:  # nothing to hand over: it fenced everything as it stopped
+        elector.stop()
+        _stderr(elector.member, FAILED, {"error": str(elector.failure)})
+        if writer is not None:
+            writer.close()
+        if metrics is not None:
+            metrics.close()
+        return 4
     drained = elector.drain()
     _stderr(elector.member, DRAINED, drained_report(drained), f"in {drained.seconds:.3f} s ")
     if isinstance(elector, BaseElector) and elector.steps:

@@ -204,6 +204,10 @@ class NeliCore:
         times += [o.deadline - self.release_margin for o in self._released.values() if o.orderly]
         return min(times, default=math.inf)
 
+    def has_ready(self) -> bool:
+        """Something was produced since the last `ready()`."""
+        return bool(self._ready)
+
     def ready(self) -> Ready[Publish, None]:
         """Everything produced since the last call: leadership changes, then heartbeats to publish."""
         return self._ready.take()

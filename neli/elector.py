@@ -203,8 +203,9 @@ class KafkaElector(BaseElector):
         try:
             while self._step():
                 pass
-        except Exception:
+        except Exception as exc:
             log.exception("neli: %s: poll loop failed; leaving the group", self.member)
+            self._failed(f"its poll loop failed: {exc!r}")
         finally:
             self._close_consumer()
             if self._producer is not None:

@@ -16,11 +16,11 @@ The deterministic simulator that runs this core on virtual time lives in :mod:`e
 The ``raft://`` elector is built on top (imported only when used, so ``import raft_priority`` needs no
 grpc): :mod:`raft_priority.options` (URL options, light), :mod:`raft_priority.wire.codec` (core
 messages <-> ``proto/raft.proto`` batches), :mod:`raft_priority.grpc_link` (the gRPC server and
-per-peer streams), :mod:`raft_priority.driver` (the thread that feeds the host and handles each
-``Ready``), :mod:`raft_priority.elector` (``RaftElector``), :mod:`raft_priority.plugin` (the ``raft``
-entry point).
+per-peer streams), :mod:`raft_priority.outbox` (batches per peer, deferred acknowledgements, held
+TimeoutNows), :mod:`raft_priority.elector` (``RaftElector``, on the library's one driver loop,
+:mod:`elect.driver`), :mod:`raft_priority.plugin` (the ``raft`` entry point).
 
-A driver loops: receive a batch of messages -> ``host.step_all``; at ``host.next_wakeup()`` ->
+The driver loops: receive a batch of messages -> ``host.step_all``; at ``host.next_wakeup()`` ->
 ``host.tick``; then take ``host.ready()`` and handle it in order: persist, apply the changes, send.
 """
 

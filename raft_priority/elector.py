@@ -58,15 +58,16 @@ from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import Acquire, ExtendShared, Fence, Ready, Revoke
 from elect.deadlines import SharedDeadline
+from elect.driver import Driver, Halted
 from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
-from raft_priority.driver import Driver, Halted
 from raft_priority.grpc_link import Tls, Transport
 from raft_priority.host import NodeHost
 from raft_priority.messages import HardState, Message
 from raft_priority.options import RaftOptions
+from raft_priority.outbox import Outbox
 from raft_priority.priorities import assign_priorities
 from raft_priority.storage import HardStateLog
 
@@ -155,7 +156,9 @@ class RaftElector(BaseElector):
         for role in self._roles:
             self._by_part.setdefault(partition_of(role, options.partitions), []).append(role)
         self.host: NodeHost | None = None
-        self.driver: Driver | None = None
+        self.driver: Driver[Message, Message, HardState] | None = None
+        self._outbox: Outbox | None = None
+        self._store: HardStateLog | None = None
         self.transport: Transport | None = None
         # driver-thread state
         self._leased: dict[Role, tuple[int, float]] = {}  # leaderships on a deadline of their own: (partition, lease)
@@ -218,8 +221,8 @@ class RaftElector(BaseElector):
         for p in host.groups:
             self._set_interest(p, now)
         peers = o.peer_map()
-        driver = Driver(host, store, lambda batches: self._send(batches), self, granularity=o.granularity,
-                        ack_delay=o.acks_after)
+        self._store, self._outbox = store, Outbox(host, self._send, ack_delay=o.acks_after)
+        driver = Driver(host, _NodeIO(self), name=f"raft-driver-{self.member}", granularity=o.granularity)
         tls = Tls.load(o.ca, o.cert, o.key) if o.ca and o.cert and o.key else None
         transport = Transport(self.member, o.listen, peers, self.cluster, driver.receive,
                               election_timeout=o.election_timeout, tls=tls)
@@ -243,6 +246,8 @@ class RaftElector(BaseElector):
         began = time.monotonic()
         overall = began + (o.revoke_timeout + o.handover + 1 if timeout is None else timeout)
         try:
+            if driver.halted is not None:
+                return  # nothing more is driven (`on_halted` fenced everything)
             driver.call(self._begin_stop, timeout=5)
             # 1. the Revoked callbacks of every led partition return (bounded by revoke_timeout) ...
             self._poll_driver(lambda now: not self._handovers, overall)
@@ -254,9 +259,8 @@ class RaftElector(BaseElector):
         finally:
             driver.stop()
             transport.stop()
-            store = driver.store
-            if isinstance(store, HardStateLog):
-                store.close()
+            if self._store is not None:
+                self._store.close()
 
     def _poll_driver(self, done: Callable[[float], bool], deadline: float) -> bool:
         driver = self._require_driver()
@@ -346,7 +350,7 @@ class RaftElector(BaseElector):
     def _on_lapsed(self, role: Role) -> None:
         driver = self.driver
         if driver is not None and self.running:
-            driver.submit(lambda now: self._lapsed(role, now))
+            driver.post(lambda now: self._lapsed(role, now))
 
     # ------------------------------------------------------------------ introspection (tests, tools)
 
@@ -365,7 +369,7 @@ class RaftElector(BaseElector):
 
     # ------------------------------------------------------------------ driver-thread callbacks
 
-    def on_ready(self, driver: Driver, ready: Ready[Message, HardState], now: float) -> None:
+    def _on_ready(self, ready: Ready[Message, HardState], now: float) -> None:
         """Apply each change of a partition's group to every role of that partition. The core emits no
         Extend: `_sweep` renews the deadlines from the groups' leases."""
         for c in ready.changes:
@@ -383,7 +387,7 @@ class RaftElector(BaseElector):
             elif isinstance(c, Revoke):
                 waiting = [d for role in roles if (d := self._begin_revoke(role)) is not None and not d.is_set()]
                 if waiting:
-                    driver.hold(p)
+                    self._require_outbox().hold(p)
                     self._handovers.append(_Handover(p, waiting, now + self.options.revoke_timeout, None))
             elif isinstance(c, Fence):
                 for role in roles:
@@ -395,16 +399,16 @@ class RaftElector(BaseElector):
         if ready.changes:
             self._recount(now)
 
-    def on_halted(self, driver: Driver, error: Halted) -> None:
-        """The node stopped (its term and vote could not be persisted): its leaderships end now, fenced, since no
-        heartbeat of its will renew them and, without check_quorum, nothing else would end them."""
+    def _on_halted(self, error: Exception) -> None:
+        """The node stopped (its term and vote could not be persisted, or a turn failed): its leaderships end now,
+        fenced, since no heartbeat of its will renew them and, without check_quorum, nothing else would end them."""
         for role in self.leading():
             self._forget(role)
-            self._fence(role)
+        self._failed(str(error) if isinstance(error, Halted) else f"its driver failed: {error!r}")
 
-    def on_idle(self, driver: Driver, now: float) -> float:
+    def _on_idle(self, now: float) -> float:
         if self._handovers:
-            self._run_handovers(driver, now)
+            self._run_handovers(now)
         if now >= self._next_sweep:
             self._next_sweep = now + self._sweep_every
             self._sweep(now)
@@ -416,7 +420,11 @@ class RaftElector(BaseElector):
         assert self.host is not None
         return self.host
 
-    def _require_driver(self) -> Driver:
+    def _require_outbox(self) -> Outbox:
+        assert self._outbox is not None
+        return self._outbox
+
+    def _require_driver(self) -> Driver[Message, Message, HardState]:
         if self.driver is None:
             raise RuntimeError("raft elector not started")
         return self.driver
@@ -537,7 +545,7 @@ class RaftElector(BaseElector):
         best = keen or alive
         return best[0] if best else None
 
-    def _run_handovers(self, driver: Driver, now: float) -> None:
+    def _run_handovers(self, now: float) -> None:
         still: list[_Handover] = []
         for h in self._handovers:
             if now < h.deadline and not all(d.is_set() for d in h.waiting):
@@ -547,7 +555,7 @@ class RaftElector(BaseElector):
                 log.warning("raft://%s: Revoked callbacks of partition %d still running after %gs; handing over",
                             self.member, h.group, self.options.revoke_timeout)
             if h.action is None:
-                driver.release(h.group)
+                self._require_outbox().release(h.group)
             else:
                 h.action(now)
         self._handovers = still
@@ -727,3 +735,35 @@ class RaftElector(BaseElector):
 
 def create(options: RaftOptions, member: str, roles: tuple[Role, ...]) -> RaftElector:
     return RaftElector(options, member, roles)
+
+
+class _NodeIO:
+    """The driver's I/O for a raft:// node (`elect.driver.DriverIO`): term and vote to its `HardStateLog`, changes
+    to the elector's partitions' roles, messages through the `Outbox` to the transport."""
+
+    def __init__(self, elector: RaftElector) -> None:
+        self._elector = elector
+
+    def persist(self, states: dict[Role, HardState]) -> None:
+        store = self._elector._store
+        assert store is not None
+        try:
+            store.save(cast("dict[int, HardState]", states))  # the host's roles are group ids
+        except OSError as exc:
+            raise Halted(f"cannot persist term and vote in {store.dir}: {exc}") from exc
+
+    def apply(self, ready: Ready[Message, HardState], now: float) -> None:
+        self._elector._on_ready(ready, now)
+
+    def send(self, messages: list[Message], now: float) -> None:
+        self._elector._require_outbox().send(messages, now)
+
+    def idle(self, now: float) -> float:
+        extra = self._elector._on_idle(now)
+        return min(extra, self._elector._require_outbox().send_due(now))
+
+    def halted(self, error: Exception) -> None:
+        self._elector._on_halted(error)
+
+    def ended(self) -> None:
+        pass  # the elector closes the transport and the log once the driver stopped (`_on_stop`)

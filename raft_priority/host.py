@@ -165,6 +165,9 @@ class NodeHost:
                 at = self._beat_due
         return at
 
+    def has_ready(self) -> bool:
+        return bool(self._acc)
+
     def ready(self) -> Ready[Message, HardState]:
         return self._acc.take()
 

@@ -7,7 +7,7 @@ fsync it, rename over the old one, fsync the directory), so a crash leaves eithe
 What a crash cannot leave (a file that does not parse, a line torn in the middle of the log) is damage:
 loading refuses it (`StateUnreadable`, naming the file and the line) rather than start from what can be read,
 which could be a term older than one this node voted in. A save that fails (a full or read-only disk) raises;
-the driver then sends nothing until one succeeds (raft_priority/driver.py).
+the driver then halts: nothing more is sent, every leadership is fenced (elect/driver.py).
 """
 
 from __future__ import annotations

@@ -270,11 +270,20 @@ class LeaseCore:
         live = self._live_others(now)
         return self._shares_of(live)[self.session]
 
+    def has_ready(self) -> bool:
+        """Something was decided since the last `ready()`."""
+        return bool(self._ready)
+
     def ready(self) -> Ready[StoreAction, None]:
         """Everything decided since the last call: leadership changes, then store actions to execute."""
         return self._ready.take()
 
     # ------------------------------------------------------------------------------------------ inputs
+    def step_all(self, messages: Iterable[LeaseInput], now: float) -> None:
+        """Inputs that arrived together, in order (`elect.driver`)."""
+        for message in messages:
+            self.step(message, now)
+
     def step(self, message: LeaseInput, now: float) -> None:
         """An observation of the store, or the outcome of an action, arrived at `now`."""
         if isinstance(message, Done):

@@ -1,38 +1,43 @@
-"""Runs a `LeaseCore` against a store: one loop thread owns the core, two lanes do the store's I/O.
+"""Runs a `LeaseCore` against a store on the library's driver loop (`elect.driver`); two lanes do the store's I/O.
 
-Everything that happens elsewhere (watch events, connection states, user commands, the end of a
-handover, a deadline that passed, the outcome of a store request) is queued to the loop and applied to the
-core (`step` or a command); the loop then ticks it and hands on what `ready()` gives: leadership changes
-through `BaseElector`, store actions to a lane. A lane is a thread that runs requests in order, each with a
-timeout, and queues each outcome back to the loop (`Done`). Renewals have a lane of their own (with the
-store's lease keep-alive and the member's record, which the renewed entry holds), so a renewal is never sent
-late behind other work: a batch of thousands of creates at a cold start, a dead member's roles expired at
-once, a slow request. Role actions (create, expire, delete) go to the store as batches
-(`Store.execute_batch`: one request per `Store.batch_size` actions), so taking over hundreds of roles costs a
-few round trips rather than one per role. Revoked callbacks run on a handover thread, so a slow callback
-holds back only its own role's successor, never the renewals that keep the other roles. Whom the core sees
-hold each role's key (`Ready.seen`) goes to `observe`; each renewal's round trip to the store to the metrics.
+Watch reports are the core's inputs (`Driver.receive`); everything else that happens elsewhere (connection states,
+user commands, the end of a handover, a deadline that passed, the outcome of a store request) is posted to the
+loop as a function of `now` (`Driver.post`). The driver ticks the core on every turn (a lease core decides when
+ticked) and hands on what `ready()` gives: leadership changes through `BaseElector`, store actions to a lane. A
+lane is a thread that runs requests in order, each with a timeout, and posts each outcome back (`Done`).
+Renewals have a lane of their own (with the store's lease keep-alive and the member's record, which the renewed
+entry holds), so a renewal is never sent late behind other work: a batch of thousands of creates at a cold start,
+a dead member's roles expired at once, a slow request. Role actions (create, expire, delete) go to the store as
+batches (`Store.execute_batch`: one request per `Store.batch_size` actions), so taking over hundreds of roles
+costs a few round trips rather than one per role. Revoked callbacks run on a handover thread, so a slow callback
+holds back only its own role's successor, never the renewals that keep the other roles. Whom the core sees hold
+each role's key (`Ready.seen`) goes to `observe`; each renewal's round trip to the store to the metrics.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import CancelledError
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
-from elect.core import ExtendShared, Revoke
+from elect.core import ExtendShared, Ready, Revoke
+from elect.driver import Driver
 from elect.errors import AccessRefused, ElectError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.lease.core import LeaseCore, Timing
 from elect.lease.model import (
     ROLE_ACTIONS,
     Done,
     KeepAlive,
+    LeaseInput,
     MemberRecord,
     Observation,
     Publish,
@@ -44,6 +49,8 @@ from elect.lease.options import _LeaseOptions
 from elect.roles import Role
 
 log = logging.getLogger("elect.lease")
+
+INF = math.inf
 
 
 class StoreError(Exception):
@@ -160,61 +167,11 @@ class Store(Protocol):
 
 
 @dataclass(frozen=True)
-class _Roles:
-    roles: tuple[Role, ...]
+class _Waiter:
+    """Someone waiting until the handover of `role` is over (a resign, a transfer, a drain)."""
 
-
-@dataclass(frozen=True)
-class _Resign:
     role: Role
-    done: threading.Event
-
-
-@dataclass(frozen=True)
-class _Transfer(_Resign):
-    to: str
-    refused: list[ElectError]  # why the loop refused it, if it did
-
-
-@dataclass(frozen=True)
-class _Stop:
-    pass
-
-
-@dataclass(frozen=True)
-class _Drain:
-    """Contend for nothing and hand every key over, watches kept; each waiter is woken once its role is out."""
-
-    waiters: tuple[_Resign, ...]
-
-
-@dataclass(frozen=True)
-class _Released:
-    role: Role
-
-
-@dataclass(frozen=True)
-class _Lapsed:
-    role: Role
-    at: float
-
-
-@dataclass(frozen=True)
-class _Outcomes:
-    """What a lane's requests came to: (action, took effect, when sent, what it showed), for the session `epoch`."""
-
-    epoch: int
-    results: tuple[tuple[StoreAction, bool, float, list[Observation]], ...]
-
-
-@dataclass(frozen=True)
-class _Lost:
-    """A lane found the session `epoch` gone while doing `actions` (sent at `sent`)."""
-
-    epoch: int
-    actions: tuple[StoreAction, ...]
-    sent: float
-    error: str
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 class _Lane:
@@ -259,19 +216,17 @@ class LeaseElector(BaseElector):
         self._fresh: tuple[float, list[MemberRecord]] | None = None  # _members_read_now's last read: (when, records)
         self._timing = timing
         self._characteristics = characteristics
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._intake = threading.Lock()  # what the store reports before the driver exists waits in `_early`
+        self._early: list[object] = []
+        self._driver: Driver[LeaseInput, StoreAction, None] | None = None
         self._handovers: queue.SimpleQueue[Revoke | None] = queue.SimpleQueue()
         self._core: LeaseCore | None = None
         self._lanes: dict[str, _Lane] = {}
         self._epoch = 0  # the session's number: outcomes of requests made for an earlier one are dropped
-        self._ticked = 0.0  # when the loop last ticked the core
-        self._quantum = min(0.005, timing.renew_interval / 20)  # the least time between ticks while inputs stream
-        self._spacing = self._quantum  # the time between ticks while inputs stream (`_step`)
         self._session_down = False
         self._reopen_at = 0.0
-        self._abort = threading.Event()
         self._finished = threading.Event()
-        self._waiters: list[_Resign] = []
+        self._waiters: list[_Waiter] = []
         self._threads: list[threading.Thread] = []
 
     @property
@@ -291,54 +246,77 @@ class LeaseElector(BaseElector):
         now = time.monotonic()
         core = LeaseCore(self.member, opened.session, self._timing, self.roles, now, opened.lease_until,
                          weight=o.weight, max_roles=o.max_roles)
-        for obs in opened.observations:
-            core.step(obs, now)
+        core.step_all(opened.observations, now)
         self._core = core
+        # the least time between turns while inputs stream (`elect.driver`): a tick looks at every role with
+        # something to decide, hundreds during a cold start or a failover, so one per input would cost that many
+        # times over
+        driver: Driver[LeaseInput, StoreAction, None] = Driver(
+            core, _StoreIO(self), name=f"elect-lease-loop-{self.member}", max_inbox=None, tick_every_turn=True,
+            spacing=min(0.005, self._timing.renew_interval / 20))
         self._lanes = {"renew": _Lane(f"elect-lease-renew-{self.member}", self._perform),
                        "store": _Lane(f"elect-lease-store-{self.member}", self._perform,
                                       max(1, self._store.parallel))}
-        for target, name in ((self._run, "loop"), (self._run_handovers, "handover")):
-            thread = threading.Thread(target=target, name=f"elect-lease-{name}-{self.member}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        thread = threading.Thread(target=self._run_handovers, name=f"elect-lease-handover-{self.member}",
+                                  daemon=True)
+        self._threads.append(thread)
+        thread.start()
+        with self._intake:  # what the store reported meanwhile first, in order
+            self._driver = driver
+            early, self._early = self._early, []
+            for item in early:
+                self._dispatch(driver, item)
+        driver.start()
 
     def _on_stop(self, timeout: float | None) -> None:
-        self._queue.put(_Stop())
+        driver = self._require_driver()
+        driver.post(lambda now: self._require_core().stop(now))
         limit = timeout if timeout is not None else self.options.revoke_timeout + 5 * self.options.timeout + 5
         if not self._finished.wait(limit):
             log.warning("elect: %s: handover not finished after %.1f s; closing the session", self.member, limit)
-            self._abort.set()
-            self._queue.put(_Stop())
-            self._finished.wait(self.options.timeout * 4 + 1)
+        driver.stop(self.options.timeout * 4 + 1)  # the loop closes the lanes and the session as it ends
+        self._finished.wait(self.options.timeout * 4 + 1)
         self._handovers.put(None)
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(self.options.timeout * 4 + 1)
 
     def _on_resign(self, role: Role) -> None:
-        done = threading.Event()
-        self._queue.put(_Resign(role, done))
+        waiter = _Waiter(role)
+        self._require_driver().post(lambda now: self._resign(waiter, now))
         if not self._dispatcher.on_dispatch_thread() and not self._on_loop_thread():
-            done.wait(self.options.revoke_timeout + 4 * self.options.timeout)
+            waiter.done.wait(self.options.revoke_timeout + 4 * self.options.timeout)
 
     def _on_transfer(self, role: Role, to: str) -> None:
-        item = _Transfer(role, threading.Event(), to, [])
-        self._queue.put(item)
+        waiter, refused = _Waiter(role), list[ElectError]()
+        self._require_driver().post(lambda now: self._transfer(waiter, to, refused, now))
         if self._on_loop_thread():
             return
-        item.done.wait(self.options.revoke_timeout + 4 * self.options.timeout)
-        if item.refused:
-            raise item.refused[0]
+        waiter.done.wait(self.options.revoke_timeout + 4 * self.options.timeout)
+        if refused:
+            raise refused[0]
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
-        self._queue.put(_Roles(tuple(self.roles)))
+        roles = tuple(self.roles)
+
+        def contend(now: float) -> None:
+            self._store.track(roles)
+            self._require_core().set_roles(roles, now)
+
+        self._require_driver().post(contend)
 
     def _on_lapsed(self, role: Role) -> None:
-        self._queue.put(_Lapsed(role, time.monotonic()))
+        at = time.monotonic()
+        self._require_driver().post(lambda now: self._require_core().lapsed(role, now, at))
 
     def _on_drain(self) -> bool:
-        waiters = tuple(_Resign(role, threading.Event()) for role in self.leading())
-        self._queue.put(_Drain(waiters))
+        waiters = tuple(_Waiter(role) for role in self.leading())
+
+        def drain(now: float) -> None:  # not store.track(()): the watches stay, to see who takes the roles
+            self._require_core().set_roles((), now)
+            self._waiters.extend(waiters)
+
+        self._require_driver().post(drain)
         if not self._dispatcher.on_dispatch_thread() and not self._on_loop_thread():
             limit = time.monotonic() + self.options.revoke_timeout + 4 * self.options.timeout
             for waiter in waiters:
@@ -348,48 +326,62 @@ class LeaseElector(BaseElector):
     def _successors(self, roles: frozenset[Role]) -> dict[Role, str | None]:
         """The holders of the roles' keys as this member's watch sees them, None for a role no other live member
         contends for (asked on the loop thread, which owns the core)."""
-        seen: dict[Role, str | None] = {}
-        answered = threading.Event()
 
-        def look() -> None:
-            core = self._core
-            if core is not None:
-                now = time.monotonic()
-                alone = []
-                for role in roles:
-                    holder = core.holder(role)
-                    if holder is not None and holder.session != core.session:
-                        seen[role] = holder.member
-                    elif not core.contended(role, now):
-                        alone.append(role)
-                if alone:  # confirmed by a fresh read: a member that joined a moment ago may not be watched yet
-                    others = self._members_read_now(core.session, now)
-                    for role in alone:
-                        if others is not None and not any(r.wants(role) for r in others):
-                            seen[role] = None
-            answered.set()
+        def look(now: float) -> dict[Role, str | None]:
+            core = self._require_core()
+            seen: dict[Role, str | None] = {}
+            alone = []
+            for role in roles:
+                holder = core.holder(role)
+                if holder is not None and holder.session != core.session:
+                    seen[role] = holder.member
+                elif not core.contended(role, now):
+                    alone.append(role)
+            if alone:  # confirmed by a fresh read: a member that joined a moment ago may not be watched yet
+                others = self._members_read_now(core.session, now)
+                for role in alone:
+                    if others is not None and not any(r.wants(role) for r in others):
+                        seen[role] = None
+            return seen
 
         if self._finished.is_set():
             return {}
-        self._queue.put(Task(look))
-        return dict(seen) if answered.wait(self.options.timeout + 1) else {}
+        try:
+            return self._require_driver().call(look, self.options.timeout + 1)
+        except (FutureTimeout, CancelledError, RuntimeError):
+            return {}
 
     def _contends_now(self, role: Role, member: str, now: float) -> bool:
         """Whether the store's membership directory, read now, has `member` contending for `role`: a member that
         started a moment ago may not have reached this one's watch yet (seen refusing a transfer to it)."""
-        assert self._core is not None
-        others = self._members_read_now(self._core.session, now, max_age=0.0)
+        others = self._members_read_now(self._require_core().session, now, max_age=0.0)
         return others is not None and any(r.member == member and r.wants(role) for r in others)
 
     def _from_store(self, item: object) -> None:
-        """What the store's threads report, queued for the loop. A dropped connection (or session) also ends
-        every leadership at once, here on the reporting thread: the loop may be waiting on a request the drop
-        has not failed yet, and a frozen ZooKeeper leader that wakes may expire this session on its stale clock
-        (see the module of `elect.lease.zookeeper`), so belief must not outlast the connection by that wait."""
+        """What the store's threads report, for the loop. A dropped connection (or session) also ends every
+        leadership at once, here on the reporting thread: the loop may be waiting on a request the drop has not
+        failed yet, and a frozen ZooKeeper leader that wakes may expire this session on its stale clock (see the
+        module of `elect.lease.zookeeper`), so belief must not outlast the connection by that wait."""
         if isinstance(item, (Suspended, Gone)):
             for role in list(self._leaderships):
                 self._fence(role)
-        self._queue.put(item)
+        with self._intake:
+            if self._driver is None:
+                self._early.append(item)
+            else:
+                self._dispatch(self._driver, item)
+
+    def _dispatch(self, driver: Driver[LeaseInput, StoreAction, None], item: object) -> None:
+        """An observation is the core's input; the rest are things to do on the loop."""
+        if isinstance(item, Suspended):
+            driver.post(lambda now: self._require_core().suspended(now))
+        elif isinstance(item, Gone):
+            driver.post(self._lose_session)
+        elif isinstance(item, Task):
+            fn = item.fn
+            driver.post(lambda now: fn())
+        else:
+            driver.receive([item])  # type: ignore[list-item]
 
     def _members_read_now(self, session: str, now: float, max_age: float = 0.5) -> list[MemberRecord] | None:
         """The other members' records as the store has them now (one read per half second at most by default, so
@@ -403,140 +395,50 @@ class LeaseElector(BaseElector):
         return self._fresh[1]
 
     def _on_loop_thread(self) -> bool:
-        return bool(self._threads) and threading.current_thread() is self._threads[0]
+        return self._driver is not None and self._driver.on_driver_thread
 
-    # ------------------------------------------------------------------------------------------ loop
-    def _run(self) -> None:
+    def _require_core(self) -> LeaseCore:
         assert self._core is not None
-        core = self._core
-        try:
-            while not self._abort.is_set():
-                timeout = max(0.0, (self._reopen_at if self._session_down else core.next_wakeup())
-                              - time.monotonic())
-                try:
-                    item: object | None = self._queue.get(timeout=min(timeout, 3600.0))
-                except queue.Empty:
-                    item = None
-                if item is not None:
-                    self._apply(item)
-                self._gather()
-                self._drain()
-                if self._session_down:
-                    if core.stopping:
-                        break  # the session is gone, and with it everything it held
-                    self._try_reopen()
-                else:
-                    self._step()
-                self._wake_waiters()
-                if core.finished:
-                    break
-        except Exception:
-            log.exception("elect: %s: lease loop failed; fencing every role", self.member)
-        finally:
-            for role in list(self._leaderships):
-                self._fence(role)
-            self._close_lanes()
-            try:
-                self._store.close(self.options.timeout)
-            except Exception as exc:
-                log.warning("elect: %s: closing the store session failed: %s", self.member, exc)
-            self._finished.set()
-            for waiter in self._waiters:
-                waiter.done.set()
+        return self._core
 
-    def _gather(self) -> None:
-        """While inputs stream in (a watch reporting thousands of roles changing hands), take them in for up to one
-        `_spacing` after the last tick before ticking again: a tick looks at every role with something to decide,
-        hundreds during a cold start or a failover, so one per input would cost that many times over."""
-        assert self._core is not None
-        until = min(self._ticked + self._spacing, self._core.next_wakeup())  # a renewal due is never held back
-        while (left := until - time.monotonic()) > 0:
-            try:
-                item = self._queue.get(timeout=left)
-            except queue.Empty:
-                return
-            self._apply(item)
+    def _require_driver(self) -> Driver[LeaseInput, StoreAction, None]:
+        assert self._driver is not None
+        return self._driver
 
-    def _close_lanes(self) -> None:
-        for lane in self._lanes.values():
-            lane.close(self.options.timeout + 1)
+    # ------------------------------------------------------------------------------------------ on the loop
+    def _resign(self, waiter: _Waiter, now: float) -> None:
+        self._require_core().resign(waiter.role, now)
+        self._waiters.append(waiter)
 
-    def _apply(self, item: object) -> None:
-        core = self._core
-        assert core is not None
-        now = time.monotonic()
-        if isinstance(item, _Released):
-            core.released(item.role, now)
-        elif isinstance(item, _Lapsed):
-            core.lapsed(item.role, now, item.at)
-        elif isinstance(item, _Roles):
-            self._store.track(item.roles)
-            core.set_roles(item.roles, now)
-        elif isinstance(item, _Transfer):
-            where = f"{self.scheme}://{self.member}: cannot transfer {item.role!r} to {item.to!r}"
-            if item.role not in core.leading():
-                item.refused.append(NotLeader(f"{where}: this member does not lead it now"))
-            elif not core.can_take(item.role, item.to, now) and not self._contends_now(item.role, item.to, now):
-                item.refused.append(TransferRefused(f"{where}: no live member of that id contends for it"))
-            else:
-                core.transfer(item.role, item.to, now)
-                self._waiters.append(item)
-                return
-            item.done.set()
-        elif isinstance(item, _Resign):
-            core.resign(item.role, now)
-            self._waiters.append(item)
-        elif isinstance(item, _Stop):
-            core.stop(now)
-        elif isinstance(item, _Drain):
-            core.set_roles((), now)  # not store.track(()): the watches stay, to see who takes the roles
-            self._waiters.extend(item.waiters)
-        elif isinstance(item, Suspended):
-            core.suspended(now)
-        elif isinstance(item, Gone):
-            self._lose_session(now)
-        elif isinstance(item, Task):
-            item.fn()
-        elif isinstance(item, _Outcomes):
-            if item.epoch == self._epoch:
-                self._outcomes(item)
-        elif isinstance(item, _Lost):
-            if item.epoch == self._epoch and not self._session_down:
-                log.warning("elect: %s: session lost (%s)", self.member, item.error)
-                for action in item.actions:
-                    core.step(Done(action, False, item.sent), now)
-                self._lose_session(time.monotonic())
+    def _transfer(self, waiter: _Waiter, to: str, refused: list[ElectError], now: float) -> None:
+        core, role = self._require_core(), waiter.role
+        where = f"{self.scheme}://{self.member}: cannot transfer {role!r} to {to!r}"
+        if role not in core.leading():
+            refused.append(NotLeader(f"{where}: this member does not lead it now"))
+        elif not core.can_take(role, to, now) and not self._contends_now(role, to, now):
+            refused.append(TransferRefused(f"{where}: no live member of that id contends for it"))
         else:
-            core.step(item, now)  # type: ignore[arg-type]
+            core.transfer(role, to, now)
+            self._waiters.append(waiter)
+            return
+        waiter.done.set()
 
-    def _drain(self) -> None:
-        """Take in what is queued, but no longer than until the core has something due (a renewal): at a cold start
-        of thousands of roles the watches queue thousands of reports, and taking them all before ticking sent
-        renewals up to 1.3 s late, so every leadership lapsed (ZooKeeper, 6,000 roles: 25,000 fences in 14 s)."""
-        assert self._core is not None
-        due = self._core.next_wakeup()
-        while time.monotonic() < due:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            self._apply(item)
-            due = self._core.next_wakeup()
-
-    def _step(self) -> None:
-        """Tick the core and hand its store actions to the lanes: renewals to their own, the rest in order to the
-        other (role actions as one batch). Leadership changes and handovers cost no I/O and take effect at once;
-        the outcomes come back through the queue, each stepped in before the core decides again."""
-        began = time.monotonic()
-        actions = self._decide(began)
-        self._ticked = time.monotonic()
-        # ticks at most as often as to take a third of the loop's time: a tick that looks at thousands of roles (a
-        # failover of thousands) leaves the lanes and the watch the rest, instead of running back to back
-        self._spacing = max(self._quantum, 2 * (self._ticked - began))
-        self._send(actions)
+    def _apply_ready(self, ready: Ready[StoreAction, None]) -> None:
+        """Apply what the core decided (leadership changes, handovers, whom it sees lead)."""
+        core = self._require_core()
+        for change in ready.changes:
+            if isinstance(change, Revoke):
+                self._handovers.put(change)  # its callbacks run on the handover thread; the loop goes on
+            elif not self._apply_change(change) and not isinstance(change, ExtendShared):
+                core.lapsed(change.role, time.monotonic())
+        for seen in ready.seen:
+            self._saw(seen.role, seen.leader, seen.token)
 
     def _send(self, actions: list[StoreAction]) -> None:
-        """Hand store actions to the lanes."""
+        """Hand store actions to the lanes: renewals to their own, the rest in order to the other (role actions as
+        batches). Nothing is sent while the session is down: the core forgets it when it binds a new one."""
+        if self._session_down:
+            return
         renewals: list[StoreAction] = [a for a in actions if isinstance(a, Renew | KeepAlive | Publish)]
         others: list[StoreAction] = [a for a in actions if not isinstance(a, Renew | KeepAlive | Publish)]
         if renewals:  # what keeps the session alive, and the record (the same entry): never behind a batch
@@ -549,95 +451,118 @@ class LeaseElector(BaseElector):
         for start in range(0, len(batch), size):  # chunks go to the store lane's workers side by side
             self._lanes["store"].submit(self._epoch, batch[start:start + size])
 
-    def _decide(self, now: float) -> list[StoreAction]:
-        """Tick the core, apply its leadership changes and start handovers; return its store actions."""
-        core = self._core
-        assert core is not None
-        core.tick(now)
-        return self._take_ready()
+    def _idle(self, now: float) -> float:
+        """After each turn: a new session once the old one is gone, waiters whose handover is over, and the end."""
+        core = self._require_core()
+        extra = INF
+        if self._session_down:
+            if core.stopping:
+                self._require_driver().finish()  # the session is gone, and with it everything it held
+                return INF
+            if now >= self._reopen_at:
+                self._try_reopen()
+            if self._session_down:
+                extra = self._reopen_at
+        pending = []
+        for waiter in self._waiters:
+            (pending.append(waiter) if core.busy(waiter.role) else waiter.done.set())
+        self._waiters = pending
+        if core.finished:
+            self._require_driver().finish()
+        return extra
 
-    def _take_ready(self) -> list[StoreAction]:
-        """Apply what the core decided (leadership changes, handovers, whom it sees lead); return its store
-        actions."""
-        core = self._core
-        assert core is not None
-        ready = core.ready()
-        for change in ready.changes:
-            if isinstance(change, Revoke):
-                self._handovers.put(change)  # its callbacks run on the handover thread; the loop goes on
-            elif not self._apply_change(change) and not isinstance(change, ExtendShared):
-                core.lapsed(change.role, time.monotonic())
-        for seen in ready.seen:
-            self._saw(seen.role, seen.leader, seen.token)
-        return ready.messages
+    def _ended(self) -> None:
+        """The loop ended: whatever is still led is fenced, the lanes and the session closed."""
+        for role in list(self._leaderships):
+            self._fence(role)
+        for lane in self._lanes.values():
+            lane.close(self.options.timeout + 1)
+        try:
+            self._store.close(self.options.timeout)
+        except Exception as exc:
+            log.warning("elect: %s: closing the store session failed: %s", self.member, exc)
+        self._finished.set()
+        for waiter in self._waiters:
+            waiter.done.set()
 
     def _perform(self, epoch: int, actions: list[StoreAction]) -> None:
         """On a lane: run `actions` (role actions as one batch, which `_send` made no bigger than `batch_size`),
-        queueing each outcome to the loop."""
+        reporting each outcome to the loop."""
         timeout = self.options.timeout
         singles = [a for a in actions if not isinstance(a, ROLE_ACTIONS)]
         batch = [a for a in actions if isinstance(a, ROLE_ACTIONS)]
+        driver = self._require_driver()
         for action in singles:
-            if epoch != self._epoch or self._abort.is_set():
+            if epoch != self._epoch or driver.stopping:
                 return
             sent = time.monotonic()
             ok, seen = True, []
             try:
                 seen = self._store.execute(action, timeout)
             except SessionLost as exc:
-                self._queue.put(_Lost(epoch, (action, *batch), sent, str(exc)))
+                self._report_lost(epoch, (action, *batch), sent, str(exc))
                 return
             except StoreError as exc:
                 log.info("elect: %s: %s failed: %s", self.member, type(action).__name__, exc)
                 ok = False
                 if isinstance(exc, Refuted):
                     seen = exc.observations
-            self._queue.put(_Outcomes(epoch, ((action, ok, sent, seen),)))
+            self._report(epoch, ((action, ok, sent, seen),))
         size = max(1, self._store.batch_size)
         for start in range(0, len(batch), size):
             chunk = batch[start:start + size]
-            if epoch != self._epoch or self._abort.is_set():
+            if epoch != self._epoch or driver.stopping:
                 return
             sent = time.monotonic()
             try:
                 outcomes = self._store.execute_batch(chunk, timeout)
             except SessionLost as exc:
-                self._queue.put(_Lost(epoch, tuple(batch[start:]), sent, str(exc)))
+                self._report_lost(epoch, tuple(batch[start:]), sent, str(exc))
                 return
             except StoreError as exc:
                 log.info("elect: %s: a batch of %d role actions failed: %s", self.member, len(chunk), exc)
                 outcomes = [(False, [])] * len(chunk)
-            self._queue.put(_Outcomes(epoch, tuple((action, ok, sent, seen)
-                                                   for action, (ok, seen) in zip(chunk, outcomes, strict=True))))
+            self._report(epoch, tuple((action, ok, sent, seen)
+                                      for action, (ok, seen) in zip(chunk, outcomes, strict=True)))
 
-    def _outcomes(self, item: _Outcomes) -> None:
-        """Step what the lane's requests showed, then their outcomes, into the core."""
-        core = self._core
-        assert core is not None
-        now = time.monotonic()
-        renewed = False
-        for action, ok, sent, seen in item.results:
-            if ok and isinstance(action, Renew):
-                self._renewed(now - sent)
-                renewed = True
-            for obs in seen:
-                core.step(obs, now)
-            core.step(Done(action, ok, sent), now)
-        if renewed:  # the extension it made, applied now rather than at the next tick (see `_gather`)
-            self._send(self._take_ready())
+    def _report(self, epoch: int, results: tuple[tuple[StoreAction, bool, float, list[Observation]], ...]) -> None:
+        """What a lane's requests came to (action, took effect, when sent, what it showed), stepped into the core
+        on the loop, what they showed first: dropped if made for an earlier session."""
+
+        def step(now: float) -> None:
+            if epoch != self._epoch:
+                return
+            core = self._require_core()
+            for action, ok, sent, seen in results:
+                if ok and isinstance(action, Renew):
+                    self._renewed(now - sent)
+                core.step_all(seen, now)
+                core.step(Done(action, ok, sent), now)
+
+        self._require_driver().post(step)
+
+    def _report_lost(self, epoch: int, actions: tuple[StoreAction, ...], sent: float, error: str) -> None:
+        """A lane found the session `epoch` gone while doing `actions`."""
+
+        def lost(now: float) -> None:
+            if epoch == self._epoch and not self._session_down:
+                log.warning("elect: %s: session lost (%s)", self.member, error)
+                core = self._require_core()
+                for action in actions:
+                    core.step(Done(action, False, sent), now)
+                self._lose_session(now)
+
+        self._require_driver().post(lost)
 
     def _lose_session(self, now: float) -> None:
-        core = self._core
-        assert core is not None
-        core.suspended(now)
-        self._decide(now)  # fence now; store actions wait for the new session (rebind forgets them)
+        """Every leadership ends now (the turn's tick fences them); store actions wait for the new session."""
+        self._require_core().suspended(now)
         self._session_down = True
         self._epoch += 1  # what the lanes still do for the old session is dropped
         self._reopen_at = now
 
     def _try_reopen(self) -> None:
-        core = self._core
-        assert core is not None
+        core = self._require_core()
         record = core.record(time.monotonic())
         try:
             opened = self._store.reopen(record, self.options.timeout)
@@ -647,18 +572,9 @@ class LeaseElector(BaseElector):
             return
         now = time.monotonic()
         core.rebind(opened.session, now, opened.lease_until)
-        for obs in opened.observations:
-            core.step(obs, now)
+        core.step_all(opened.observations, now)
         self._session_down = False
         log.warning("elect: %s: new session %s", self.member, opened.session)
-
-    def _wake_waiters(self) -> None:
-        core = self._core
-        assert core is not None
-        pending = []
-        for waiter in self._waiters:
-            (pending.append(waiter) if core.busy(waiter.role) else waiter.done.set())
-        self._waiters = pending
 
     def _run_handovers(self) -> None:
         """Revoke what the loop hands over, in batches: every queued role's `Revoked` is published at once, then
@@ -686,9 +602,39 @@ class LeaseElector(BaseElector):
                     if done is not None and not done.wait(self.revoke_timeout):
                         log.warning("elect: %s: Revoked callbacks for %r still running after %ss; handing over",
                                     self.member, role, self.revoke_timeout)
-                    self._queue.put(_Released(role))
+                    self._release(role)
                     released.add(role)
             finally:
                 for revoke in batch:
                     if revoke.role not in released:
-                        self._queue.put(_Released(revoke.role))
+                        self._release(revoke.role)
+
+    def _release(self, role: Role) -> None:
+        """The Revoked callbacks of `role` returned: its key can go."""
+        self._require_driver().post(lambda now: self._require_core().released(role, now))
+
+
+class _StoreIO:
+    """The driver's I/O for a lease member (`elect.driver.DriverIO`): nothing to persist (the store keeps it all),
+    changes to the elector, store actions to the lanes."""
+
+    def __init__(self, elector: LeaseElector) -> None:
+        self._elector = elector
+
+    def persist(self, states: dict[Role, None]) -> None:
+        pass
+
+    def apply(self, ready: Ready[StoreAction, None], now: float) -> None:
+        self._elector._apply_ready(ready)
+
+    def send(self, messages: list[StoreAction], now: float) -> None:
+        self._elector._send(messages)
+
+    def idle(self, now: float) -> float:
+        return self._elector._idle(now)
+
+    def halted(self, error: Exception) -> None:
+        self._elector._failed(f"its loop failed: {error!r}")
+
+    def ended(self) -> None:
+        self._elector._ended()

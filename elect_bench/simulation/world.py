@@ -6,9 +6,11 @@ bit for bit. Faults: message loss, per-message delay from a distribution, cuts b
 (one-way or both ways), crash + restart (a restart keeps the persisted term/vote and loses the rest),
 and pauses (a SIGSTOP: the node sees nothing until it resumes, then catches up late).
 
-Like the real driver, a node wakes on a timer granularity (default 1 ms), takes its host's ``Ready``
-after each step, and sends that step's messages per destination as one batch (one delay sample), so
-ten thousand groups cost events per node pair, not per group, wherever their timers coincide.
+Each node runs on the real driver loop (`elect.driver.Driver`, its `turn` called on virtual time, no thread)
+with an IO of simulated disks and links: it wakes on a timer granularity (default 1 ms), hands on its host's
+``Ready`` after each step in the driver's order (persist, changes, send), and sends that step's messages per
+destination as one batch (one delay sample), so ten thousand groups cost events per node pair, not per group,
+wherever their timers coincide.
 :attr:`Simulation.history` records every leadership change with the node and virtual time of its step.
 """
 
@@ -22,7 +24,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
 
-from elect.core import Acquire, ExtendShared, Fence, LeadershipChange, Revoke
+from elect.core import Acquire, ExtendShared, Fence, LeadershipChange, Ready, Revoke
+from elect.driver import Driver
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.roles import Role
 from raft_priority.config import GroupSpec, RaftConfig
@@ -101,11 +104,42 @@ def lines_of(records: Iterable[Recorded]) -> list[dict[str, object]]:
     return out
 
 
+class _NodeIO:
+    """A simulated node's `elect.driver.DriverIO`: its disk is a dict, its changes go to the history, its messages
+    onto the simulated wire."""
+
+    __slots__ = ("node", "sim")
+
+    def __init__(self, sim: Simulation, node: _Node) -> None:
+        self.sim = sim
+        self.node = node
+
+    def persist(self, states: dict[Role, HardState]) -> None:
+        self.node.disk.update(states)
+
+    def apply(self, ready: Ready[Message, HardState], now: float) -> None:
+        name = self.node.name
+        self.sim.history.extend(Recorded(name, now, c) for c in ready.changes)
+
+    def send(self, messages: list[Message], now: float) -> None:
+        self.sim._send(self.node.name, messages)
+
+    def idle(self, now: float) -> float:
+        return INF
+
+    def halted(self, error: Exception) -> None:  # pragma: no cover - a simulation raises where it fails
+        raise AssertionError(error)
+
+    def ended(self) -> None:  # pragma: no cover - a simulated node has no thread
+        pass
+
+
 @dataclass(slots=True)
 class _Node:
     name: str
     groups: list[int]
     host: NodeHost | None = None
+    driver: Driver[Message, Message, HardState] | None = None
     up: bool = False
     incarnation: int = 0
     wake_at: float = INF
@@ -182,7 +216,7 @@ class Simulation:
                 # leadership ended at the crash, or at the lease end if that came first (a paused leader)
                 end = min(self.now, g.lease_until)
                 self.history.append(Recorded(node, self.now, Fence(gid, end, "crashed")))
-        n.host = None
+        n.host = n.driver = None
         n.up = False
         n.incarnation += 1
         n.wake_at = INF
@@ -261,6 +295,7 @@ class Simulation:
         for gid in n.groups:
             host.add_group(self.specs[gid], self.now, n.disk.get(gid))
         n.host = host
+        n.driver = Driver(host, _NodeIO(self, n), name=f"sim-{name}", granularity=self.granularity)
         n.up = True
         n.incarnation += 1
         n.wake_at = INF
@@ -296,30 +331,29 @@ class Simulation:
                     if ack is not None:
                         self._send_ack(n.name, ack)
                         return
-                    self._handle_ready(n, host)
+                    self._handle_ready(n)
                     return
                 if type(m) is NodeBeatAck:
                     if not host.beat_ack(m, t):
-                        self._handle_ready(n, host)
+                        self._handle_ready(n)
                     return
-            host.step_all(msgs, t)
+            self._turn(n, t, (msgs,), tick=False)
         else:
             if t != n.wake_at:
                 return
             n.wake_at = INF
-            host.tick(t)
-        self._handle_ready(n, host)
+            self._turn(n, t, (), tick=True)
 
-    def _handle_ready(self, n: _Node, host: NodeHost) -> None:
-        """What the real driver does with a Ready, in its order: persist, changes, send."""
-        ready = host.ready()
-        if ready.persist:
-            n.disk.update(ready.persist)
-        if ready.changes:
-            name, now = n.name, self.now
-            self.history.extend(Recorded(name, now, c) for c in ready.changes)
-        if ready.messages:
-            self._send(n.name, ready.messages)
+    def _turn(self, n: _Node, t: float, batches: tuple[list[Message], ...], tick: bool) -> None:
+        """The node's driver takes its turn (`Driver.turn`), then its next wake-up is armed."""
+        assert n.driver is not None
+        self._arm_at(n, n.driver.turn(t, batches, tick)[0])
+
+    def _handle_ready(self, n: _Node) -> None:
+        """After a fast path's step (a node beat or its ack, stepped straight into the host): the driver hands its
+        Ready on (`Driver.flush`: persist, changes, send), then the next wake-up is armed."""
+        assert n.driver is not None
+        n.driver.flush(self.now)
         self._arm(n)
 
     def _send(self, src: str, msgs: list[Message]) -> None:
@@ -371,15 +405,14 @@ class Simulation:
         heapq.heappush(self._heap, (at, self._seq, _DELIVER, dst, d.incarnation, (src, batch)))
 
     def _arm(self, n: _Node) -> None:
-        if not n.up or n.host is None:
+        if not n.up or n.host is None or n.driver is None:
             return
         d = n.host.next_wakeup()
-        if d >= n.wake_at:  # already woken by then (rounding up and `now` only move it later)
-            return
-        g = self.granularity
-        if g > 0:
-            q = math.ceil(d / g) * g
-            d = q if q >= d else q + g
+        if d < n.wake_at:  # else already woken by then (rounding up and `now` only move it later)
+            self._arm_at(n, n.driver.rounded(d))
+
+    def _arm_at(self, n: _Node, d: float) -> None:
+        """Wake `n` at `d` (its driver's next tick, rounded up to the granularity), unless it wakes earlier."""
         if d < self.now:
             d = self.now
         if d < n.wake_at:

@@ -169,42 +169,95 @@ def test_a_save_after_a_torn_line_or_a_failed_append_rewrites_the_log(tmp_path: 
 
 def test_a_driver_that_cannot_persist_a_vote_sends_nothing_and_stops(tmp_path: Path) -> None:
     """The vote a full disk refused must never leave: the driver halts (as etcd stops when its log cannot be
-    written) and says so to its handler, which ends the node's leaderships."""
+    written) and says so to its IO, which ends the node's leaderships."""
     from elect.core import Ready
-    from raft_priority.driver import Driver, Halted
+    from elect.driver import Driver
+    from elect.roles import Role
     from raft_priority.messages import Message
     from raft_priority.storage import HardStateLog
 
     class FullDisk(HardStateLog):
-        def save(self, states: object) -> None:  # type: ignore[override]
+        def save(self, states: object) -> None:
             raise OSError(28, "No space left on device")
 
-    class Handler:
+    class NodeIO:
         def __init__(self) -> None:
-            self.halted: list[Halted] = []
+            self.halts: list[Exception] = []
+            self.sent: list[Message] = []
+            self.disk = FullDisk(tmp_path, "b")
 
-        def on_ready(self, driver: Driver, ready: Ready[Message, HardState], now: float) -> None:
+        def persist(self, states: dict[Role, HardState]) -> None:
+            self.disk.save(states)
+
+        def apply(self, ready: Ready[Message, HardState], now: float) -> None:
             pass
 
-        def on_idle(self, driver: Driver, now: float) -> float:
+        def send(self, messages: list[Message], now: float) -> None:
+            self.sent.extend(messages)
+
+        def idle(self, now: float) -> float:
             return float("inf")
 
-        def on_halted(self, driver: Driver, error: Halted) -> None:
-            self.halted.append(error)
+        def halted(self, error: Exception) -> None:
+            self.halts.append(error)
 
-    sent: list[object] = []
+        def ended(self) -> None:
+            pass
+
     host = NodeHost("b", RaftConfig.zep006(), random.Random(0))
     host.add_group(GroupSpec(0, P3), 0.0)
-    handler = Handler()
-    driver = Driver(host, FullDisk(tmp_path, "b"), lambda batch: sent.append(batch), handler, granularity=0.01)
+    io = NodeIO()
+    driver: Driver[Message, Message, HardState] = Driver(host, io, name="raft-driver-b", granularity=0.01)
     driver.start()
     try:
         driver.receive([VoteRequest(0, "a", "b", 3, 0, 0)])
         wait_until(lambda: driver.halted is not None, 10.0, what="the driver halting")
     finally:
         driver.stop()
-    responses = [m for batch in sent for msgs in batch.values() for m in msgs  # type: ignore[attr-defined]
-                 if isinstance(m, VoteResponse)]
-    assert responses == []  # the grant never left (pre-votes persist nothing: those may have)
-    assert len(handler.halted) == 1 and "No space left on device" in str(handler.halted[0])
-    assert str(tmp_path / "b") in str(handler.halted[0])
+    assert [m for m in io.sent if isinstance(m, VoteResponse)] == []  # the grant never left (pre-votes persist
+    # nothing: those may have)
+    assert len(io.halts) == 1 and "No space left on device" in str(io.halts[0])
+
+
+def test_a_member_whose_disk_refuses_its_vote_exits_4_saying_why(tmp_path: Path) -> None:
+    """A node that cannot persist a vote halts (above); `elect member` must not then run on leading nothing, unseen
+    by its supervisor: it reports the elector's failure and exits 4. The disk is made to refuse every write by a file
+    size limit of 0 on the member's process (Python ignores SIGXFSZ, so a write fails with EFBIG), and the other
+    node, whose disk is fine, is what makes an election (and so a vote to persist) happen."""
+    import resource
+    import subprocess
+    import sys
+
+    from elect.member_reports import FAILED, reports
+    from elect_cluster.ports import free_ports
+
+    pa, pb, pc = free_ports(3)
+    peers = {"a": pa, "b": pb, "c": pc}
+
+    def url(me: str) -> str:
+        others = ",".join(f"{n}@127.0.0.1:{p}" for n, p in peers.items() if n != me)
+        return (f"raft://{me}@127.0.0.1:{peers[me]}?peers={others}&election_timeout=0.3"
+                f"&data_dir={tmp_path / me}")
+
+    def no_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    command = [sys.executable, "-m", "elect", "member"]
+    b = subprocess.Popen([*command, url("b"), "--roles", "x"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    a = subprocess.Popen([*command, url("a"), "--roles", "x"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=no_disk)
+    try:
+        out, err = a.communicate(timeout=60)
+    finally:
+        for process in (a, b):
+            process.kill()
+            process.wait(10)
+        if b.stderr is not None:
+            b.stderr.close()
+    assert a.returncode == 4, err
+    failed = reports(err, "a", FAILED)
+    assert len(failed) == 1 and "File too large" in failed[0]["error"], err
+    assert str(tmp_path / "a") in failed[0]["error"]
+    assert "Traceback" not in err, err
+    assert '"acquired"' not in out  # nothing was led on a vote the disk did not keep
