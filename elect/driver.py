@@ -97,6 +97,10 @@ class Driver(Generic[I, M, P]):
     - `spacing`: while inputs stream in, turn at most every `spacing` seconds, or twice as long as the last turn
       took, so a turn that looks at thousands of roles leaves the I/O threads the rest of the time instead of
       running back to back (inputs keep queueing meanwhile; a due wake-up is never held back).
+    - `wait`, `wake`: where the loop waits between turns, if not on its own inbox: a Kafka consumer must be polled
+      on the thread that owns it (its callbacks run inside the poll, and step the core there), so a NELI member's
+      loop waits in `wait(seconds)` (which may return early, and may wait less than asked), and `wake()` is
+      called when an input or a post arrives, to cut a wait short where it can.
 
     Inputs never hold a due wake-up back either: a turn steps batches until the core's wake-up is due, ticks, and
     leaves the rest for the next turn (a cold start of thousands of roles queues thousands of reports, and taking
@@ -104,6 +108,7 @@ class Driver(Generic[I, M, P]):
 
     def __init__(self, core: BatchCore[I, M, P], io: DriverIO[M, P], *, name: str, granularity: float = 0.0,
                  max_inbox: int | None = 256, tick_every_turn: bool = False, spacing: float = 0.0,
+                 wait: Callable[[float], None] | None = None, wake: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.core = core
         self.io = io
@@ -113,6 +118,8 @@ class Driver(Generic[I, M, P]):
         self.tick_every_turn = tick_every_turn
         self.spacing = spacing
         self.clock = clock
+        self._wait = wait
+        self._wake = wake
         self.dropped = 0
         self.iterations = 0
         self.halted: Exception | None = None  # why the driver stopped on its own, if it did
@@ -136,6 +143,8 @@ class Driver(Generic[I, M, P]):
             self._inbox.append(batch)
             if not self._gathering:
                 self._cond.notify()
+        if self._wake is not None:
+            self._wake()
 
     def submit(self, fn: Callable[[float], T]) -> Future[T]:
         """Run `fn(now)` on the driver's thread; what it makes the core produce is handed on right after it."""
@@ -147,17 +156,22 @@ class Driver(Generic[I, M, P]):
             self._calls.append((fn, fut))  # type: ignore[arg-type]
             if not self._gathering:
                 self._cond.notify()
+        if self._wake is not None:
+            self._wake()
         return fut
 
-    def post(self, fn: Callable[[float], object]) -> None:
+    def post(self, fn: Callable[[float], object]) -> bool:
         """Run `fn(now)` on the driver's thread, as a command nobody waits for: if it raises, the driver halts, as
-        for an error of the core itself (dropped once the driver has stopped)."""
+        for an error of the core itself. False (and dropped) once the driver has stopped."""
         with self._cond:
             if self._stopping:
-                return
+                return False
             self._calls.append((fn, None))
             if not self._gathering:
                 self._cond.notify()
+        if self._wake is not None:
+            self._wake()
+        return True
 
     def call(self, fn: Callable[[float], T], timeout: float | None = None) -> T:
         """`submit` and wait for the result (an error from the driver's own thread: it would wait for itself)."""
@@ -174,10 +188,19 @@ class Driver(Generic[I, M, P]):
     def stopping(self) -> bool:
         return self._stopping
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` for the loop to end by itself (`finish`); True if it has."""
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def stop(self, timeout: float | None = 5.0) -> None:
+        """End the loop after the turn under way and wait up to `timeout` for it to end (None: however long)."""
         with self._cond:
             self._stopping = True
             self._cond.notify()
+        if self._wake is not None:
+            self._wake()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
@@ -247,25 +270,28 @@ class Driver(Generic[I, M, P]):
         inbox: list[list[I]] = []  # what the last turn left for this one
         while True:
             with self._cond:
-                while not self._stopping:
-                    now = self.clock()
-                    due = min(wake, extra)
-                    if now >= due:
-                        break
-                    if inbox or self._inbox or self._calls:
-                        if now >= ticked + spacing:
-                            break  # else gather more, up to `spacing` after the last turn
-                        self._gathering = True
-                        self._cond.wait(min(due, ticked + spacing) - now)
-                        self._gathering = False
-                    else:
-                        self._cond.wait(None if due >= INF else due - now)
                 if self._stopping:
                     self._cancel_calls()
                     return
-                inbox += self._inbox
-                self._inbox = []
-                calls, self._calls = self._calls, []
+                now = self.clock()
+                pending = bool(inbox or self._inbox or self._calls)
+                due = min(wake, extra)
+                gathering = pending and now < ticked + spacing  # gather more, up to `spacing` after the last turn
+                until = min(due, ticked + spacing) if gathering else now if pending else due
+                if until > now and self._wait is None:
+                    self._gathering = pending
+                    self._cond.wait(None if until >= INF else until - now)
+                    self._gathering = False
+                    continue
+                if until <= now:
+                    inbox += self._inbox
+                    self._inbox = []
+                    calls, self._calls = self._calls, []
+            if until > now:
+                assert self._wait is not None
+                self._wait(until - now)  # outside the lock: what it steps may post
+                wake = self.rounded(self.core.next_wakeup())  # what it stepped may want a tick sooner
+                continue
             now = self.clock()
             self.iterations += 1
             try:

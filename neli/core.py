@@ -213,6 +213,11 @@ class NeliCore:
         return self._ready.take()
 
     # ----------------------------------------------------------------- inputs
+    def step_all(self, messages: Iterable[NeliInput], now: float) -> None:
+        """Inputs that arrived together, in order (`elect.driver`)."""
+        for message in messages:
+            self.step(message, now)
+
     def step(self, message: NeliInput, now: float) -> None:
         """A verdict of the group or a record read back arrived at `now`."""
         self._expire(now)

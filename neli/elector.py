@@ -1,10 +1,10 @@
-"""`KafkaElector`: the NELI core driven by a Kafka consumer group, a producer and one poll thread.
+"""`KafkaElector`: the NELI core driven by a Kafka consumer group and a producer, on the library's driver loop.
 
-Everything Kafka and everything that touches the core happens on the poll thread, in order: rebalance
-callbacks (they run inside `consume`), records read back, clock ticks, and the commands that API calls
-(`resign`, role changes, `stop`) queue for it. After each input the thread takes the core's `ready()`,
-applies its leadership changes and then publishes its heartbeats, stamping each with the wall clock as
-it sends it (the core reads no clock). A revocation is handed to the application inside the
+Everything Kafka and everything that touches the core happens on the driver's thread (`elect.driver`), in order:
+rebalance callbacks and records read back (both inside the consumer's poll, where the loop waits between turns),
+clock ticks, and the commands that API calls (`resign`, role changes, `stop`) post to it. After each input the
+driver hands on the core's `Ready`: its leadership changes applied, then its heartbeats published, each stamped
+with the wall clock as it is sent (the core reads no clock). A revocation is handed to the application inside the
 rebalance callback and the callback waits for its `Revoked` callbacks, so the group cannot give the
 partition to a successor before the application has finished (goNELI's barrier). The base elector's
 deadline timer fences a leadership on the member's own clock if its evidence stops, even while this
@@ -33,18 +33,20 @@ group and rejoins, as before.
 from __future__ import annotations
 
 import logging
-import queue
+import math
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from elect.base import BaseElector
 from elect.contract import Characteristics
-from elect.core import Acquire, Extend, Revoke
+from elect.core import Acquire, Extend, Ready, Revoke
+from elect.driver import Driver
 from elect.errors import ElectError
 from elect.roles import Role, partition_of
 from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Skipped, Unassigned
@@ -59,15 +61,10 @@ _BACK = 100  # a newly assigned partition is read from this many records before 
 _TAIL = -2000 - _BACK  # librdkafka's logical offset for that (RD_KAFKA_OFFSET_TAIL)
 kafka_log = logging.getLogger("neli.librdkafka")
 
+INF = math.inf
+
 
 _Parking = Literal["off", "revoking", "joining", "parked"]
-
-
-@dataclass
-class _Command:
-    kind: str  # "roles", "resign", "stop"
-    roles: tuple[Role, ...] = ()
-    done: threading.Event = field(default_factory=threading.Event)
 
 
 class KafkaElector(BaseElector):
@@ -100,9 +97,8 @@ class KafkaElector(BaseElector):
         self._core: NeliCore | None = None
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
-        self._commands: queue.SimpleQueue[_Command] = queue.SimpleQueue()
-        self._wakeup = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._driver: Driver[NeliInput, Publish, None] | None = None
+        self._wakeup = threading.Event()  # cuts short a wait without a consumer to poll
         self._joined = threading.Event()
         self._fatal: ElectError | None = None
         self._stopping = False
@@ -163,66 +159,83 @@ class KafkaElector(BaseElector):
                               roles=self.roles)
         self._producer = Producer(self._producer_config())
         self._consumer = self._new_consumer()
-        self._thread = threading.Thread(target=self._run, name=f"neli-{self.member}", daemon=True)
-        self._thread.start()
+        # the loop waits in the consumer's poll (its callbacks, which step the core, run inside it) and turns at
+        # least every poll interval (`_idle`)
+        self._driver = Driver(self._core, _GroupIO(self), name=f"neli-{self.member}", max_inbox=None,
+                              tick_every_turn=True, wait=self._poll, wake=self._wakeup.set)
+        self._driver.start()
         joined = self._joined.wait(o.connect_timeout)
         if self._fatal is not None:
-            self._call(_Command("stop"))
+            self._on_stop(None)
             raise self._fatal
         if not joined:
             log.warning("neli: %s has not joined group %r within %g s; it keeps trying", self.member, o.group_id,
                         o.connect_timeout)
 
     def _on_stop(self, timeout: float | None) -> None:
-        self._call(_Command("stop"), timeout)
+        driver = self._require_driver()
+        if timeout is not None:
+            self._stop_by = time.monotonic() + timeout  # an overlap-mode stop leads out T at most this long
+        if not driver.post(self._begin_stop):
+            return  # the loop ended already
+        if not driver.on_driver_thread and not self._dispatcher.on_dispatch_thread() and not driver.join(timeout):
+            driver.stop(self.close_wait)  # out of time: the loop ends after its turn, leaving the group
 
     def _on_resign(self, role: Role) -> None:
-        self._call(_Command("resign", (role,)))
+        self._command(lambda now: self._handover((role,)))
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
-        self._call(_Command("roles", removed))
+        self._command(lambda now: self._set_roles(removed, now))
 
-    def _call(self, command: _Command, timeout: float | None = None) -> None:
-        """Queue a command for the poll thread; wait for it unless that would deadlock."""
-        if command.kind == "stop" and timeout is not None:
-            self._stop_by = time.monotonic() + timeout  # an overlap-mode stop leads out T at most this long
-        self._commands.put(command)
-        self._wakeup.set()
-        thread = self._thread
-        if thread is None or not thread.is_alive():
-            return
-        if threading.current_thread() is thread or self._dispatcher.on_dispatch_thread():
-            return  # called from a callback: the poll thread may be waiting for that very callback
-        if command.kind == "stop":
-            thread.join(timeout)
-        else:
-            command.done.wait(self.options.revoke_timeout + self.options.session_timeout + 5)
+    def _command(self, fn: Callable[[float], None]) -> None:
+        """Run `fn` on the loop; wait for it unless that would deadlock (called from a callback: the loop may be
+        waiting for that very callback)."""
+        driver, done = self._require_driver(), threading.Event()
 
-    # ----------------------------------------------------------------- the poll thread
-    def _run(self) -> None:
-        try:
-            while self._step():
-                pass
-        except Exception as exc:
-            log.exception("neli: %s: poll loop failed; leaving the group", self.member)
-            self._failed(f"its poll loop failed: {exc!r}")
-        finally:
-            self._close_consumer()
-            if self._producer is not None:
-                self._producer.flush(1.0)
-            self._joined.set()
-            while not self._commands.empty():  # nobody waits forever on a command after the end
-                self._commands.get_nowait().done.set()
+        def command(now: float) -> None:
+            try:
+                fn(now)
+            finally:
+                done.set()
 
-    def _step(self) -> bool:
-        """One round of the poll loop; False when the member has stopped."""
+        if not driver.post(command):
+            return  # the loop ended: nothing to do the command on
+        if not driver.on_driver_thread and not self._dispatcher.on_dispatch_thread():
+            done.wait(self.options.revoke_timeout + self.options.session_timeout + 5)
+
+    # ----------------------------------------------------------------- on the loop
+    def _begin_stop(self, now: float) -> None:
+        self._stopping = True
+        self._stop_asked = now
+        self._require_core().stop()
+        self._stop_parked()
+
+    def _set_roles(self, removed: tuple[Role, ...], now: float) -> None:
         core = self._require_core()
-        self._handle_commands()
-        now = time.monotonic()
+        led = core.leading_roles()
+        core.set_roles(self.roles, now)
+        self._require_driver().flush(now)
+        if any(r in led for r in removed):
+            self._handover(())  # let a member that still contends take the partition
+
+    def _poll(self, seconds: float) -> None:
+        """Wait for the group and the partitions: poll the consumer (its rebalance callbacks and the records read
+        step the core on this thread), or, out of the group, wait for a command."""
+        wait = min(seconds, self.options.poll)
+        if self._consumer is not None:
+            for msg in _read(self._consumer, wait):
+                self._on_message(msg)
+        else:
+            self._wakeup.wait(wait)
+            self._wakeup.clear()
+
+    def _idle(self, now: float) -> float:
+        """After each turn: the end of a stop, a rejoin that is due, the producer's callbacks, a vanished topic,
+        partitions owned but not led; the next turn one poll interval later at the latest."""
+        core = self._require_core()
         if self._stopping and self._stopped(now):
-            return False  # the consumer is closed on the way out (LeaveGroup)
-        core.tick(now)
-        self._handle_ready()
+            self._require_driver().finish()  # the consumer is closed on the way out (LeaveGroup)
+            return INF
         if self._rejoin_at is not None and now >= self._rejoin_at and not self._stopping:
             self._rejoin_at = None
             if self._consumer is None:
@@ -230,19 +243,18 @@ class KafkaElector(BaseElector):
             else:
                 self._parking = "off"
                 self._subscribe(self._consumer, self.options.topic)
-        wait = min(max(0.0, core.next_wakeup() - time.monotonic()), self.options.poll)
-        if self._consumer is not None:
-            for msg in _read(self._consumer, wait):
-                self._on_message(msg)
-        else:
-            self._wakeup.wait(wait)
-            self._wakeup.clear()
         if self._producer is not None:
             self._producer.poll(0)
         if not core.owned and not self._stopping:
             self._restore_topics()
         self._report_unled(now)
-        return True
+        return now + self.options.poll
+
+    def _ended(self) -> None:
+        self._close_consumer()
+        if self._producer is not None:
+            self._producer.flush(1.0)
+        self._joined.set()
 
     def _report_unled(self, now: float) -> None:
         """Log, once per partition until it is led, an owned partition with roles to lead that this member has not
@@ -265,34 +277,11 @@ class KafkaElector(BaseElector):
                                                                           and now > self._stop_by)
         return done_leading and (self._parking in ("off", "parked") or now >= self._park_by)
 
-    def _handle_commands(self) -> None:
-        core = self._require_core()
-        while True:
-            try:
-                command = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                if command.kind == "stop":
-                    self._stopping = True
-                    self._stop_asked = time.monotonic()
-                    core.stop()
-                    self._stop_parked()
-                elif command.kind == "resign":
-                    self._handover(command.roles)
-                elif command.kind == "roles":
-                    led = core.leading_roles()
-                    core.set_roles(self.roles, time.monotonic())
-                    self._handle_ready()
-                    if any(r in led for r in command.roles):
-                        self._handover(())  # let a member that still contends take the partition
-            finally:
-                command.done.set()
-
     def _handover(self, roles: tuple[Role, ...]) -> None:
         """Give every partition back to the group and rejoin after `rejoin_delay`."""
-        self._require_core().resign(roles, time.monotonic())
-        self._handle_ready()
+        now = time.monotonic()
+        self._require_core().resign(roles, now)
+        self._require_driver().flush(now)
         if self._consumer is None or self._stopping or self._rejoin_at is not None:
             return  # parked or out of the group already: it comes back when that ends
         if not self._park():
@@ -397,8 +386,9 @@ class KafkaElector(BaseElector):
         if held and not held.issuperset(ours):
             # the consumer's fetch on the partitions it held waits for their next records; a heartbeat round now
             # ends it, and the next fetch takes the new partitions in
-            core.beat_now(time.monotonic())
-            self._handle_ready()
+            now = time.monotonic()
+            core.beat_now(now)
+            self._require_driver().flush(now)
 
     def _read_from_tail(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         """Start reading a few records before the end, not at it, at offsets looked up on the admin client's
@@ -527,16 +517,17 @@ class KafkaElector(BaseElector):
 
     # ----------------------------------------------------------------- the core's output
     def _feed(self, message: NeliInput) -> None:
-        self._require_core().step(message, time.monotonic())
-        self._handle_ready()
+        """A verdict of the group or a record read, stepped in on the loop (inside its poll) and handed on at once."""
+        now = time.monotonic()
+        self._require_core().step(message, now)
+        self._require_driver().flush(now)
 
-    def _handle_ready(self) -> None:
-        """Apply the core's changes, then publish. Only the last `Revoke` waits for its callbacks: events
-        run in order on one dispatcher, so that wait covers the earlier ones too (the barrier). In overlap
-        mode nothing waits: the successor does not wait for the callbacks anyway, and a blocked poll thread
-        would let other partitions' releases pass their deadlines, turning their orderly ends into fences."""
+    def _apply_ready(self, ready: Ready[Publish, None]) -> None:
+        """Apply the core's changes (the driver publishes after). Only the last `Revoke` waits for its callbacks:
+        events run in order on one dispatcher, so that wait covers the earlier ones too (the barrier). In overlap
+        mode nothing waits: the successor does not wait for the callbacks anyway, and a blocked loop would let
+        other partitions' releases pass their deadlines, turning their orderly ends into fences."""
         core = self._require_core()
-        ready = core.ready()
         if self.renewal is not None:
             now = time.monotonic()
             for deadline in {c.deadline for c in ready.changes if isinstance(c, Extend)}:
@@ -547,8 +538,6 @@ class KafkaElector(BaseElector):
             self._apply_change(change, wait=i == last_revoke)
             if isinstance(change, Acquire) and self._assigned_at:
                 self._led(partition_of(change.role, core.partitions))
-        for publish in ready.messages:
-            self._publish(publish)
 
     def _led(self, partition: int) -> None:
         """The first leadership on `partition` since its assignment began: time its steps (once per assignment)."""
@@ -579,6 +568,10 @@ class KafkaElector(BaseElector):
     def _require_core(self) -> NeliCore:
         assert self._core is not None, "the elector was not started"
         return self._core
+
+    def _require_driver(self) -> Driver[NeliInput, Publish, None]:
+        assert self._driver is not None, "the elector was not started"
+        return self._driver
 
     def _common_config(self) -> dict[str, Any]:
         o = self.options
@@ -652,6 +645,33 @@ def _read(consumer: Consumer, wait: float, most: int = 500) -> list[Message]:
     if first is None:
         return []
     return [first, *consumer.consume(most - 1, 0)]
+
+
+class _GroupIO:
+    """The driver's I/O for a NELI member (`elect.driver.DriverIO`): nothing to persist, changes to the elector,
+    heartbeats to the producer."""
+
+    def __init__(self, elector: KafkaElector) -> None:
+        self._elector = elector
+
+    def persist(self, states: dict[Role, None]) -> None:
+        pass
+
+    def apply(self, ready: Ready[Publish, None], now: float) -> None:
+        self._elector._apply_ready(ready)
+
+    def send(self, messages: list[Publish], now: float) -> None:
+        for publish in messages:
+            self._elector._publish(publish)
+
+    def idle(self, now: float) -> float:
+        return self._elector._idle(now)
+
+    def halted(self, error: Exception) -> None:
+        self._elector._failed(f"its poll loop failed: {error!r}")
+
+    def ended(self) -> None:
+        self._elector._ended()
 
 
 def create(options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> KafkaElector:
