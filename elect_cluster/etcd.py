@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from elect.lease.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64
+from elect.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64
 
 from .errors import ClusterError, NotReady
 from .ports import free_ports

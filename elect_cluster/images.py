@@ -33,8 +33,8 @@ PODMAN_FIX = ("apt-get update && apt-get install -y podman runc netavark aardvar
               "/etc/containers/containers.conf: [containers] default_ulimits = [] and pids_limit = 0, "
               "[engine] runtime = \"runc\" (./setup does both)")
 #: The project's files the member image is built from (cluster/Dockerfile copies each).
-PROJECT = ("pyproject.toml", "README.md", "elect", "neli", "raft_priority", "proto", "elect_cluster", "elect_bench",
-           "elect_cli", "cluster", "bench")
+PROJECT = ("pyproject.toml", "README.md", "elect", "neli", "raft_priority", "cas_lease", "proto", "elect_cluster",
+           "elect_bench", "elect_cli", "cluster", "bench")
 Say = Callable[[str], None]
 
 

@@ -36,7 +36,7 @@ ADMIN_USER = "elect-admin"
 MEMBER_USER = "elect-member"
 NOBODY_USER = "elect-nobody"  # authenticated, no Role: what an RBAC refusal looks like
 NAMESPACE = "default"
-#: what a member needs (elect.lease.kube_api's refusal names the same verbs)
+#: what a member needs (cas_lease.kube_api's refusal names the same verbs)
 LEASE_VERBS = ("get", "list", "watch", "create", "update", "delete")
 
 

@@ -8,7 +8,7 @@ because the health probe uses ``srvr``.
 Secured (``security``): the nodes serve clients only on ZooKeeper's secure client port (Netty, TLS with the
 server certificate in PEM, a client certificate of the cluster's CA required: ``ssl.clientAuth=need``), and
 the probe speaks ``srvr`` over TLS with the client certificate. Digest authentication needs nothing on the
-server: the elector's nodes carry ACLs naming its digest identity (elect/lease/zookeeper.py).
+server: the elector's nodes carry ACLs naming its digest identity (cas_lease/zookeeper.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 
-from elect.lease.etcd_gateway import Gateway, b64
+from elect.etcd_gateway import Gateway, b64
 
 
 def _lane(endpoint: str, prefix: str, batches: int, per: int, took: list[float]) -> None:

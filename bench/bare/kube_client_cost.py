@@ -1,4 +1,4 @@
-"""What a Lease round trip costs through elect's own client (`elect.lease.kube_api`: the standard library) beside
+"""What a Lease round trip costs through elect's own client (`cas_lease.kube_api`: the standard library) beside
 the official Kubernetes Python client (`kubernetes`, the anchors extra), on one kube-apiserver started by the
 project's own code: the import, then N times a read and a conditional update of one Lease, one after another, as
 a member renewing does. Prints milliseconds per request (wall) and the client's CPU per request.
@@ -21,7 +21,7 @@ _OURS = """
 import sys, time
 began = time.perf_counter()
 from elect.config import spec_from_url
-from elect.lease.kube_api import Client, leases, resolve
+from cas_lease.kube_api import Client, leases, resolve
 imported = time.perf_counter() - began
 client = Client(resolve(spec_from_url(sys.argv[1], member="m").options))
 path = leases("default") + "/" + sys.argv[2]

@@ -19,8 +19,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from cas_lease.kube_api import Client, leases, resolve
 from elect.config import spec_from_url
-from elect.lease.kube_api import Client, leases, resolve
 from elect_bench.members import MemberProcess, settle
 from elect_cluster.local import LocalCluster
 from elect_cluster.waiting import wait_until

@@ -1,6 +1,6 @@
 """How many Lease writes a second the API server takes here, with nothing else asking: N Leases created, then
 each updated once on condition of its version (what a takeover of N roles is), from P processes at once, each
-with its own connection (elect's client, `elect.lease.kube_api`). Beside `elect bench` at thousands of roles, it
+with its own connection (elect's client, `cas_lease.kube_api`). Beside `elect bench` at thousands of roles, it
 says what the infrastructure itself allows: a survivor taking 2,000 roles over writes 2,000 Leases.
 
     python3 bench/bare/kube_writes.py --leases 2000 --processes 4
@@ -20,7 +20,7 @@ from elect_cluster.local import LocalCluster
 _WRITER = """
 import sys, time
 from elect.config import spec_from_url
-from elect.lease.kube_api import Client, leases, resolve
+from cas_lease.kube_api import Client, leases, resolve
 client = Client(resolve(spec_from_url(sys.argv[1], member="m").options))
 names = [f"{sys.argv[2]}-{i}" for i in range(int(sys.argv[3]))]
 go = float(sys.argv[4])

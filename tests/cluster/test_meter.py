@@ -18,7 +18,7 @@ import grpc
 import pytest
 from kazoo.client import KazooClient
 
-from elect.lease.etcd_gateway import Gateway, b64
+from elect.etcd_gateway import Gateway, b64
 from elect_bench.relays import (
     Counts,
     Framer,

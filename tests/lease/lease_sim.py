@@ -13,9 +13,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from elect.core import Acquire, Extend, ExtendShared, Fence, LeadershipChange, Revoke
-from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import (
+from cas_lease.core import LeaseCore, Timing
+from cas_lease.model import (
     Create,
     Delete,
     Done,
@@ -33,6 +32,7 @@ from elect.lease.model import (
     StoreAction,
     Take,
 )
+from elect.core import Acquire, Extend, ExtendShared, Fence, LeadershipChange, Revoke
 from elect.roles import Role
 
 

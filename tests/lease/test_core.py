@@ -7,10 +7,8 @@ import math
 import pytest
 from lease_sim import Sim, decide
 
-from elect.core import Acquire, Fence
-from elect.errors import ConfigError
-from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import (
+from cas_lease.core import LeaseCore, Timing
+from cas_lease.model import (
     Create,
     Done,
     Expire,
@@ -24,6 +22,8 @@ from elect.lease.model import (
     StoreAction,
     Take,
 )
+from elect.core import Acquire, Fence
+from elect.errors import ConfigError
 from elect.roles import Role
 
 ETCD = Timing(ttl=1.0, renew_interval=0.25, renew_deadline=0.75, fair_delay=0.25, resign_backoff=1.0,

@@ -25,9 +25,9 @@ import pytest
 from lease_helpers import unique
 
 import elect
+from cas_lease.kubernetes import micro_time, role_lease_name
 from elect.config import spec_from_url
 from elect.errors import AccessRefused, InfrastructureUnavailable
-from elect.lease.kubernetes import micro_time, role_lease_name
 from elect_bench.methods import kube_prefix
 from elect_cluster.local import LocalCluster
 from elect_cluster.ports import free_ports

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cas_lease.kubernetes import micro_time, role_from_name, role_lease_name
+from cas_lease.options import KubernetesOptions
 from elect.config import spec_from_url
 from elect.errors import ConfigError
-from elect.lease.kubernetes import micro_time, role_from_name, role_lease_name
-from elect.lease.options import KubernetesOptions
 
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
@@ -73,7 +73,7 @@ def test_micro_time_is_rfc3339_with_microseconds() -> None:
 
 
 def test_a_kubeconfig_is_read_for_server_ca_and_token_and_an_exec_plugin_is_refused(tmp_path: Path) -> None:
-    from elect.lease.kube_api import resolve
+    from cas_lease.kube_api import resolve
     from elect_cluster.certs import make_authority
 
     ca = make_authority(tmp_path)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 import elect
+from cas_lease.model import MemberRecord
+from cas_lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name, role_of
+from cas_lease.options import EtcdOptions, ZooKeeperOptions
 from elect.config import spec_from_url
 from elect.errors import ConfigError
-from elect.lease.model import MemberRecord
-from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name, role_of
-from elect.lease.options import EtcdOptions, ZooKeeperOptions
 
 
 def test_etcd_url_fills_endpoints_prefix_and_derived_timing() -> None:

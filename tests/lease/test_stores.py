@@ -18,8 +18,8 @@ from elect_cluster.ports import free_ports
 from elect_cluster.waiting import holds_for, wait_until
 
 if TYPE_CHECKING:
-    from elect.lease.etcd import EtcdStore
-    from elect.lease.zookeeper import ZooKeeperStore
+    from cas_lease.etcd import EtcdStore
+    from cas_lease.zookeeper import ZooKeeperStore
 
 pytestmark = pytest.mark.infra
 
@@ -195,7 +195,7 @@ def test_etcd_lease_revoked_under_a_live_holder_frees_no_role_before_the_ttl(inf
     import json
     import urllib.request
 
-    from elect.lease.etcd_gateway import b64, range_end, unb64
+    from elect.etcd_gateway import b64, range_end, unb64
 
     address = infra.etcd[0]
     prefix = unique("revoked")
@@ -238,8 +238,8 @@ def test_a_zookeeper_holder_whose_session_the_server_ends_keeps_its_role_until_i
     end is stood in for by a client that closes its session at once."""
     from kazoo.client import KazooClient
 
-    from elect.lease.model import MemberRecord
-    from elect.lease.names import encode_holder, encode_record
+    from cas_lease.model import MemberRecord
+    from cas_lease.names import encode_holder, encode_record
 
     address = infra.zookeeper[0]
     path = "/" + unique("premature")
@@ -279,11 +279,11 @@ def test_a_zookeeper_renewal_fails_while_a_role_it_holds_has_changed(infra: Endp
     is reported; the next renewal leaves it out. The lagging watch is stood in for by stopping it."""
     from kazoo.client import KazooClient
 
-    from elect.lease.driver import Refuted
-    from elect.lease.model import Create, MemberRecord, Renew, RoleSeen
-    from elect.lease.names import encode_holder
-    from elect.lease.options import ZooKeeperOptions
-    from elect.lease.zookeeper import ZooKeeperStore
+    from cas_lease.driver import Refuted
+    from cas_lease.model import Create, MemberRecord, Renew, RoleSeen
+    from cas_lease.names import encode_holder
+    from cas_lease.options import ZooKeeperOptions
+    from cas_lease.zookeeper import ZooKeeperStore
 
     address = infra.zookeeper[0]
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("reread"), session_timeout=TTL)
@@ -327,10 +327,10 @@ def test_zookeeper_reports_a_leaving_holders_new_record_before_its_freed_role(in
     member that wants the role (and leave it free for `fair_delay` on every graceful handover)."""
     from kazoo.client import KazooClient
 
-    from elect.lease.model import MemberRecord, MemberSeen, RoleSeen
-    from elect.lease.names import encode_holder, encode_record
-    from elect.lease.options import ZooKeeperOptions
-    from elect.lease.zookeeper import ZooKeeperStore
+    from cas_lease.model import MemberRecord, MemberSeen, RoleSeen
+    from cas_lease.names import encode_holder, encode_record
+    from cas_lease.options import ZooKeeperOptions
+    from cas_lease.zookeeper import ZooKeeperStore
 
     address = infra.zookeeper[0]
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("leave"), session_timeout=TTL)
@@ -373,10 +373,10 @@ def test_a_zookeeper_member_asks_one_request_per_change_of_a_node_it_watches(inf
     is still seen."""
     from kazoo.client import KazooClient
 
-    from elect.lease.model import MemberRecord, MemberSeen
-    from elect.lease.names import encode_record
-    from elect.lease.options import ZooKeeperOptions
-    from elect.lease.zookeeper import ZooKeeperStore
+    from cas_lease.model import MemberRecord, MemberSeen
+    from cas_lease.names import encode_record
+    from cas_lease.options import ZooKeeperOptions
+    from cas_lease.zookeeper import ZooKeeperStore
 
     address = infra.zookeeper[0]
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("watchcost"), session_timeout=TTL)
@@ -437,8 +437,8 @@ def test_a_transfer_to_a_member_not_yet_watched_is_confirmed_by_a_fresh_read(sch
 def test_a_dropped_zookeeper_connection_ends_leadership_on_the_thread_that_hears_it(infra: Endpoints) -> None:
     """kazoo reports SUSPENDED on its connection thread while the lease loop may be waiting on a request: the
     leadership ends there and then, not when the loop gets to it (a woken ZooKeeper leader may expire the
-    session on its stale clock; see elect.lease.zookeeper). The member leads again once it has renewed."""
-    from elect.lease.driver import Suspended
+    session on its stale clock; see cas_lease.zookeeper). The member leads again once it has renewed."""
+    from cas_lease.driver import Suspended
 
     e = elect.connect(f"zookeeper://{infra.zookeeper[0]}/{unique('suspended')}?session_timeout={TTL}", ["x"],
                       member="a")
@@ -457,9 +457,9 @@ def test_a_dropped_zookeeper_connection_ends_leadership_on_the_thread_that_hears
 
 def bare_store(scheme: str, infra: Endpoints, path: str, member: str) -> EtcdStore | ZooKeeperStore:
     """A lease store of `scheme` on the session's infrastructure, not opened: to drive by hand."""
-    from elect.lease.etcd import EtcdStore
-    from elect.lease.options import EtcdOptions, ZooKeeperOptions
-    from elect.lease.zookeeper import ZooKeeperStore
+    from cas_lease.etcd import EtcdStore
+    from cas_lease.options import EtcdOptions, ZooKeeperOptions
+    from cas_lease.zookeeper import ZooKeeperStore
 
     if scheme == "etcd":
         return EtcdStore(EtcdOptions(endpoints=(infra.etcd[0],), prefix=path, ttl=TTL), member)
@@ -472,9 +472,9 @@ def test_a_batch_of_role_actions_answers_each_on_its_own(scheme: str, infra: End
     `multi`, halved where it is refused): each action succeeds or fails on its own, and one that another member
     got to first is answered with that member as the holder. etcd's batch goes past `--max-txn-ops` (128) by
     halving itself."""
-    from elect.lease.driver import Outcome
-    from elect.lease.model import Create, Delete, MemberRecord, RoleSeen
-    from elect.lease.zookeeper import ZooKeeperStore
+    from cas_lease.driver import Outcome
+    from cas_lease.model import Create, Delete, MemberRecord, RoleSeen
+    from cas_lease.zookeeper import ZooKeeperStore
 
     roles = list(range(150))
     path = unique("batch")
@@ -520,7 +520,7 @@ def test_a_takeover_is_one_conditional_write_refused_once_the_holder_renewed(sch
     create in one), so a dead member's roles cost the store one write each; its token is that write's revision,
     above the holder's. Once the holder's member entry has changed (it renewed: not silent after all) the same
     takeover is refused, and answered with what the store holds: the holder, and its member entry's new version."""
-    from elect.lease.model import Create, MemberRecord, MemberSeen, Observation, Publish, RoleSeen, Snapshot, Take
+    from cas_lease.model import Create, MemberRecord, MemberSeen, Observation, Publish, RoleSeen, Snapshot, Take
 
     path = unique("take")
     stores: list[EtcdStore | ZooKeeperStore] = []
@@ -581,10 +581,10 @@ def test_a_zookeeper_member_watches_the_whole_group_with_one_request(infra: Endp
     a role node another client creates, and of a member joining and leaving."""
     from kazoo.client import KazooClient
 
-    from elect.lease.model import MemberRecord, MemberSeen, RoleSeen
-    from elect.lease.names import encode_holder, encode_record, role_name
-    from elect.lease.options import ZooKeeperOptions
-    from elect.lease.zookeeper import ZooKeeperStore
+    from cas_lease.model import MemberRecord, MemberSeen, RoleSeen
+    from cas_lease.names import encode_holder, encode_record, role_name
+    from cas_lease.options import ZooKeeperOptions
+    from cas_lease.zookeeper import ZooKeeperStore
 
     address = infra.zookeeper[0]
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("onewatch"), session_timeout=TTL)
@@ -619,10 +619,10 @@ def test_a_zookeeper_member_reads_many_changed_nodes_in_few_requests(infra: Endp
     read on its own: a node that does not exist fails its read alone."""
     from kazoo.client import KazooClient
 
-    from elect.lease.model import MemberRecord, RoleSeen
-    from elect.lease.names import encode_holder, role_name
-    from elect.lease.options import ZooKeeperOptions
-    from elect.lease.zookeeper import ZooKeeperStore, _MultiRead
+    from cas_lease.model import MemberRecord, RoleSeen
+    from cas_lease.names import encode_holder, role_name
+    from cas_lease.options import ZooKeeperOptions
+    from cas_lease.zookeeper import ZooKeeperStore, _MultiRead
 
     address = infra.zookeeper[0]
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("manyreads"), session_timeout=TTL)

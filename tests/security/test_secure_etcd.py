@@ -103,8 +103,8 @@ def test_a_refused_start_raises_access_refused_which_is_infrastructure_unavailab
 def test_a_token_gone_stale_is_fetched_again_and_leadership_goes_on(secure_etcd: LocalCluster) -> None:
     """Setting a user's password (to the same one) makes etcd drop that user's tokens: the elector's next request
     is refused as "invalid auth token", and it authenticates again within that request; it never stops leading."""
+    from elect.etcd_gateway import Access, Gateway
     from elect.events import Event
-    from elect.lease.etcd_gateway import Access, Gateway
 
     sec = secure_etcd.security
     assert sec is not None

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("elect", "neli", "raft_priority", "elect_cluster", "elect_bench", "elect_cli")
+PACKAGES = ("elect", "neli", "raft_priority", "cas_lease", "elect_cluster", "elect_bench", "elect_cli")
 
 
 def test_import_contracts_hold() -> None:

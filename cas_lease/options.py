@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from elect.lease.core import Timing, check_timing
+from cas_lease.core import Timing, check_timing
 from elect.options import port_number, rule
 from elect.secrets import AccessOptions
 from elect.shares import check_capacity
@@ -33,7 +33,7 @@ class _LeaseOptions(AccessOptions):
     that returns gets its share back a few roles at a time. weight: this member's capacity relative to the
     others' (> 0): its fair share is ceil(roles x weight / total live weight). max_roles: a soft cap: beyond it
     the member leaves free roles to, and sheds roles to, members below their share, but leads what nobody else
-    can take (both published in the member's record, see elect/lease/core.py). request_timeout: one request's
+    can take (both published in the member's record, see cas_lease/core.py). request_timeout: one request's
     budget (default renew_deadline - renew_interval). connect_timeout: how long start() tries to reach the store
     before InfrastructureUnavailable. revoke_timeout: longest wait for blocking Revoked callbacks.
     """

@@ -40,9 +40,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from elect.budget import HandoverBudget
-from elect.core import Acquire, ExtendShared, Fence, LeaderSeen, Ready, Revoke
-from elect.lease.model import (
+from cas_lease.model import (
     Create,
     Delete,
     Done,
@@ -61,6 +59,8 @@ from elect.lease.model import (
     StoreAction,
     Take,
 )
+from elect.budget import HandoverBudget
+from elect.core import Acquire, ExtendShared, Fence, LeaderSeen, Ready, Revoke
 from elect.options import rule
 from elect.roles import Role
 from elect.shares import Capacity, check_capacity, shares

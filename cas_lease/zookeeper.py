@@ -5,7 +5,7 @@ free; the zxid of the write that made its holder, the node's mzxid while held, i
 `members/<session id>` (ephemeral, value: member and the roles it contends for). Each renewal rewrites the
 member's own node (a new version: the holder is alive; a write, which only the ensemble's leader commits, so a
 server that has lost touch with the quorum cannot confirm it). Contenders time a holder's silence on their own
-clock, as on etcd (`elect.lease.core`): a role node changes hands only by its holder's release or by a
+clock, as on etcd (`cas_lease.core`): a role node changes hands only by its holder's release or by a
 contender's expiry after the holder's member node has not changed for `session_timeout`, with a compare on the
 role node's version and the member node's version in one `multi`. The role node is never deleted, so its version
 only grows and the compare cannot be fooled by a node deleted and created again in between (ABA); ZooKeeper's
@@ -49,9 +49,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elect.contract import Characteristics
-from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
-from elect.lease.driver import (
+from cas_lease.driver import (
     Gone,
     LeaseElector,
     Opened,
@@ -63,7 +61,7 @@ from elect.lease.driver import (
     Suspended,
     Task,
 )
-from elect.lease.model import (
+from cas_lease.model import (
     ROLE_ACTIONS,
     Create,
     Delete,
@@ -79,12 +77,14 @@ from elect.lease.model import (
     StoreAction,
     Take,
 )
-from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name
-from elect.lease.options import ZooKeeperOptions
+from cas_lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name
+from cas_lease.options import ZooKeeperOptions
+from elect.contract import Characteristics
+from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
 from elect.roles import Role
 from elect.secrets import tls_refusal
 
-log = logging.getLogger("elect.lease")
+log = logging.getLogger("cas_lease")
 
 Report = Callable[[bytes | None, Any, int], None]
 
@@ -212,7 +212,7 @@ class _Reads:
 
 
 class ZooKeeperStore:
-    """The `Store` of `elect.lease.driver` on ZooKeeper."""
+    """The `Store` of `cas_lease.driver` on ZooKeeper."""
 
     def __init__(self, options: ZooKeeperOptions, member: str) -> None:
         self.options = options
@@ -357,13 +357,13 @@ class ZooKeeperStore:
         from kazoo.client import KazooClient
         from kazoo.retry import KazooRetry
 
-        from elect.lease.kazoo_poll import PollHandler
+        from cas_lease.kazoo_poll import PollHandler
 
         retry = KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5)
         o = self.options
         self._connect_error = None
         client = KazooClient(hosts=",".join(o.hosts), timeout=o.session_timeout * SESSION_FACTOR,
-                             connection_retry=retry, logger=logging.getLogger("elect.lease.kazoo"),
+                             connection_retry=retry, logger=logging.getLogger("cas_lease.kazoo"),
                              handler=PollHandler(), **client_security(o, self._password, self._acl()))
         self._capture_negotiated_timeout(client, record=not watches)
         if watches:

@@ -16,7 +16,7 @@ holder's entry is unchanged) is two steps here: first the silent holder's member
 it is still at the version timed silent (`DeleteOptions.preconditions.resourceVersion`), then the role Lease is
 rewritten on condition of its own version. Once the delete succeeds the holder can renew no more (its renewal is a
 conditional update of a Lease that is gone), and as its last successful renewal is the one the contender timed,
-it has stopped by its own clock: the argument of `elect.lease.core` holds with the delete in place of the compare.
+it has stopped by its own clock: the argument of `cas_lease.core` holds with the delete in place of the compare.
 
 Fencing token: `leaseTransitions`, which every writer of a `LeaseLock` (client-go, the Python client, elect)
 raises by one when the holder changes. elect never deletes a role Lease (a release or an expiry clears
@@ -46,9 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
-from elect.contract import Characteristics
-from elect.errors import ElectError
-from elect.lease.driver import (
+from cas_lease.driver import (
     LeaseElector,
     Opened,
     Outcome,
@@ -58,9 +56,8 @@ from elect.lease.driver import (
     StoreRefused,
     register_within,
 )
-from elect.lease.json_http import JSON
-from elect.lease.kube_api import Client, Expired, Refused, Unreachable, Watch, leases, resolve
-from elect.lease.model import (
+from cas_lease.kube_api import Client, Expired, Refused, Unreachable, Watch, leases, resolve
+from cas_lease.model import (
     ROLE_ACTIONS,
     Create,
     Expire,
@@ -76,11 +73,14 @@ from elect.lease.model import (
     StoreAction,
     Take,
 )
-from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record
-from elect.lease.options import KubernetesOptions
+from cas_lease.names import decode_holder, decode_record, encode_holder, encode_record
+from cas_lease.options import KubernetesOptions
+from elect.contract import Characteristics
+from elect.errors import ElectError
+from elect.json_http import JSON
 from elect.roles import Role
 
-log = logging.getLogger("elect.lease")
+log = logging.getLogger("cas_lease")
 
 GROUP_LABEL = "elect.io/group"
 KIND_LABEL = "elect.io/kind"
@@ -124,7 +124,7 @@ def micro_time(wall: float) -> str:
 
 
 class KubernetesStore:
-    """The `Store` of `elect.lease.driver` on the Kubernetes API."""
+    """The `Store` of `cas_lease.driver` on the Kubernetes API."""
 
     #: Role writes go one request each (the API has no batch); four lanes of 16 keep a survivor taking a dead
     #: member's roles from waiting on one connection's round trips.

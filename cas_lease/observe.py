@@ -1,5 +1,5 @@
 """Observers of the lease stores: the role keys (`<prefix>/roles/<role>`, Kubernetes: the role Leases) and their
-holders, read as the lease electors write them (elect.lease.names), with the same token (etcd: the key's mod
+holders, read as the lease electors write them (cas_lease.names), with the same token (etcd: the key's mod
 revision, that of the write that gave it its holder; ZooKeeper: the zxid of the write that made the holder;
 Kubernetes: the Lease's leaseTransitions)."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cas_lease.names import decode_holder, role_of
+from cas_lease.options import EtcdOptions, KubernetesOptions, ZooKeeperOptions
 from elect.errors import AccessRefused, InfrastructureUnavailable
-from elect.lease.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64, range_end, unb64
-from elect.lease.names import decode_holder, role_of
-from elect.lease.options import EtcdOptions, KubernetesOptions, ZooKeeperOptions
+from elect.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64, range_end, unb64
 from elect.observe import Claim
 
 
@@ -42,7 +42,7 @@ class ZooKeeperObserver:
     def __init__(self, options: ZooKeeperOptions) -> None:
         from kazoo.client import KazooClient
 
-        from elect.lease.zookeeper import client_security
+        from cas_lease.zookeeper import client_security
 
         self._roles = options.root + "/roles"
         self._client: Any = KazooClient(hosts=",".join(options.hosts), timeout=max(options.session_timeout, 4.0),
@@ -63,7 +63,7 @@ class ZooKeeperObserver:
                 except NoNodeError:
                     continue  # released between the listing and the read
                 if not raw:
-                    continue  # a free role: its node stays, empty (elect.lease.zookeeper)
+                    continue  # a free role: its node stays, empty (cas_lease.zookeeper)
                 holder = decode_holder(raw, int(stat.mzxid))
                 out.append(Claim(str(role_of(name)), holder.member, holder.token))
             return out
@@ -79,15 +79,15 @@ class ZooKeeperObserver:
 
 class KubernetesObserver:
     def __init__(self, options: KubernetesOptions) -> None:
-        from elect.lease.kube_api import Client, leases, resolve
+        from cas_lease.kube_api import Client, leases, resolve
 
         self._client = Client(resolve(options))
         self._path = leases(options.namespace)
         self._prefix = options.prefix
 
     def claims(self, timeout: float) -> list[Claim]:
-        from elect.lease.kube_api import Refused, Unreachable
-        from elect.lease.kubernetes import lease_holder, lease_role
+        from cas_lease.kube_api import Refused, Unreachable
+        from cas_lease.kubernetes import lease_holder, lease_role
 
         try:
             status, data = self._client.request("GET", self._path, None, timeout)

@@ -27,13 +27,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from elect.base import BaseElector
-from elect.contract import Characteristics
-from elect.core import ExtendShared, Ready, Revoke
-from elect.driver import Driver
-from elect.errors import AccessRefused, ElectError, InfrastructureUnavailable, NotLeader, TransferRefused
-from elect.lease.core import LeaseCore, Timing
-from elect.lease.model import (
+from cas_lease.core import LeaseCore, Timing
+from cas_lease.model import (
     ROLE_ACTIONS,
     Done,
     KeepAlive,
@@ -45,10 +40,15 @@ from elect.lease.model import (
     RoleAction,
     StoreAction,
 )
-from elect.lease.options import _LeaseOptions
+from cas_lease.options import _LeaseOptions
+from elect.base import BaseElector
+from elect.contract import Characteristics
+from elect.core import ExtendShared, Ready, Revoke
+from elect.driver import Driver
+from elect.errors import AccessRefused, ElectError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role
 
-log = logging.getLogger("elect.lease")
+log = logging.getLogger("cas_lease")
 
 INF = math.inf
 
@@ -361,7 +361,7 @@ class LeaseElector(BaseElector):
         """What the store's threads report, for the loop. A dropped connection (or session) also ends every
         leadership at once, here on the reporting thread: the loop may be waiting on a request the drop has not
         failed yet, and a frozen ZooKeeper leader that wakes may expire this session on its stale clock (see the
-        module of `elect.lease.zookeeper`), so belief must not outlast the connection by that wait."""
+        module of `cas_lease.zookeeper`), so belief must not outlast the connection by that wait."""
         if isinstance(item, (Suspended, Gone)):
             for role in list(self._leaderships):
                 self._fence(role)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from elect.lease.json_http import JSON, json_lines, parse_object, shut
+from elect.json_http import JSON, json_lines, parse_object, shut
 from elect.secrets import AccessOptions, tls_refusal
 
 #: gRPC codes after which another member may answer: Unavailable, DeadlineExceeded, Unknown, Aborted.

@@ -24,9 +24,9 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import yaml
 
+from cas_lease.options import KubernetesOptions
 from elect.errors import ConfigError
-from elect.lease.json_http import JSON, json_lines, parse_object, shut
-from elect.lease.options import KubernetesOptions
+from elect.json_http import JSON, json_lines, parse_object, shut
 from elect.secrets import tls_refusal
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")

@@ -7,7 +7,7 @@ contends for; bound to the member's lease). Each renewal is one transaction that
 own entry (new mod revision: the holder is alive); the watch, once it has delivered that very write, has shown
 the member everything before it (`_renew`). The watch makes handovers immediate. etcd's lease
 (whole seconds, expiry swept coarsely) is only the backstop that clears a dead member's directory
-entry: contenders time a silent holder themselves (see `elect.lease.core`).
+entry: contenders time a silent holder themselves (see `cas_lease.core`).
 
 Role keys are deliberately *not* bound to the lease: etcd may revoke a lease at a moment no member can
 bound (etcd < 3.4.31 / 3.5.13: a leader resumed after a pause revokes every lease its frozen lessor
@@ -25,9 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from elect.contract import Characteristics
-from elect.errors import ElectError
-from elect.lease.driver import (
+from cas_lease.driver import (
     LeaseElector,
     Opened,
     Outcome,
@@ -37,20 +35,7 @@ from elect.lease.driver import (
     StoreRefused,
     register_within,
 )
-from elect.lease.etcd_gateway import (
-    Access,
-    Gateway,
-    GatewayError,
-    Refused,
-    Unreachable,
-    WatchStream,
-    b64,
-    range_end,
-    revision,
-    unb64,
-)
-from elect.lease.json_http import JSON
-from elect.lease.model import (
+from cas_lease.model import (
     ROLE_ACTIONS,
     Create,
     Expire,
@@ -68,11 +53,26 @@ from elect.lease.model import (
     StoreAction,
     Take,
 )
-from elect.lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name, role_of
-from elect.lease.options import EtcdOptions
+from cas_lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name, role_of
+from cas_lease.options import EtcdOptions
+from elect.contract import Characteristics
+from elect.errors import ElectError
+from elect.etcd_gateway import (
+    Access,
+    Gateway,
+    GatewayError,
+    Refused,
+    Unreachable,
+    WatchStream,
+    b64,
+    range_end,
+    revision,
+    unb64,
+)
+from elect.json_http import JSON
 from elect.roles import Role
 
-log = logging.getLogger("elect.lease")
+log = logging.getLogger("cas_lease")
 
 
 class TooManyOps(StoreError):
@@ -80,7 +80,7 @@ class TooManyOps(StoreError):
 
 
 class EtcdStore:
-    """The `Store` of `elect.lease.driver` on etcd."""
+    """The `Store` of `cas_lease.driver` on etcd."""
 
     def __init__(self, options: EtcdOptions, member: str) -> None:
         self.options = options

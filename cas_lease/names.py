@@ -15,7 +15,7 @@ import json
 import math
 from urllib.parse import quote, unquote
 
-from elect.lease.model import Holder, MemberRecord
+from cas_lease.model import Holder, MemberRecord
 from elect.roles import Role
 
 
