@@ -39,7 +39,8 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Literal
+from enum import Enum
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
@@ -64,7 +65,14 @@ kafka_log = logging.getLogger("neli.librdkafka")
 INF = math.inf
 
 
-_Parking = Literal["off", "revoking", "joining", "parked"]
+class _Parking(Enum):
+    """Where a member that hands its partitions over by parking (a broker that keeps a departed member's partitions)
+    stands."""
+
+    OFF = "subscribed to the leader topic"
+    REVOKING = "parked, still owning leader-topic partitions"
+    JOINING = "parked, waiting for the rebalance that takes the parking subscription into account"
+    PARKED = "that rebalance completed (a stop may now leave the group)"
 
 
 class KafkaElector(BaseElector):
@@ -105,11 +113,8 @@ class KafkaElector(BaseElector):
         self._stop_by: float | None = None
         self._rejoin_at: float | None = None  # parked (or out of the group) until then
         self._parking_topic: str | None = None  # None: hand over by leaving the group
-        # off: subscribed to the leader topic; revoking: parked, still owning leader-topic partitions;
-        # joining: parked, waiting for the rebalance that takes the parking subscription into account;
-        # parked: that rebalance completed (a stop may now leave the group)
-        self._parking: _Parking = "off"
-        self._park_by = 0.0  # a stop waits for "parked" until then, then leaves anyway
+        self._parking = _Parking.OFF
+        self._park_by = 0.0  # a stop waits for PARKED until then, then leaves anyway
         self._restore_after = time.monotonic() + 5 * options.session_timeout  # next check for a vanished topic
         self._admin: Any = None  # start offsets of new partitions and that check (made at start)
         self.publish_errors = 0
@@ -241,7 +246,7 @@ class KafkaElector(BaseElector):
             if self._consumer is None:
                 self._consumer = self._new_consumer()
             else:
-                self._parking = "off"
+                self._parking = _Parking.OFF
                 self._subscribe(self._consumer, self.options.topic)
         if self._producer is not None:
             self._producer.poll(0)
@@ -275,7 +280,7 @@ class KafkaElector(BaseElector):
         """A stopping member leads nothing any more (or ran out of time) and is parked (or gave up)."""
         done_leading = not self._require_core().leading_partitions() or (self._stop_by is not None
                                                                           and now > self._stop_by)
-        return done_leading and (self._parking in ("off", "parked") or now >= self._park_by)
+        return done_leading and (self._parking in (_Parking.OFF, _Parking.PARKED) or now >= self._park_by)
 
     def _handover(self, roles: tuple[Role, ...]) -> None:
         """Give every partition back to the group and rejoin after `rejoin_delay`."""
@@ -290,7 +295,7 @@ class KafkaElector(BaseElector):
 
     def _stop_parked(self) -> None:
         """Stop: park first (unless parked already), leave the group once parked (`_step`)."""
-        if self._parking == "off" and not (self._joined.is_set() and self._fatal is None and self._park()):
+        if self._parking is _Parking.OFF and not (self._joined.is_set() and self._fatal is None and self._park()):
             self._close_consumer()  # not in the group yet, or no parking topic: leave at once
             return
         park_by = time.monotonic() + max(5 * self.options.session_timeout, 1.0)
@@ -307,7 +312,7 @@ class KafkaElector(BaseElector):
         core = self._require_core()
         if core.owned:
             self._feed(Unassigned(tuple(sorted(core.owned))))
-        self._parking = "revoking" if core.owned else "joining"
+        self._parking = _Parking.REVOKING if core.owned else _Parking.JOINING
         self._subscribe(self._consumer, self._parking_topic)
         return True
 
@@ -328,7 +333,7 @@ class KafkaElector(BaseElector):
         stop must not: once the member leads nothing, the close only tells the group early what the session's
         expiry would tell it anyway. The closing consumer's rebalance callbacks are ignored from then on, so only
         the poll thread ever touches the core."""
-        self._parking = "off"
+        self._parking = _Parking.OFF
         consumer, self._consumer = self._consumer, None
         self._next_offset.clear()  # a new consumer starts its reads afresh
         if consumer is None:
@@ -371,10 +376,10 @@ class KafkaElector(BaseElector):
             return  # a consumer closing (`_close_consumer`): the core gave its partitions up already
         self._joined.set()
         ours = self._partitions(parts)
-        if self._parking != "off" and ours:
-            self._parking = "revoking"  # from a rebalance before parking: librdkafka revokes it again
-        elif self._parking == "joining":
-            self._parking = "parked"  # the first rebalance with the parking subscription completed
+        if self._parking is not _Parking.OFF and ours:
+            self._parking = _Parking.REVOKING  # from a rebalance before parking: librdkafka revokes it again
+        elif self._parking is _Parking.JOINING:
+            self._parking = _Parking.PARKED  # the first rebalance with the parking subscription completed
         now = time.monotonic()
         core = self._require_core()
         held = core.owned
@@ -437,8 +442,8 @@ class KafkaElector(BaseElector):
             self._next_offset.pop(p, None)
 
     def _revoked(self) -> None:
-        if self._parking == "revoking" and not self._require_core().owned:
-            self._parking = "joining"
+        if self._parking is _Parking.REVOKING and not self._require_core().owned:
+            self._parking = _Parking.JOINING
 
     def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         if consumer is not self._consumer:
@@ -620,7 +625,7 @@ class KafkaElector(BaseElector):
                         options.topic, self.partitions)
             ensure_topic(options)
             ensure_parking_topic(options)
-            if self._consumer is not None and self._parking == "off":
+            if self._consumer is not None and self._parking is _Parking.OFF:
                 # join afresh with the new topic's metadata; the rebalance brings the other members along
                 self._subscribe(self._consumer, options.topic)
         except (ElectError, KafkaException) as exc:

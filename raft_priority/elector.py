@@ -385,7 +385,7 @@ class RaftElector(BaseElector):
                 for role in roles:
                     self._take(role, p, c.token, c.deadline)
             elif isinstance(c, Revoke):
-                waiting = [d for role in roles if (d := self._begin_revoke(role)) is not None and not d.is_set()]
+                waiting = [d for role in roles if (d := self._hand_over(role)) is not None and not d.is_set()]
                 if waiting:
                     self._require_outbox().hold(p)
                     self._handovers.append(_Handover(p, waiting, now + self.options.revoke_timeout, None))
@@ -498,9 +498,10 @@ class RaftElector(BaseElector):
             if not on:
                 del self._quiet_on[p]
 
-    def _begin_revoke(self, role: Role) -> threading.Event | None:
+    def _hand_over(self, role: Role) -> threading.Event | None:
+        """Begin the orderly end of `role`'s leadership (`Revoked`): no sweep renews it from here on."""
         self._forget(role)
-        return super()._begin_revoke(role)
+        return self._begin_revoke(role)
 
     def _wait_callbacks(self, dones: list[threading.Event]) -> None:
         if self._dispatcher.on_dispatch_thread():
@@ -516,7 +517,7 @@ class RaftElector(BaseElector):
         g = host.groups.get(p)
         if g is None or g.state is not RaftState.LEADER:
             return []
-        dones = [d for role in self._roles_on(p) if (d := self._begin_revoke(role)) is not None]
+        dones = [d for role in self._roles_on(p) if (d := self._hand_over(role)) is not None]
         self._giving_up.add(p)
         self._handovers.append(_Handover(p, [d for d in dones if not d.is_set()], now + self.options.revoke_timeout,
                                          self._transfer_action(p, to, pin)))
@@ -667,7 +668,7 @@ class RaftElector(BaseElector):
                 self._take(role, p, g.term, g.lease_until)
         dones: list[threading.Event] = []
         for role in removed:
-            done = self._begin_revoke(role)
+            done = self._hand_over(role)
             if done is not None:
                 dones.append(done)
         for p in touched:
