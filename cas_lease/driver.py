@@ -44,7 +44,7 @@ from cas_lease.options import _LeaseOptions
 from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import ExtendShared, Ready, Revoke
-from elect.driver import Driver
+from elect.driver import Driver, FunctionIO
 from elect.errors import AccessRefused, ElectError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role
 
@@ -251,8 +251,11 @@ class LeaseElector(BaseElector):
         # the least time between turns while inputs stream (`elect.driver`): a tick looks at every role with
         # something to decide, hundreds during a cold start or a failover, so one per input would cost that many
         # times over
+        io: FunctionIO[StoreAction, None] = FunctionIO(
+            apply=self._apply_ready, send=self._send,
+            halted=lambda error: self._failed(f"its loop failed: {error!r}"), idle=self._idle, ended=self._ended)
         driver: Driver[LeaseInput, StoreAction, None] = Driver(
-            core, _StoreIO(self), name=f"elect-lease-loop-{self.member}", max_inbox=None, tick_every_turn=True,
+            core, io, name=f"elect-lease-loop-{self.member}", max_inbox=None, tick_every_turn=True,
             spacing=min(0.005, self._timing.renew_interval / 20))
         self._lanes = {"renew": _Lane(f"elect-lease-renew-{self.member}", self._perform),
                        "store": _Lane(f"elect-lease-store-{self.member}", self._perform,
@@ -423,7 +426,7 @@ class LeaseElector(BaseElector):
             return
         waiter.done.set()
 
-    def _apply_ready(self, ready: Ready[StoreAction, None]) -> None:
+    def _apply_ready(self, ready: Ready[StoreAction, None], now: float) -> None:
         """Apply what the core decided (leadership changes, handovers, whom it sees lead)."""
         core = self._require_core()
         for change in ready.changes:
@@ -434,7 +437,7 @@ class LeaseElector(BaseElector):
         for seen in ready.seen:
             self._saw(seen.role, seen.leader, seen.token)
 
-    def _send(self, actions: list[StoreAction]) -> None:
+    def _send(self, actions: list[StoreAction], now: float) -> None:
         """Hand store actions to the lanes: renewals to their own, the rest in order to the other (role actions as
         batches). Nothing is sent while the session is down: the core forgets it when it binds a new one."""
         if self._session_down:
@@ -612,29 +615,3 @@ class LeaseElector(BaseElector):
     def _release(self, role: Role) -> None:
         """The Revoked callbacks of `role` returned: its key can go."""
         self._require_driver().post(lambda now: self._require_core().released(role, now))
-
-
-class _StoreIO:
-    """The driver's I/O for a lease member (`elect.driver.DriverIO`): nothing to persist (the store keeps it all),
-    changes to the elector, store actions to the lanes."""
-
-    def __init__(self, elector: LeaseElector) -> None:
-        self._elector = elector
-
-    def persist(self, states: dict[Role, None]) -> None:
-        pass
-
-    def apply(self, ready: Ready[StoreAction, None], now: float) -> None:
-        self._elector._apply_ready(ready)
-
-    def send(self, messages: list[StoreAction], now: float) -> None:
-        self._elector._send(messages)
-
-    def idle(self, now: float) -> float:
-        return self._elector._idle(now)
-
-    def halted(self, error: Exception) -> None:
-        self._elector._failed(f"its loop failed: {error!r}")
-
-    def ended(self) -> None:
-        self._elector._ended()

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from elect.core import Ready
@@ -85,6 +86,33 @@ class DriverIO(Protocol[M, P]):
 
     def ended(self) -> None:
         """The loop ended (stopped, finished, or halted after `halted`): the last call on the driver's thread."""
+
+
+def _nothing_to_persist(states: dict[Role, P]) -> None:
+    if states:
+        raise Halted(f"this core asked to persist {len(states)} entries but nowhere was given to keep them")
+
+
+def _no_housekeeping(now: float) -> float:
+    return INF
+
+
+def _nothing(*args: object) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionIO(Generic[M, P]):
+    """A `DriverIO` made of the functions an elector hands its driver (most of them the elector's own methods), so
+    no elector needs an adapter class of its own. What is left out: nothing to persist, no housekeeping, nothing to
+    do when the loop ends."""
+
+    apply: Callable[[Ready[M, P], float], None]
+    send: Callable[[list[M], float], None]
+    halted: Callable[[Exception], None]
+    persist: Callable[[dict[Role, P]], None] = _nothing_to_persist
+    idle: Callable[[float], float] = _no_housekeeping
+    ended: Callable[[], None] = _nothing
 
 
 class Driver(Generic[I, M, P]):

@@ -47,7 +47,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import Acquire, Extend, Ready, Revoke
-from elect.driver import Driver
+from elect.driver import Driver, FunctionIO
 from elect.errors import ElectError
 from elect.roles import Role, partition_of
 from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Skipped, Unassigned
@@ -166,8 +166,11 @@ class KafkaElector(BaseElector):
         self._consumer = self._new_consumer()
         # the loop waits in the consumer's poll (its callbacks, which step the core, run inside it) and turns at
         # least every poll interval (`_idle`)
-        self._driver = Driver(self._core, _GroupIO(self), name=f"neli-{self.member}", max_inbox=None,
-                              tick_every_turn=True, wait=self._poll, wake=self._wakeup.set)
+        io: FunctionIO[Publish, None] = FunctionIO(
+            apply=self._apply_ready, send=self._send,
+            halted=lambda error: self._failed(f"its poll loop failed: {error!r}"), idle=self._idle, ended=self._ended)
+        self._driver = Driver(self._core, io, name=f"neli-{self.member}", max_inbox=None, tick_every_turn=True,
+                              wait=self._poll, wake=self._wakeup.set)
         self._driver.start()
         joined = self._joined.wait(o.connect_timeout)
         if self._fatal is not None:
@@ -527,14 +530,13 @@ class KafkaElector(BaseElector):
         self._require_core().step(message, now)
         self._require_driver().flush(now)
 
-    def _apply_ready(self, ready: Ready[Publish, None]) -> None:
+    def _apply_ready(self, ready: Ready[Publish, None], now: float) -> None:
         """Apply the core's changes (the driver publishes after). Only the last `Revoke` waits for its callbacks:
         events run in order on one dispatcher, so that wait covers the earlier ones too (the barrier). In overlap
         mode nothing waits: the successor does not wait for the callbacks anyway, and a blocked loop would let
         other partitions' releases pass their deadlines, turning their orderly ends into fences."""
         core = self._require_core()
         if self.renewal is not None:
-            now = time.monotonic()
             for deadline in {c.deadline for c in ready.changes if isinstance(c, Extend)}:
                 self._renewed(now - (deadline - core.timeout))  # the deadline is the record's send time + timeout
         barrier = self.options.exclusive
@@ -554,6 +556,10 @@ class KafkaElector(BaseElector):
         self._timed("assigned_to_led", now - assigned)
         if sent is not None:
             self._timed("sent_to_led", now - sent)
+
+    def _send(self, messages: list[Publish], now: float) -> None:
+        for publish in messages:
+            self._publish(publish)
 
     def _publish(self, out: Publish) -> None:
         if self._producer is None:
@@ -650,33 +656,6 @@ def _read(consumer: Consumer, wait: float, most: int = 500) -> list[Message]:
     if first is None:
         return []
     return [first, *consumer.consume(most - 1, 0)]
-
-
-class _GroupIO:
-    """The driver's I/O for a NELI member (`elect.driver.DriverIO`): nothing to persist, changes to the elector,
-    heartbeats to the producer."""
-
-    def __init__(self, elector: KafkaElector) -> None:
-        self._elector = elector
-
-    def persist(self, states: dict[Role, None]) -> None:
-        pass
-
-    def apply(self, ready: Ready[Publish, None], now: float) -> None:
-        self._elector._apply_ready(ready)
-
-    def send(self, messages: list[Publish], now: float) -> None:
-        for publish in messages:
-            self._elector._publish(publish)
-
-    def idle(self, now: float) -> float:
-        return self._elector._idle(now)
-
-    def halted(self, error: Exception) -> None:
-        self._elector._failed(f"its poll loop failed: {error!r}")
-
-    def ended(self) -> None:
-        self._elector._ended()
 
 
 def create(options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> KafkaElector:

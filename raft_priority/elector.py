@@ -16,14 +16,14 @@ How it keeps the contract:
   the callbacks, and only then hand the partition over with a TimeoutNow transfer to the next-priority
   live node; rebalancing transfers hold their TimeoutNow back the same way. ``transfer(role, to=b)`` does
   the same towards ``b``, with a pinned TimeoutNow: ``b`` then does not rebalance the group back while it leads.
-* **Interest**: a node contends for a partition only while it contends for a role on it. The
-  election core's log-position hook carries that (interested = position (1, 0), not = (0, 0)): voters
+* **Interest**: a node contends for a partition only while it contends for a role on it. Its `Standing`
+  (`raft_priority.host`) carries that through the election core's log-position hook: voters
   never elect a less "up to date" candidate, so a node with no role on a partition can vote there but
   cannot win it while an interested node is reachable, and a leader that lost interest hands over
   to an interested follower.
 * **Weights and caps**: `weights` (cluster-wide) shape the priority table, so a node of weight 2 is the
   primary of twice as many partitions and leads them while it lives (`raft_priority.priorities`). `max_roles`
-  is a third level of interest, *capped* = position (0, 1): between the two, so a node at its cap cannot win a
+  is a third level of interest, `Standing.CAPPED`: between the two, so a node at its cap cannot win a
   partition while a node below its cap (interested) is reachable, but beats a node with no role there, and wins
   when no interested node can (the cap is soft, as elsewhere). A node counts the roles of the partitions it leads
   (first those nobody else can take: pinned by a transfer, or no live peer interested; then by its priority),
@@ -58,13 +58,13 @@ from elect.base import BaseElector
 from elect.contract import Characteristics
 from elect.core import Acquire, ExtendShared, Fence, Ready, Revoke
 from elect.deadlines import SharedDeadline
-from elect.driver import Driver, Halted
+from elect.driver import Driver, FunctionIO, Halted
 from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
 from raft_priority.grpc_link import Tls, Transport
-from raft_priority.host import NodeHost
+from raft_priority.host import NodeHost, Standing
 from raft_priority.messages import HardState, Message
 from raft_priority.options import RaftOptions
 from raft_priority.outbox import Outbox
@@ -73,19 +73,6 @@ from raft_priority.storage import HardStateLog
 
 log = logging.getLogger("elect.raft")
 INF = math.inf
-INTERESTED = (0, 1)  # (last_log_index, last_log_term) of a node that contends for a role on the partition
-CAPPED = (1, 0)      # ... that contends, but is at its max_roles: wins only where no interested node can
-UNINTERESTED = (0, 0)
-
-
-def _keen(position: tuple[int, int]) -> bool:
-    """A peer's position as a leader records it, (term, index): interested (below its cap, if any)."""
-    return position >= (INTERESTED[1], INTERESTED[0])
-
-
-def _contends(position: tuple[int, int]) -> bool:
-    """... interested or capped: it contends for a role on the partition."""
-    return position >= (CAPPED[1], CAPPED[0])
 
 Action = Callable[[float], None]
 
@@ -222,7 +209,9 @@ class RaftElector(BaseElector):
             self._set_interest(p, now)
         peers = o.peer_map()
         self._store, self._outbox = store, Outbox(host, self._send, ack_delay=o.acks_after)
-        driver = Driver(host, _NodeIO(self), name=f"raft-driver-{self.member}", granularity=o.granularity)
+        io = FunctionIO(apply=self._on_ready, send=lambda messages, now: self._require_outbox().send(messages, now),
+                        halted=self._on_halted, persist=self._persist, idle=self._on_idle)
+        driver = Driver(host, io, name=f"raft-driver-{self.member}", granularity=o.granularity)
         tls = Tls.load(o.ca, o.cert, o.key) if o.ca and o.cert and o.key else None
         transport = Transport(self.member, o.listen, peers, self.cluster, driver.receive,
                               election_timeout=o.election_timeout, tls=tls)
@@ -247,7 +236,7 @@ class RaftElector(BaseElector):
         overall = began + (o.revoke_timeout + o.handover + 1 if timeout is None else timeout)
         try:
             if driver.halted is not None:
-                return  # nothing more is driven (`on_halted` fenced everything)
+                return  # nothing more is driven (`_on_halted` fenced everything)
             driver.call(self._begin_stop, timeout=5)
             # 1. the Revoked callbacks of every led partition return (bounded by revoke_timeout) ...
             self._poll_driver(lambda now: not self._handovers, overall)
@@ -293,7 +282,7 @@ class RaftElector(BaseElector):
                                       f"{', '.join(sorted((self.member, *g.peers)))})")
             if g.last_heard(to) < now - self.options.election_timeout:
                 return "not heard from within an election timeout"
-            if not _contends(g.positions.get(to, (-1, -1))):
+            if not self._wants(p, to):
                 return "it contends for no role on the partition"
             return self._give_up(p, now, to, pin=True)
 
@@ -335,13 +324,13 @@ class RaftElector(BaseElector):
             live = now - self.options.election_timeout
             seen: dict[Role, str | None] = {}
             for role in roles:
-                g = groups.get(partition_of(role, P))
+                p = partition_of(role, P)
+                g = groups.get(p)
                 if g is None:
                     continue
                 if g.leader is not None and g.leader != self.member:
                     seen[role] = g.leader
-                elif not any(g.last_heard(peer) >= live and _contends(g.positions.get(peer, (-1, -1)))
-                             for peer in g.peers):
+                elif not any(g.last_heard(peer) >= live and self._wants(p, peer) for peer in g.peers):
                     seen[role] = None
             return seen
 
@@ -406,13 +395,25 @@ class RaftElector(BaseElector):
             self._forget(role)
         self._failed(str(error) if isinstance(error, Halted) else f"its driver failed: {error!r}")
 
+    def _persist(self, states: dict[Role, HardState]) -> None:
+        """Term and vote to the node's `HardStateLog`, before anything of that Ready is sent (`elect.driver`)."""
+        store = self._store
+        assert store is not None
+        try:
+            store.save(cast("dict[int, HardState]", states))  # the host's roles are group ids
+        except OSError as exc:
+            raise Halted(f"cannot persist term and vote in {store.dir}: {exc}") from exc
+
     def _on_idle(self, now: float) -> float:
+        """After each turn: handovers whose callbacks returned, the sweep; acknowledgements and released
+        TimeoutNows that are due go out (the elector closes the transport and the log once the driver stopped)."""
         if self._handovers:
             self._run_handovers(now)
         if now >= self._next_sweep:
             self._next_sweep = now + self._sweep_every
             self._sweep(now)
-        return now + 0.01 if self._handovers else self._next_sweep
+        extra = now + 0.01 if self._handovers else self._next_sweep
+        return min(extra, self._require_outbox().send_due(now))
 
     # ------------------------------------------------------------------ internals (driver thread)
 
@@ -429,6 +430,12 @@ class RaftElector(BaseElector):
             raise RuntimeError("raft elector not started")
         return self.driver
 
+    def _wants(self, p: int, peer: str, at_least: Standing = Standing.CAPPED) -> bool:
+        """`peer` contends for a role on partition `p` (`at_least` as keen: INTERESTED, below its cap), as this node
+        last heard it."""
+        standing = self._host().standing(p, peer)
+        return standing is not None and standing >= at_least
+
     def _roles_on(self, p: int) -> list[Role]:
         with self._lock:
             return list(self._by_part.get(p, ()))
@@ -440,8 +447,8 @@ class RaftElector(BaseElector):
         if p not in host.groups:
             return False
         interested = bool(self._roles_on(p))
-        index, term = (CAPPED if p in self._capped else INTERESTED) if interested else UNINTERESTED
-        host.set_log_position(p, index, term, now)
+        host.set_standing(p, (Standing.CAPPED if p in self._capped else Standing.INTERESTED) if interested else
+                          Standing.UNINTERESTED, now)
         if interested:
             self._uninterested.discard(p)
         else:
@@ -456,16 +463,17 @@ class RaftElector(BaseElector):
         cap = self.options.max_roles
         if cap is None:
             return
-        groups = self._host().groups
+        host = self._host()
+        groups = host.groups
         live = now - self.options.election_timeout
 
         def only_here(p: int) -> bool:
             g = groups[p]
             if g.pinned:
                 return True
-            peers = [peer for peer in g.peers if g.last_heard(peer) >= live]
-            known = all(g.positions.get(peer, (-1, -1)) != (-1, -1) for peer in peers)  # unknown: maybe keen
-            return known and not any(_keen(g.positions[peer]) for peer in peers)
+            standings = [host.standing(p, peer) for peer in g.peers if g.last_heard(peer) >= live]
+            # a peer not heard yet may be keen
+            return None not in standings and Standing.INTERESTED not in standings
 
         led = {p: len(roles) for p, g in groups.items() if (roles := self._roles_on(p)) and
                g.state is RaftState.LEADER and g.serving and p not in self._giving_up}
@@ -542,7 +550,7 @@ class RaftElector(BaseElector):
         g = self._host().groups[p]
         live = now - self.options.election_timeout
         alive = [peer for peer in g.peers if g.last_heard(peer) >= live]
-        keen = [peer for peer in alive if g.positions.get(peer, (-1, -1)) >= (INTERESTED[1], INTERESTED[0])]
+        keen = [peer for peer in alive if self._wants(p, peer, Standing.INTERESTED)]
         best = keen or alive
         return best[0] if best else None
 
@@ -611,7 +619,7 @@ class RaftElector(BaseElector):
             # rebalancing is); peers are in priority order
             over = p not in self._uninterested
             to = next((peer for peer in g.peers if g.last_heard(peer) >= live and
-                       (_keen if over else _contends)(g.positions.get(peer, (-1, -1)))), None)
+                       self._wants(p, peer, Standing.INTERESTED if over else Standing.CAPPED)), None)
             if to is None or (over and g.budget.left(now) <= 0):
                 continue
             if host.transfer(p, to, now) and over:
@@ -688,7 +696,7 @@ class RaftElector(BaseElector):
             if not g.is_leader(now) or p not in self._uninterested:
                 return
             to = self._best_successor(p, now)
-            if to is not None and _contends(self._host().groups[p].positions.get(to, (-1, -1))):
+            if to is not None and self._wants(p, to):
                 self._host().transfer(p, to, now)
 
         return act
@@ -736,35 +744,3 @@ class RaftElector(BaseElector):
 
 def create(options: RaftOptions, member: str, roles: tuple[Role, ...]) -> RaftElector:
     return RaftElector(options, member, roles)
-
-
-class _NodeIO:
-    """The driver's I/O for a raft:// node (`elect.driver.DriverIO`): term and vote to its `HardStateLog`, changes
-    to the elector's partitions' roles, messages through the `Outbox` to the transport."""
-
-    def __init__(self, elector: RaftElector) -> None:
-        self._elector = elector
-
-    def persist(self, states: dict[Role, HardState]) -> None:
-        store = self._elector._store
-        assert store is not None
-        try:
-            store.save(cast("dict[int, HardState]", states))  # the host's roles are group ids
-        except OSError as exc:
-            raise Halted(f"cannot persist term and vote in {store.dir}: {exc}") from exc
-
-    def apply(self, ready: Ready[Message, HardState], now: float) -> None:
-        self._elector._on_ready(ready, now)
-
-    def send(self, messages: list[Message], now: float) -> None:
-        self._elector._require_outbox().send(messages, now)
-
-    def idle(self, now: float) -> float:
-        extra = self._elector._on_idle(now)
-        return min(extra, self._elector._require_outbox().send_due(now))
-
-    def halted(self, error: Exception) -> None:
-        self._elector._on_halted(error)
-
-    def ended(self) -> None:
-        pass  # the elector closes the transport and the log once the driver stopped (`_on_stop`)

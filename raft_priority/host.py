@@ -17,6 +17,7 @@ import heapq
 import math
 import random
 from collections.abc import Iterable
+from enum import IntEnum
 
 from elect.budget import HandoverBudget
 from elect.core import Ready
@@ -26,6 +27,34 @@ from raft_priority.links import Links
 from raft_priority.messages import NODE, HardState, Message, NodeBeat, NodeBeatAck
 
 INF = math.inf
+
+
+class Standing(IntEnum):
+    """How much this node wants to lead a group's partition. Peers learn it as the ZEP006 log position, the one field
+    a vote compares (only a candidate at least as up to date wins), so a group elects a node that wants the partition
+    over one that does not, and one below its `max_roles` over one at it: an interested node stands as if a term
+    ahead, a capped one an index ahead, an uninterested one at the start of the log. Greater is keener."""
+
+    UNINTERESTED = 0
+    CAPPED = 1
+    INTERESTED = 2
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """The (last log index, last log term) that says it."""
+        return _POSITIONS[self]
+
+    @staticmethod
+    def of(position: tuple[int, int] | None) -> Standing | None:
+        """A peer's standing from its position as a leader records it, (term, index); None: not heard yet."""
+        if position is None or position == (-1, -1):
+            return None
+        if position >= (1, 0):
+            return Standing.INTERESTED
+        return Standing.CAPPED if position >= (0, 1) else Standing.UNINTERESTED
+
+
+_POSITIONS = {Standing.UNINTERESTED: (0, 0), Standing.CAPPED: (1, 0), Standing.INTERESTED: (0, 1)}
 
 
 class NodeHost:
@@ -186,6 +215,14 @@ class NodeHost:
         g = self.groups[group]
         g.set_log_position(last_index, last_term, now)
         self._arm(g)
+
+    def set_standing(self, group: int, standing: Standing, now: float) -> None:
+        """Tell the group's peers how much this node wants its partition (`Standing`)."""
+        self.set_log_position(group, *standing.position, now)
+
+    def standing(self, group: int, peer: str) -> Standing | None:
+        """`peer`'s standing in `group` as this node (its leader) last heard it; None: not heard yet."""
+        return Standing.of(self.groups[group].positions.get(peer))
 
     def leading(self, now: float) -> list[int]:
         return [gid for gid, g in self.groups.items() if g.is_leader(now)]

@@ -25,7 +25,7 @@ from functools import partial
 from typing import cast
 
 from elect.core import Acquire, ExtendShared, Fence, LeadershipChange, Ready, Revoke
-from elect.driver import Driver
+from elect.driver import Driver, FunctionIO
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.roles import Role
 from raft_priority.config import GroupSpec, RaftConfig
@@ -104,34 +104,8 @@ def lines_of(records: Iterable[Recorded]) -> list[dict[str, object]]:
     return out
 
 
-class _NodeIO:
-    """A simulated node's `elect.driver.DriverIO`: its disk is a dict, its changes go to the history, its messages
-    onto the simulated wire."""
-
-    __slots__ = ("node", "sim")
-
-    def __init__(self, sim: Simulation, node: _Node) -> None:
-        self.sim = sim
-        self.node = node
-
-    def persist(self, states: dict[Role, HardState]) -> None:
-        self.node.disk.update(states)
-
-    def apply(self, ready: Ready[Message, HardState], now: float) -> None:
-        name = self.node.name
-        self.sim.history.extend(Recorded(name, now, c) for c in ready.changes)
-
-    def send(self, messages: list[Message], now: float) -> None:
-        self.sim._send(self.node.name, messages)
-
-    def idle(self, now: float) -> float:
-        return INF
-
-    def halted(self, error: Exception) -> None:  # pragma: no cover - a simulation raises where it fails
-        raise AssertionError(error)
-
-    def ended(self) -> None:  # pragma: no cover - a simulated node has no thread
-        pass
+def _raise(error: Exception) -> None:  # pragma: no cover - a simulated disk never refuses; a bug raises at once
+    raise AssertionError(error)
 
 
 @dataclass(slots=True)
@@ -295,7 +269,14 @@ class Simulation:
         for gid in n.groups:
             host.add_group(self.specs[gid], self.now, n.disk.get(gid))
         n.host = host
-        n.driver = Driver(host, _NodeIO(self, n), name=f"sim-{name}", granularity=self.granularity)
+        history = self.history
+
+        def apply(ready: Ready[Message, HardState], now: float) -> None:
+            history.extend(Recorded(name, now, c) for c in ready.changes)
+
+        io: FunctionIO[Message, HardState] = FunctionIO(
+            apply=apply, send=lambda messages, now: self._send(name, messages), halted=_raise, persist=n.disk.update)
+        n.driver = Driver(host, io, name=f"sim-{name}", granularity=self.granularity)
         n.up = True
         n.incarnation += 1
         n.wake_at = INF

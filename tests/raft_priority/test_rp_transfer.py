@@ -8,6 +8,7 @@ from rp_harness import Bench
 from elect.core import Ready, Revoke
 from raft_priority.config import RaftConfig
 from raft_priority.core import RaftState
+from raft_priority.host import Standing
 from raft_priority.messages import HardState, Message, PreVoteRequest, TimeoutNow, VoteRequest
 
 P3 = {"a": 3, "b": 2, "c": 1}
@@ -201,15 +202,14 @@ def test_rebalancing_is_rate_limited_per_node() -> None:
     assert step_to(13.5) == [["a"], ["a"]]  # a window later
 
 
-# -- max_roles: the elector's three levels of interest, as the election core sees them
-def _interest(bench: Bench, **levels: tuple[int, int]) -> None:
-    for node, (index, term) in levels.items():
-        bench[node].set_log_position(index, term)
+# -- max_roles: the three levels of interest (`Standing`), as the election core sees them
+def _interest(bench: Bench, **levels: Standing) -> None:
+    for node, standing in levels.items():
+        bench[node].set_log_position(*standing.position)
 
 
 def test_a_capped_primary_loses_to_an_interested_node_and_beats_an_uninterested_one() -> None:
-    from raft_priority.elector import CAPPED, INTERESTED, UNINTERESTED
-
+    CAPPED, INTERESTED, UNINTERESTED = Standing.CAPPED, Standing.INTERESTED, Standing.UNINTERESTED
     b = Bench(P3, REB)
     _interest(b, a=CAPPED, b=INTERESTED, c=INTERESTED)
     b.run_to(10.0)
