@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 from elect.budget import HandoverBudget
 from elect.core import Acquire, Fence, LeaderSeen, Ready, Revoke
@@ -54,6 +54,15 @@ class RaftState(IntEnum):
     PRE_CANDIDATE = 1
     CANDIDATE = 2
     LEADER = 3
+
+
+class Pin(Enum):
+    """An operator's transfer (a pinned TimeoutNow) as this node's group lives it: its target does not rebalance the
+    group back to a higher-priority member while it leads by it."""
+
+    NONE = "no pin"
+    ASKED = "campaigning on a pinned TimeoutNow"
+    HELD = "leading by an operator's transfer"
 
 
 class RaftGroup:
@@ -98,17 +107,16 @@ class RaftGroup:
         "node",
         "peer_priority",
         "peers",
-        "pinned",
-        "pinning",
+        "pin",
         "positions",
         "prioritized",
         "priority",
         "qkey",
         "quiet",
         "quiet_peers",
-        "quiet_until",
         "quorum",
         "quorum_ack",
+        "refuse_votes_until",
         "resume_from",
         "retry_at",
         "rng",
@@ -179,7 +187,7 @@ class RaftGroup:
         self.first_timeout = self._draw_first_timeout()
         self.succession: tuple[int, ...] = ()
         # a restarted member may have acked a leader just before it went down: honour that lease
-        self.quiet_until = now + config.lease_window if (config.check_quorum and hs.term > 0) else -INF
+        self.refuse_votes_until = now + config.lease_window if (config.check_quorum and hs.term > 0) else -INF
         self.closed = 0
         # candidate
         self.votes: set[str] = set()
@@ -202,8 +210,7 @@ class RaftGroup:
         self.timeout_sent = False
         self.transfer_pin = False
         # an operator's transfer overrides rebalancing while its target leads (see transfer_leadership)
-        self.pinning = False  # this candidacy answers a pinned TimeoutNow
-        self.pinned = False   # leading by an operator's transfer: no rebalancing back
+        self.pin = Pin.NONE
         self.resume_from = INF
         # quiescence: a leader with every follower quiet sends no heartbeats; a quiet follower times its
         # leader's node link (the host's `links`) instead of the group
@@ -363,8 +370,8 @@ class RaftGroup:
                 heard = links.heard.get(leader, -INF)
                 if heard > self.contact:
                     self.contact = heard
-                if self.window != INF and self.quiet_until < heard + self.window:
-                    self.quiet_until = heard + self.window
+                if self.window != INF and self.refuse_votes_until < heard + self.window:
+                    self.refuse_votes_until = heard + self.window
                 if notify:
                     self.acc.messages.append(HeartbeatResponse(self.group, self.node, leader, self.term, -INF,
                                                                self.log_index, self.log_term, False))
@@ -421,7 +428,7 @@ class RaftGroup:
             silent = self.links.silent_at
             if any(p not in live and p not in silent for p in self.peers):
                 return False
-        if self.cfg.rebalance and self.prioritized and not self.pinned:
+        if self.cfg.rebalance and self.prioritized and self.pin is not Pin.HELD:
             return not any(pr > self.priority and p in live for p, pr in zip(self.peers, self.peer_priority,
                                                                             strict=True))
         return True
@@ -518,11 +525,11 @@ class RaftGroup:
 
     # ------------------------------------------------------------------ elections
 
-    def _quiet(self, now: float) -> bool:
+    def _refusing_votes(self, now: float) -> bool:
         """Inside a lease: refuse non-forced (pre-)votes."""
         if not self.cfg.check_quorum:
             return False
-        if self.state is RaftState.LEADER or now < self.quiet_until:
+        if self.state is RaftState.LEADER or now < self.refuse_votes_until:
             return True
         # a quiet follower has heard its leader as recently as its node link (a woken one folded that in)
         return self.quiet and self.leader is not None and now < self.links.heard.get(self.leader, -INF) + self.window
@@ -532,7 +539,7 @@ class RaftGroup:
 
     def _campaign(self, now: float, force: bool = False, seq: int = 0, pin: bool = False) -> None:
         self._set_leader(None)
-        self.pinning = pin
+        self.pin = Pin.ASKED if pin else Pin.NONE
         self.retry_at = INF
         if self.cfg.pre_vote and not force:
             self.state = RaftState.PRE_CANDIDATE
@@ -568,7 +575,7 @@ class RaftGroup:
         self.state = RaftState.LEADER
         self.elected_at = now
         self.serving = True
-        self.pinned, self.pinning = self.pinning, False
+        self.pin = Pin.HELD if self.pin is Pin.ASKED else Pin.NONE
         self._set_leader(self.node)
         sent = self.vote_sent_at
         for p in self.peers:
@@ -600,7 +607,7 @@ class RaftGroup:
             change = Fence(self.group, self.lease_until, reason) if fenced else Revoke(self.group, reason)
             self.acc.changes.append(change)
         self.serving = False
-        self.pinned = False
+        self.pin = Pin.NONE
         self.transfer_to = None
         self.transfer_due = INF
         self.resume_from = INF
@@ -662,7 +669,7 @@ class RaftGroup:
             self._abandon_transfer(now)
         if now >= self.hb_due:
             resend = self.timeout_sent and self.transfer_to is not None
-            if self.cfg.rebalance and self.serving and self.prioritized and not self.pinned:
+            if self.cfg.rebalance and self.serving and self.prioritized and self.pin is not Pin.HELD:
                 self._maybe_rebalance(now)
             self._broadcast(now)
             if resend:
@@ -740,8 +747,8 @@ class RaftGroup:
             self.retry_at = INF
         self.succession = m.succession
         self.closed = m.transfer_closed
-        if self.quiet_until < now + self.window:
-            self.quiet_until = now + self.window
+        if self.refuse_votes_until < now + self.window:
+            self.refuse_votes_until = now + self.window
         if m.quiesce and not self.quiet:
             self.quiet = True
             self.qkey = quiet_key(self.group, self.term)
@@ -800,7 +807,7 @@ class RaftGroup:
                 self._shared_key = (tuple(sorted(answered)), self.quorum - 1)
 
     def _on_pre_vote(self, m: PreVoteRequest, now: float) -> None:
-        if m.term < self.term or self._quiet(now):
+        if m.term < self.term or self._refusing_votes(now):
             return
         ok = (
             (self.voted_for == m.src or m.term > self.term or (self.voted_for is None and self.leader is None))
@@ -848,7 +855,7 @@ class RaftGroup:
             closed = self.transfer_closed if self.state is RaftState.LEADER else self.closed
             if m.term - 1 == self.term and m.transfer_seq <= closed:
                 return  # that transfer was abandoned; its leader is serving again
-        elif self._quiet(now) and not (m.term == self.term and self.voted_for == m.src):
+        elif self._refusing_votes(now) and not (m.term == self.term and self.voted_for == m.src):
             return
         if m.term > self.term:
             self._higher_term(now, m.term)
@@ -862,8 +869,8 @@ class RaftGroup:
                 self.contact = now
                 self.round = 0
                 self.retry_at = INF
-            if self.quiet_until < now + self.window:
-                self.quiet_until = now + self.window
+            if self.refuse_votes_until < now + self.window:
+                self.refuse_votes_until = now + self.window
         self.acc.messages.append(VoteResponse(self.group, self.node, m.src, self.term, ok))
 
     def _on_vote_response(self, m: VoteResponse, now: float) -> None:

@@ -62,7 +62,7 @@ from elect.driver import Driver, FunctionIO, Halted
 from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
-from raft_priority.core import RaftState
+from raft_priority.core import Pin, RaftState
 from raft_priority.grpc_link import Tls, Transport
 from raft_priority.host import NodeHost, Standing
 from raft_priority.messages import HardState, Message
@@ -469,7 +469,7 @@ class RaftElector(BaseElector):
 
         def only_here(p: int) -> bool:
             g = groups[p]
-            if g.pinned:
+            if g.pin is Pin.HELD:
                 return True
             standings = [host.standing(p, peer) for peer in g.peers if g.last_heard(peer) >= live]
             # a peer not heard yet may be keen

@@ -9,7 +9,7 @@ down) wakes the group at both ends and it heartbeats again until it can go quiet
 Why leases stay exactly as safe (the core's argument, `raft_priority.core`, restated for quiet groups):
 
 - A quiet follower refuses non-forced (pre-)votes while it has heard its leader's *node* within the lease
-  window W (`Links.heard`), and a follower that wakes first sets its per-group `quiet_until` to that node
+  window W (`Links.heard`), and a follower that wakes first sets its per-group `refuse_votes_until` to that node
   contact + W, so the refusal covers every node beat it heard while quiet.
 - A quiet leader's lease counts a follower's node acks (`Links.acked`) only for followers that answered
   "quiet" in this group, and only acks whose *digest* equals the leader's: each side keeps, per peer, the XOR
