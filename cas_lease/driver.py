@@ -100,24 +100,25 @@ class Opened:
     observations: list[Observation] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Suspended:
-    """The store connection dropped; the session may survive (ZooKeeper SUSPENDED)."""
+def _at_once(fn: Callable[[], None]) -> None:
+    fn()
+
+
+def _nothing() -> None:
+    pass
 
 
 @dataclass(frozen=True)
-class Gone:
-    """The session is gone (ZooKeeper LOST)."""
+class Listener:
+    """Where a store's threads report, one callable per kind of news: what it saw (the core's input), that the
+    connection dropped but the session may survive (ZooKeeper SUSPENDED), that the session is gone (LOST), and
+    housekeeping of the store's own to run on the elector's loop (re-arming watches)."""
 
+    observed: Callable[[Observation], None]
+    suspended: Callable[[], None] = _nothing
+    gone: Callable[[], None] = _nothing
+    on_loop: Callable[[Callable[[], None]], None] = _at_once
 
-@dataclass(frozen=True)
-class Task:
-    """Run `fn` on the loop thread (a store's own housekeeping, e.g. re-arming watches)."""
-
-    fn: Callable[[], None]
-
-
-Sink = Callable[[object], None]
 
 Outcome = tuple[bool, list[Observation]]
 """One action's outcome in a batch: whether the store answered it (False: its outcome is unknown), and what it
@@ -133,8 +134,9 @@ class Store(Protocol):
     def requests(self) -> int:
         """Requests sent so far."""
 
-    def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
-        """Start a session, register `record`, watch; raise InfrastructureUnavailable after `timeout`."""
+    def open(self, record: MemberRecord, listener: Listener, timeout: float) -> Opened:
+        """Start a session, register `record`, watch (reporting to `listener`); raise InfrastructureUnavailable
+        after `timeout`."""
 
     def reopen(self, record: MemberRecord, timeout: float) -> Opened:
         """A new session after the old one was lost (raise StoreError if not now)."""
@@ -217,7 +219,7 @@ class LeaseElector(BaseElector):
         self._timing = timing
         self._characteristics = characteristics
         self._intake = threading.Lock()  # what the store reports before the driver exists waits in `_early`
-        self._early: list[object] = []
+        self._early: list[Callable[[Driver[LeaseInput, StoreAction, None]], object]] = []
         self._driver: Driver[LeaseInput, StoreAction, None] | None = None
         self._handovers: queue.SimpleQueue[Revoke | None] = queue.SimpleQueue()
         self._core: LeaseCore | None = None
@@ -242,7 +244,9 @@ class LeaseElector(BaseElector):
     def _on_start(self) -> None:
         o = self.options
         record = MemberRecord(self.member, frozenset(self.roles), weight=o.weight, max_roles=o.max_roles)
-        opened = self._store.open(record, self._from_store, o.connect_timeout)
+        listener = Listener(observed=self._store_saw, suspended=self._store_suspended, gone=self._store_gone,
+                            on_loop=self._store_task)
+        opened = self._store.open(record, listener, o.connect_timeout)
         now = time.monotonic()
         core = LeaseCore(self.member, opened.session, self._timing, self.roles, now, opened.lease_until,
                          weight=o.weight, max_roles=o.max_roles)
@@ -267,8 +271,8 @@ class LeaseElector(BaseElector):
         with self._intake:  # what the store reported meanwhile first, in order
             self._driver = driver
             early, self._early = self._early, []
-            for item in early:
-                self._dispatch(driver, item)
+            for deliver in early:
+                deliver(driver)
         driver.start()
 
     def _on_stop(self, timeout: float | None) -> None:
@@ -360,31 +364,37 @@ class LeaseElector(BaseElector):
         others = self._members_read_now(self._require_core().session, now, max_age=0.0)
         return others is not None and any(r.member == member and r.wants(role) for r in others)
 
-    def _from_store(self, item: object) -> None:
-        """What the store's threads report, for the loop. A dropped connection (or session) also ends every
-        leadership at once, here on the reporting thread: the loop may be waiting on a request the drop has not
-        failed yet, and a frozen ZooKeeper leader that wakes may expire this session on its stale clock (see the
-        module of `cas_lease.zookeeper`), so belief must not outlast the connection by that wait."""
-        if isinstance(item, (Suspended, Gone)):
-            for role in list(self._leaderships):
-                self._fence(role)
+    # ------------------------------------------------------------------------------------------ the store's news
+    def _store_saw(self, seen: Observation) -> None:
+        self._deliver(lambda driver: driver.receive([seen]))
+
+    def _store_suspended(self) -> None:
+        """A dropped connection ends every leadership at once, here on the reporting thread: the loop may be
+        waiting on a request the drop has not failed yet, and a frozen ZooKeeper leader that wakes may expire
+        this session on its stale clock (see the module of `cas_lease.zookeeper`), so belief must not outlast
+        the connection by that wait."""
+        self._fence_all()
+        self._deliver(lambda driver: driver.post(lambda now: self._require_core().suspended(now)))
+
+    def _store_gone(self) -> None:
+        """The session is gone: as `_store_suspended`, then a new one."""
+        self._fence_all()
+        self._deliver(lambda driver: driver.post(self._lose_session))
+
+    def _store_task(self, fn: Callable[[], None]) -> None:
+        self._deliver(lambda driver: driver.post(lambda now: fn()))
+
+    def _fence_all(self) -> None:
+        for role in list(self._leaderships):
+            self._fence(role)
+
+    def _deliver(self, deliver: Callable[[Driver[LeaseInput, StoreAction, None]], object]) -> None:
+        """Hand news to the driver, or keep it (in order) until the driver exists."""
         with self._intake:
             if self._driver is None:
-                self._early.append(item)
+                self._early.append(deliver)
             else:
-                self._dispatch(self._driver, item)
-
-    def _dispatch(self, driver: Driver[LeaseInput, StoreAction, None], item: object) -> None:
-        """An observation is the core's input; the rest are things to do on the loop."""
-        if isinstance(item, Suspended):
-            driver.post(lambda now: self._require_core().suspended(now))
-        elif isinstance(item, Gone):
-            driver.post(self._lose_session)
-        elif isinstance(item, Task):
-            fn = item.fn
-            driver.post(lambda now: fn())
-        else:
-            driver.receive([item])  # type: ignore[list-item]
+                deliver(self._driver)
 
     def _members_read_now(self, session: str, now: float, max_age: float = 0.5) -> list[MemberRecord] | None:
         """The other members' records as the store has them now (one read per half second at most by default, so

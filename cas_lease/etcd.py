@@ -27,10 +27,10 @@ from typing import Any
 
 from cas_lease.driver import (
     LeaseElector,
+    Listener,
     Opened,
     Outcome,
     SessionLost,
-    Sink,
     StoreError,
     StoreRefused,
     register_within,
@@ -94,7 +94,7 @@ class EtcdStore:
         self._members = self._prefix + "members/"
         self._lease = 0
         self.session = ""
-        self._sink: Sink | None = None
+        self._listener: Listener | None = None
         self._closed = threading.Event()
         self._watch: WatchStream | None = None
         self._watch_thread: threading.Thread | None = None
@@ -130,8 +130,8 @@ class EtcdStore:
         return gw
 
     # ------------------------------------------------------------------------------------------ session
-    def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
-        self._sink = sink
+    def open(self, record: MemberRecord, listener: Listener, timeout: float) -> Opened:
+        self._listener = listener
 
         def unavailable(exc: StoreError) -> str:
             where = ",".join(self.options.endpoints)
@@ -338,7 +338,7 @@ class EtcdStore:
             self._closed.wait(0.05)
 
     def _on_watch(self, result: JSON) -> None:
-        assert self._sink is not None
+        assert self._listener is not None
         if result.get("compact_revision"):
             self._next_rev = 0  # resume from now; the next renewal's snapshot fills the gap
             raise OSError("watch compacted")
@@ -350,7 +350,7 @@ class EtcdStore:
             rev = int(kv.get("mod_revision", 0))
             seen = self._decode(kv, deleted=event.get("type") == "DELETE", rev=rev)
             if seen is not None:
-                self._sink(seen)
+                self._listener.observed(seen)
             self._next_rev = max(self._next_rev, rev + 1)
         if events:  # reported, in order, after everything before them (since the watch last started)
             with self._delivered_cond:

@@ -48,10 +48,10 @@ from urllib.parse import urlencode
 
 from cas_lease.driver import (
     LeaseElector,
+    Listener,
     Opened,
     Outcome,
     SessionLost,
-    Sink,
     StoreError,
     StoreRefused,
     register_within,
@@ -152,7 +152,7 @@ class KubernetesStore:
         self.session = ""
         self._member_rv = ""
         self._record: MemberRecord | None = None
-        self._sink: Sink | None = None
+        self._listener: Listener | None = None
         self._lock = threading.Lock()
         self._objects: dict[str, JSON] = {}  # our Leases as last seen (by name): for the resource versions
         self._written: dict[str, float] = {}  # role Lease name -> monotonic time this member last wrote it
@@ -180,8 +180,8 @@ class KubernetesStore:
         return self._client.requests
 
     # ------------------------------------------------------------------------------------------ session
-    def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
-        self._sink = sink
+    def open(self, record: MemberRecord, listener: Listener, timeout: float) -> Opened:
+        self._listener = listener
 
         def unavailable(exc: StoreError) -> str:
             return (f"the Kubernetes API at {self._endpoint.url} ({self._endpoint.source}) did not answer within "
@@ -542,16 +542,16 @@ class KubernetesStore:
                 log.debug("elect: kubernetes list failed: %s", exc)
                 self._closed.wait(0.1)
                 continue
-            assert self._sink is not None
-            self._sink(snapshot)
+            assert self._listener is not None
+            self._listener.observed(snapshot)
             return
 
     def _on_event(self, kind: str, obj: JSON) -> None:
-        assert self._sink is not None
+        assert self._listener is not None
         rv = _rv(obj)
         if kind != "BOOKMARK":
             for seen in self._decode(obj, deleted=kind == "DELETED"):
-                self._sink(seen)
+                self._listener.observed(seen)
         with self._delivered_cond:
             self._list_rv = max(self._list_rv, rv)
             self._delivered = max(self._delivered, rv)

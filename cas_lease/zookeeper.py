@@ -50,16 +50,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from cas_lease.driver import (
-    Gone,
     LeaseElector,
+    Listener,
     Opened,
     Outcome,
     Refuted,
     SessionLost,
-    Sink,
     StoreError,
-    Suspended,
-    Task,
 )
 from cas_lease.model import (
     ROLE_ACTIONS,
@@ -224,7 +221,7 @@ class ZooKeeperStore:
         self._record = b""  # this member's record as last written: every renewal writes it again
         self._client: Any = None  # the member's session: its node, renewals, every write
         self._watcher: Any = None  # a session of its own for the watches (see `_connect`)
-        self._sink: Sink | None = None
+        self._listener: Listener | None = None
         self._tracked: dict[Role, _NodeWatch] = {}
         self._tracked_paths: dict[str, _NodeWatch] = {}  # the same watches by their node's path (for events)
         self._watching = threading.Event()  # the persistent watch was added (or refused: `_watch_refused`)
@@ -258,8 +255,8 @@ class ZooKeeperStore:
         return self._watcher
 
     # ------------------------------------------------------------------------------------------ session
-    def open(self, record: MemberRecord, sink: Sink, timeout: float) -> Opened:
-        self._sink = sink
+    def open(self, record: MemberRecord, listener: Listener, timeout: float) -> Opened:
+        self._listener = listener
         where = ",".join(self.options.hosts)
         try:
             self._connect(timeout)
@@ -471,17 +468,19 @@ class ZooKeeperStore:
 
     def _on_state(self, state: str) -> None:
         """kazoo's connection states, from its connection thread: queue them, never block."""
-        if self._sink is None:
+        listener = self._listener
+        if listener is None:
             return
         if state == "SUSPENDED":
-            self._sink(Suspended())
+            listener.suspended()
         elif state == "LOST":
-            self._sink(Gone())
+            listener.gone()
 
     def _on_watcher_state(self, state: str) -> None:
         """The watches' session (re)connected: every watch is armed again (a new session has none)."""
-        if self._sink is not None and state == "CONNECTED":
-            self._sink(Task(self._rearm))
+        listener = self._listener
+        if listener is not None and state == "CONNECTED":
+            listener.on_loop(self._rearm)
 
     def track(self, roles: Iterable[Role]) -> None:
         wanted = set(roles)
@@ -503,7 +502,7 @@ class ZooKeeperStore:
     def close(self, timeout: float) -> None:
         for watch in [*self._tracked.values(), *self._member_watches.values()]:
             watch.stopped = True
-        self._sink = None
+        self._listener = None
         self._shutdown()
 
     def _shutdown(self) -> None:
@@ -688,9 +687,9 @@ class ZooKeeperStore:
         return report
 
     def _emit(self, seen: Observation) -> None:
-        sink = self._sink
-        if sink is not None:
-            sink(seen)
+        listener = self._listener
+        if listener is not None:
+            listener.observed(seen)
 
     # ------------------------------------------------------------------------------------------ actions
     def execute(self, action: StoreAction, timeout: float) -> list[Observation]:

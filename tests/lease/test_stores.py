@@ -11,6 +11,7 @@ import pytest
 from lease_helpers import Spawn, counts, holders, settled, unique
 
 import elect
+from cas_lease.driver import Listener
 from elect_bench.members import Line, MemberProcess
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.local import LocalCluster
@@ -288,7 +289,7 @@ def test_a_zookeeper_renewal_fails_while_a_role_it_holds_has_changed(infra: Endp
     address = infra.zookeeper[0]
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("reread"), session_timeout=TTL)
     store = ZooKeeperStore(options, "m")
-    store.open(MemberRecord("m", frozenset({"r", "s"})), lambda seen: None, 10.0)
+    store.open(MemberRecord("m", frozenset({"r", "s"})), Listener(lambda seen: None), 10.0)
     other = KazooClient(hosts=address, timeout=4 * TTL)
     other.start(10)
     try:
@@ -336,7 +337,7 @@ def test_zookeeper_reports_a_leaving_holders_new_record_before_its_freed_role(in
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("leave"), session_timeout=TTL)
     seen: list[object] = []
     store = ZooKeeperStore(options, "observer")
-    store.open(MemberRecord("observer", frozenset({"r"})), seen.append, 10.0)
+    store.open(MemberRecord("observer", frozenset({"r"})), Listener(seen.append), 10.0)
     holder = KazooClient(hosts=address, timeout=TTL)
     holder.start(10)
     try:
@@ -382,7 +383,7 @@ def test_a_zookeeper_member_asks_one_request_per_change_of_a_node_it_watches(inf
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("watchcost"), session_timeout=TTL)
     seen: list[object] = []
     store = ZooKeeperStore(options, "observer")
-    store.open(MemberRecord("observer", frozenset({"r"})), seen.append, 10.0)
+    store.open(MemberRecord("observer", frozenset({"r"})), Listener(seen.append), 10.0)
     other = KazooClient(hosts=address, timeout=4 * TTL)
     other.start(10)
     try:
@@ -438,8 +439,6 @@ def test_a_dropped_zookeeper_connection_ends_leadership_on_the_thread_that_hears
     """kazoo reports SUSPENDED on its connection thread while the lease loop may be waiting on a request: the
     leadership ends there and then, not when the loop gets to it (a woken ZooKeeper leader may expire the
     session on its stale clock; see cas_lease.zookeeper). The member leads again once it has renewed."""
-    from cas_lease.driver import Suspended
-
     e = elect.connect(f"zookeeper://{infra.zookeeper[0]}/{unique('suspended')}?session_timeout={TTL}", ["x"],
                       member="a")
     fenced: list[object] = []
@@ -447,7 +446,7 @@ def test_a_dropped_zookeeper_connection_ends_leadership_on_the_thread_that_hears
     try:
         e.start()
         wait_until(lambda: e.leading() == {"x"}, 20.0, what="leading x")
-        e._from_store(Suspended())  # type: ignore[attr-defined]  # as kazoo's connection thread does
+        e._store_suspended()  # type: ignore[attr-defined]  # as kazoo's connection thread does
         assert not e.is_leader("x")  # at once, before the loop has seen the notice
         wait_until(lambda: fenced, 10.0, what="the Fenced event")
         wait_until(lambda: e.leading() == {"x"}, 20.0, what="leading x again after renewing")
@@ -482,7 +481,7 @@ def test_a_batch_of_role_actions_answers_each_on_its_own(scheme: str, infra: End
 
     def store(member: str) -> EtcdStore | ZooKeeperStore:
         made = bare_store(scheme, infra, path, member)
-        made.open(MemberRecord(member, frozenset(roles)), lambda seen: None, 10.0)
+        made.open(MemberRecord(member, frozenset(roles)), Listener(lambda seen: None), 10.0)
         stores.append(made)
         return made
 
@@ -529,7 +528,7 @@ def test_a_takeover_is_one_conditional_write_refused_once_the_holder_renewed(sch
     def store(member: str) -> EtcdStore | ZooKeeperStore:
         made = bare_store(scheme, infra, path, member)
         seen[member] = []
-        opened = made.open(MemberRecord(member, frozenset(range(4))), seen[member].append, 10.0)
+        opened = made.open(MemberRecord(member, frozenset(range(4))), Listener(seen[member].append), 10.0)
         for o in opened.observations:  # what it saw at once, as later reports say it
             if isinstance(o, Snapshot):
                 seen[member] += [MemberSeen(s, record, version, o.rev) for s, (record, version) in o.members.items()]
@@ -591,7 +590,7 @@ def test_a_zookeeper_member_watches_the_whole_group_with_one_request(infra: Endp
     seen: list[object] = []
     roles = frozenset(range(500))
     store = ZooKeeperStore(options, "watcher")
-    store.open(MemberRecord("watcher", roles), seen.append, 10.0)
+    store.open(MemberRecord("watcher", roles), Listener(seen.append), 10.0)
     other = KazooClient(hosts=address, timeout=4 * TTL)
     other.start(10)
     try:
@@ -637,7 +636,7 @@ def test_a_zookeeper_member_reads_many_changed_nodes_in_few_requests(infra: Endp
     setup.commit()
     seen: list[object] = []
     store = ZooKeeperStore(options, "reader")
-    store.open(MemberRecord("reader", frozenset(range(n))), seen.append, 10.0)
+    store.open(MemberRecord("reader", frozenset(range(n))), Listener(seen.append), 10.0)
 
     def holders() -> dict[int, str | None]:
         found: dict[int, str | None] = {}
