@@ -17,7 +17,7 @@ How it keeps the contract:
   live node; rebalancing transfers hold their TimeoutNow back the same way. ``transfer(role, to=b)`` does
   the same towards ``b``, with a pinned TimeoutNow: ``b`` then does not rebalance the group back while it leads.
 * **Interest**: a node contends for a partition only while it contends for a role on it. Its `Standing`
-  (`raft_priority.host`) carries that through the election core's log-position hook: voters
+  (`raft_priority.interest`) carries that through the election core's log-position hook: voters
   never elect a less "up to date" candidate, so a node with no role on a partition can vote there but
   cannot win it while an interested node is reachable, and a leader that lost interest hands over
   to an interested follower.
@@ -25,12 +25,9 @@ How it keeps the contract:
   primary of twice as many partitions and leads them while it lives (`raft_priority.priorities`). `max_roles`
   is a third level of interest, `Standing.CAPPED`: between the two, so a node at its cap cannot win a
   partition while a node below its cap (interested) is reachable, but beats a node with no role there, and wins
-  when no interested node can (the cap is soft, as elsewhere). A node counts the roles of the partitions it leads
-  (first those nobody else can take: pinned by a transfer, or no live peer interested; then by its priority),
-  publishes *capped* on every other partition whose roles would take it past the cap, and hands the partitions it
-  leads beyond the cap to an interested follower (as rebalancing does: Revoked first, within the same budget).
-  Only positions change, which decide whom voters prefer, never how many leaders a term may have: safety is
-  untouched, and a cap needs no agreement between nodes.
+  when no interested node can (the cap is soft, as elsewhere). Which partitions a node leaves to others, and
+  the hand-off of those it leads beyond its cap or without a role, are decided in the node's core
+  (`raft_priority.interest`, applied by `NodeHost`), so the simulator runs them as well.
 
 Roles that share a partition move together; a member that removes one role of a partition it leads
 while it still contends for another role there revokes the removed role and keeps the partition.
@@ -62,9 +59,10 @@ from elect.driver import Driver, FunctionIO, Halted
 from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
 from raft_priority.config import GroupSpec, RaftConfig
-from raft_priority.core import Pin, RaftState
+from raft_priority.core import RaftState
 from raft_priority.grpc_link import Tls, Transport
-from raft_priority.host import NodeHost, Standing
+from raft_priority.host import NodeHost
+from raft_priority.interest import Standing, wants
 from raft_priority.messages import HardState, Message
 from raft_priority.options import RaftOptions
 from raft_priority.outbox import Outbox
@@ -153,13 +151,9 @@ class RaftElector(BaseElector):
         self._quiet_of: dict[Role, _Quiet] = {}  # leaderships following a quiet quorum's shared deadline
         self._quiet_on: dict[int, set[Role]] = {}  # ... by partition
         self._handovers: list[_Handover] = []
-        self._giving_up: set[int] = set()
         self._lapsed_leading: set[int] = set()  # see `_resume`
-        self._uninterested: set[int] = set()
-        self._capped: set[int] = set()  # partitions this node leaves to nodes below their cap (max_roles)
         self._stopping = False
         self._next_sweep = 0.0
-        self._next_interest = 0.0
         # Renew role deadlines in steps of a quarter lease: a leader's lease end trails "now + lease" by
         # up to a heartbeat period plus the ack delay; the deadline trails the lease by at most a step.
         self._quantum = self.config.lease_window / 4
@@ -198,13 +192,13 @@ class RaftElector(BaseElector):
         except OSError as exc:
             raise ConfigError(f"cannot keep Raft state in {o.state_dir(self.member)}: {exc.strerror or exc}",
                               parameter="data_dir") from None
-        host = NodeHost(self.member, self.config, random.Random())
+        host = NodeHost(self.member, self.config, random.Random(), max_roles=o.max_roles)
         now = time.monotonic()
         for p, prios in enumerate(self.assignment):
             if self.member in prios:
                 host.add_group(GroupSpec(p, prios), now, states.get(p))
         self.host = host
-        self._recount(now)
+        host.recount(now)
         for p in host.groups:
             self._set_interest(p, now)
         peers = o.peer_map()
@@ -386,7 +380,7 @@ class RaftElector(BaseElector):
             for role in self._roles_on(cast(int, seen.role)):
                 self._saw(role, seen.leader, seen.token)
         if ready.changes:
-            self._recount(now)
+            self._host().recount(now)
 
     def _on_halted(self, error: Exception) -> None:
         """The node stopped (its term and vote could not be persisted, or a turn failed): its leaderships end now,
@@ -431,64 +425,22 @@ class RaftElector(BaseElector):
         return self.driver
 
     def _wants(self, p: int, peer: str, at_least: Standing = Standing.CAPPED) -> bool:
-        """`peer` contends for a role on partition `p` (`at_least` as keen: INTERESTED, below its cap), as this node
-        last heard it."""
-        standing = self._host().standing(p, peer)
-        return standing is not None and standing >= at_least
+        """`peer` contends for a role on partition `p` (`at_least` as keen), as this node last heard it."""
+        return wants(self._host().groups[p], peer, at_least)
+
+    @property
+    def _giving_up(self) -> set[int]:
+        """Partitions whose handover this node began (Revoked first, then the transfer): the host's `Interest`
+        leaves them out of its counts and hand-offs."""
+        return self._host().interest.giving_up
 
     def _roles_on(self, p: int) -> list[Role]:
         with self._lock:
             return list(self._by_part.get(p, ()))
 
-    def _set_interest(self, p: int, now: float) -> bool:
-        """Publish whether this node contends for a role on partition ``p`` (and whether it is at its cap there);
-        True when it contends."""
-        host = self._host()
-        if p not in host.groups:
-            return False
-        interested = bool(self._roles_on(p))
-        host.set_standing(p, (Standing.CAPPED if p in self._capped else Standing.INTERESTED) if interested else
-                          Standing.UNINTERESTED, now)
-        if interested:
-            self._uninterested.discard(p)
-        else:
-            self._uninterested.add(p)
-        return interested
-
-    def _recount(self, now: float) -> None:
-        """With `max_roles`: which partitions to leave to nodes below their cap (see the module). The roles of the
-        partitions this node leads count first where nobody else can take them (pinned by a transfer, or no live
-        peer known to be interested), then by this node's priority there, while they fit under the cap; the rest
-        of those it leads, and every partition it does not lead whose roles would not fit, are capped."""
-        cap = self.options.max_roles
-        if cap is None:
-            return
-        host = self._host()
-        groups = host.groups
-        live = now - self.options.election_timeout
-
-        def only_here(p: int) -> bool:
-            g = groups[p]
-            if g.pin is Pin.HELD:
-                return True
-            standings = [host.standing(p, peer) for peer in g.peers if g.last_heard(peer) >= live]
-            # a peer not heard yet may be keen
-            return None not in standings and Standing.INTERESTED not in standings
-
-        led = {p: len(roles) for p, g in groups.items() if (roles := self._roles_on(p)) and
-               g.state is RaftState.LEADER and g.serving and p not in self._giving_up}
-        first = {p: only_here(p) for p in led}
-        load, capped = 0, set()
-        for p in sorted(led, key=lambda p: (not first[p], -groups[p].priority, p)):
-            if first[p] or load + led[p] <= cap:
-                load += led[p]
-            else:
-                capped.add(p)
-        capped |= {p for p in groups if p not in led and (n := len(self._roles_on(p))) and load + n > cap}
-        changed = capped ^ self._capped
-        self._capped = capped
-        for p in changed:
-            self._set_interest(p, now)
+    def _set_interest(self, p: int, now: float) -> None:
+        """Tell the host how many roles this node contends for on partition ``p`` (its standing follows)."""
+        self._host().set_roles(p, len(self._roles_on(p)), now)
 
     def _take(self, role: Role, p: int, term: int, lease: float) -> None:
         self._forget(role)
@@ -546,13 +498,8 @@ class RaftElector(BaseElector):
         return act
 
     def _best_successor(self, p: int, now: float) -> str | None:
-        """The highest-priority live follower, preferring those that contend for the partition."""
-        g = self._host().groups[p]
-        live = now - self.options.election_timeout
-        alive = [peer for peer in g.peers if g.last_heard(peer) >= live]
-        keen = [peer for peer in alive if self._wants(p, peer, Standing.INTERESTED)]
-        best = keen or alive
-        return best[0] if best else None
+        host = self._host()
+        return host.interest.best_successor(host.groups[p], now)
 
     def _run_handovers(self, now: float) -> None:
         still: list[_Handover] = []
@@ -570,8 +517,8 @@ class RaftElector(BaseElector):
         self._handovers = still
 
     def _sweep(self, now: float) -> None:
-        """Renew leaderships' deadlines from the leases; hand partitions this node does not want to
-        followers that do.
+        """Renew leaderships' deadlines from the leases (the host hands partitions this node does not want to
+        followers that do: `raft_priority.interest`).
 
         A leadership of a partition led aloud is renewed on its own, from its group's lease. Once the group is
         quiet its lease rests on the node links (`RaftGroup.shared_lease`), as does every other quiet group's with
@@ -606,24 +553,6 @@ class RaftElector(BaseElector):
                         self._renewed(now - group.quorum_ack)
                 else:
                     self._leased.pop(role, None)
-        if now < self._next_interest or not (self._uninterested or self.options.max_roles is not None):
-            return
-        self._next_interest = now + self.options.election_timeout / 4
-        self._recount(now)
-        live = now - self.options.election_timeout
-        for p in sorted(self._uninterested | self._capped):
-            g = groups.get(p)
-            if g is None or not g.is_leader(now) or g.transfer_to is not None or p in self._giving_up:
-                continue
-            # no role here: to any node that has one; beyond the cap: to one below its own (rate-limited as
-            # rebalancing is); peers are in priority order
-            over = p not in self._uninterested
-            to = next((peer for peer in g.peers if g.last_heard(peer) >= live and
-                       self._wants(p, peer, Standing.INTERESTED if over else Standing.CAPPED)), None)
-            if to is None or (over and g.budget.left(now) <= 0):
-                continue
-            if host.transfer(p, to, now) and over:
-                g.budget.spend(now)
 
     def _quorum_lease(self, key: tuple[tuple[str, ...], int]) -> tuple[float, float]:
         """(the quorum's newest agreeing node ack, the lease it proves)."""
@@ -664,7 +593,7 @@ class RaftElector(BaseElector):
         host = self._host()
         P = self.options.partitions
         touched = {partition_of(r, P) for r in (*added, *removed)}
-        self._recount(now)
+        host.recount(now)
         for p in touched:
             self._set_interest(p, now)
         for role in added:
@@ -681,7 +610,7 @@ class RaftElector(BaseElector):
                 dones.append(done)
         for p in touched:
             g = host.groups.get(p)
-            if (g is not None and p in self._uninterested and g.state is RaftState.LEADER and g.serving
+            if (g is not None and host.interest.uninterested(p) and g.state is RaftState.LEADER and g.serving
                     and p not in self._giving_up):
                 waiting = [d for d in dones if not d.is_set()]
                 self._giving_up.add(p)
@@ -693,7 +622,7 @@ class RaftElector(BaseElector):
         def act(now: float) -> None:
             self._giving_up.discard(p)
             g = self._host().groups[p]
-            if not g.is_leader(now) or p not in self._uninterested:
+            if not g.is_leader(now) or not self._host().interest.uninterested(p):
                 return
             to = self._best_successor(p, now)
             if to is not None and self._wants(p, to):

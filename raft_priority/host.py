@@ -9,6 +9,9 @@ With quiescence (``RaftConfig.quiesce``) the host also runs the node links (`raf
 `NodeBeat` per peer node per heartbeat interval, answered by a `NodeBeatAck`, and the watch on them that wakes
 quiet groups (a leader's node silent for the election timeout, its process restarted, digests that disagree;
 a follower's acks missing for half the lease window). Its link timers use the same lazy heap entries.
+
+The node's `Interest` (which partitions it wants, its `max_roles` cap) is applied here too: its standing in each
+group, and every quarter election timeout the hand-off of groups it leads but should not, from `tick`.
 """
 
 from __future__ import annotations
@@ -17,44 +20,16 @@ import heapq
 import math
 import random
 from collections.abc import Iterable
-from enum import IntEnum
 
 from elect.budget import HandoverBudget
 from elect.core import Ready
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup
+from raft_priority.interest import Interest, Standing, standing_of
 from raft_priority.links import Links
 from raft_priority.messages import NODE, HardState, Message, NodeBeat, NodeBeatAck
 
 INF = math.inf
-
-
-class Standing(IntEnum):
-    """How much this node wants to lead a group's partition. Peers learn it as the ZEP006 log position, the one field
-    a vote compares (only a candidate at least as up to date wins), so a group elects a node that wants the partition
-    over one that does not, and one below its `max_roles` over one at it: an interested node stands as if a term
-    ahead, a capped one an index ahead, an uninterested one at the start of the log. Greater is keener."""
-
-    UNINTERESTED = 0
-    CAPPED = 1
-    INTERESTED = 2
-
-    @property
-    def position(self) -> tuple[int, int]:
-        """The (last log index, last log term) that says it."""
-        return _POSITIONS[self]
-
-    @staticmethod
-    def of(position: tuple[int, int] | None) -> Standing | None:
-        """A peer's standing from its position as a leader records it, (term, index); None: not heard yet."""
-        if position is None or position == (-1, -1):
-            return None
-        if position >= (1, 0):
-            return Standing.INTERESTED
-        return Standing.CAPPED if position >= (0, 1) else Standing.UNINTERESTED
-
-
-_POSITIONS = {Standing.UNINTERESTED: (0, 0), Standing.CAPPED: (1, 0), Standing.INTERESTED: (0, 1)}
 
 
 class NodeHost:
@@ -65,9 +40,9 @@ class NodeHost:
     """
 
     __slots__ = ("_acc", "_beat_due", "_budget", "_heap", "_link_heap", "_link_scheduled", "_peers", "_scheduled",
-                 "config", "groups", "links", "node", "rng")
+                 "config", "groups", "interest", "links", "node", "rng")
 
-    def __init__(self, node: str, config: RaftConfig, rng: random.Random) -> None:
+    def __init__(self, node: str, config: RaftConfig, rng: random.Random, max_roles: int | None = None) -> None:
         self.node = node
         self.config = config
         self.rng = rng
@@ -82,6 +57,7 @@ class NodeHost:
         self._beat_due = INF
         self._link_heap: list[tuple[float, str, bool]] = []  # (due, peer, leader side?)
         self._link_scheduled: dict[tuple[str, bool], float] = {}
+        self.interest = Interest(config.election_timeout, max_roles)
 
     def add_group(self, spec: GroupSpec, now: float, hard_state: HardState | None = None) -> RaftGroup:
         if spec.group in self.groups:
@@ -103,6 +79,7 @@ class NodeHost:
             g.wake(now)  # out of the links' digests
             del self.groups[group]
             self._scheduled.pop(group, None)
+            self.interest.roles.pop(group, None)
 
     def step(self, msg: Message, now: float) -> None:
         self.step_all((msg,), now)
@@ -157,9 +134,11 @@ class NodeHost:
         return False
 
     def tick(self, now: float) -> None:
-        """Tick every group whose deadline is at or before ``now``, and the node links."""
+        """Tick every group whose deadline is at or before ``now``, the node links, and the interest."""
         if self.config.quiesce:
             self._tick_links(now)
+        if now >= self.interest.next_due:
+            self._hand_off_unwanted(now)
         heap, scheduled, groups = self._heap, self._scheduled, self.groups
         while heap and heap[0][0] <= now:
             at, gid = heapq.heappop(heap)
@@ -192,7 +171,7 @@ class NodeHost:
                 at = links[0][0]
             if self._beat_due < at:
                 at = self._beat_due
-        return at
+        return min(at, self.interest.next_due)
 
     def has_ready(self) -> bool:
         return bool(self._acc)
@@ -216,13 +195,39 @@ class NodeHost:
         g.set_log_position(last_index, last_term, now)
         self._arm(g)
 
-    def set_standing(self, group: int, standing: Standing, now: float) -> None:
-        """Tell the group's peers how much this node wants its partition (`Standing`)."""
-        self.set_log_position(group, *standing.position, now)
+    def set_roles(self, group: int, count: int, now: float) -> None:
+        """This node contends for `count` roles on `group`'s partition: its standing there follows (`Interest`)."""
+        if group not in self.groups:
+            return
+        interest = self.interest
+        interest.roles[group] = count
+        self._publish(group, now)
+        if interest.next_due == INF and interest.active():
+            interest.next_due = now
+
+    def recount(self, now: float) -> None:
+        """Which partitions to leave to nodes below their cap, as leaderships stand now (`Interest.recount`)."""
+        for p in self.interest.recount(self.groups, now):
+            self._publish(p, now)
 
     def standing(self, group: int, peer: str) -> Standing | None:
         """`peer`'s standing in `group` as this node (its leader) last heard it; None: not heard yet."""
-        return Standing.of(self.groups[group].positions.get(peer))
+        return standing_of(self.groups[group], peer)
+
+    def _publish(self, group: int, now: float) -> None:
+        """Tell the group's peers how much this node wants its partition (`Standing`)."""
+        self.set_log_position(group, *self.interest.standing(group).position, now)
+
+    def _hand_off_unwanted(self, now: float) -> None:
+        """Groups this node leads without a role there go to a follower that has one; those beyond its cap to one
+        below its own, within the rebalancing budget."""
+        interest = self.interest
+        interest.next_due = now + self.config.election_timeout / 4 if interest.active() else INF
+        self.recount(now)
+        for g, to, over in interest.hand_offs(self.groups, now):
+            if g.transfer_leadership(to, now) and over:
+                g.budget.spend(now)
+            self._arm(g)
 
     def leading(self, now: float) -> list[int]:
         return [gid for gid, g in self.groups.items() if g.is_leader(now)]

@@ -8,7 +8,7 @@ from rp_harness import Bench
 from elect.core import Ready, Revoke
 from raft_priority.config import RaftConfig
 from raft_priority.core import RaftState
-from raft_priority.host import Standing
+from raft_priority.interest import Standing
 from raft_priority.messages import HardState, Message, PreVoteRequest, TimeoutNow, VoteRequest
 
 P3 = {"a": 3, "b": 2, "c": 1}
