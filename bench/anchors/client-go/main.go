@@ -4,8 +4,10 @@
 //
 // Role r's lock is the Lease PREFIX-r in the namespace (the name kubernetes:// gives a numbered role, so
 // both can be pointed at the same Lease). ReleaseOnCancel is on, as client-go's docs advise for a clean
-// handover. A leadership ends when client-go says so (OnStoppedLeading: its renewals failed for RenewDeadline,
-// or it released on SIGTERM); the token is the Lease's leaseTransitions, read once leadership started.
+// handover. A leadership ends when client-go says so (OnStoppedLeading: its renewals failed for RenewDeadline),
+// or on SIGTERM before client-go releases the Lease: ReleaseOnCancel asks the caller to stop its work before it
+// cancels, and a line printed after the release could follow the next holder's. The token is the Lease's
+// leaseTransitions, read once leadership started.
 package main
 
 import (
@@ -89,8 +91,9 @@ func main() {
 	if err != nil {
 		log.Fatalf("client: %v", err)
 	}
-	root, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	root, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ends []func() // per role: stop leading (print it) before the release
 
 	var wg sync.WaitGroup
 	for _, role := range strings.Split(*rolesFlag, ",") {
@@ -104,8 +107,17 @@ func main() {
 			LockConfig: resourcelock.ResourceLockConfig{Identity: *id},
 		}
 		var mu sync.Mutex
-		var leading bool
+		var leading, stopping bool
 		var token int64
+		ends = append(ends, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			stopping = true
+			if leading {
+				leading = false
+				emit(*id, role, "revoked", token)
+			}
+		})
 		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: lock, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			ReleaseOnCancel: true, Name: role,
@@ -114,6 +126,9 @@ func main() {
 					record, _, err := lock.Get(ctx) // the token: client-go does not hand it to the callback
 					mu.Lock()
 					defer mu.Unlock()
+					if stopping {
+						return // it releases at once
+					}
 					token = 0
 					if err == nil {
 						token = int64(record.LeaderTransitions)
@@ -143,7 +158,13 @@ func main() {
 		}()
 	}
 	fmt.Fprintf(os.Stderr, "elect member: %s started on client-go://%s\n", *id, config.Host)
-	<-root.Done()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	<-signals
+	for _, end := range ends {
+		end()
+	}
+	cancel()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
