@@ -39,7 +39,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from enum import Enum
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -54,6 +53,7 @@ from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Skipped,
 from neli.group import configure_group, speaks_consumer_protocol, warn_of_broker_defaults
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error, refusal
+from neli.membership import Membership, Move
 from neli.options import KafkaOptions
 from neli.topic import admin_client, end_offsets, ensure_parking_topic, ensure_topic, partition_count
 
@@ -63,16 +63,6 @@ _TAIL = -2000 - _BACK  # librdkafka's logical offset for that (RD_KAFKA_OFFSET_T
 kafka_log = logging.getLogger("neli.librdkafka")
 
 INF = math.inf
-
-
-class _Parking(Enum):
-    """Where a member that hands its partitions over by parking (a broker that keeps a departed member's partitions)
-    stands."""
-
-    OFF = "subscribed to the leader topic"
-    REVOKING = "parked, still owning leader-topic partitions"
-    JOINING = "parked, waiting for the rebalance that takes the parking subscription into account"
-    PARKED = "that rebalance completed (a stop may now leave the group)"
 
 
 class KafkaElector(BaseElector):
@@ -109,12 +99,8 @@ class KafkaElector(BaseElector):
         self._wakeup = threading.Event()  # cuts short a wait without a consumer to poll
         self._joined = threading.Event()
         self._fatal: ElectError | None = None
-        self._stopping = False
-        self._stop_by: float | None = None
-        self._rejoin_at: float | None = None  # parked (or out of the group) until then
         self._parking_topic: str | None = None  # None: hand over by leaving the group
-        self._parking = _Parking.OFF
-        self._park_by = 0.0  # a stop waits for PARKED until then, then leaves anyway
+        self._membership = Membership(options.rejoin, options.session_timeout, can_park=False)  # (set at start)
         self._restore_after = time.monotonic() + 5 * options.session_timeout  # next check for a vanished topic
         self._admin: Any = None  # start offsets of new partitions and that check (made at start)
         self.publish_errors = 0
@@ -158,6 +144,7 @@ class KafkaElector(BaseElector):
                 self._parking_topic = ensure_parking_topic(o)
             except (ElectError, KafkaException) as exc:
                 log.warning("neli: %s: no parking topic (%s); resign will leave the group instead", self.member, exc)
+        self._membership = Membership(o.rejoin, o.session_timeout, can_park=self._parking_topic is not None)
         self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance, mode=o.mode,
                               partitions=self.partitions, interval=o.interval, timeout=o.timeout,
                               overlap=not o.exclusive, release_margin=max(2 * o.poll, min(0.1, o.timeout / 4)),
@@ -182,9 +169,8 @@ class KafkaElector(BaseElector):
 
     def _on_stop(self, timeout: float | None) -> None:
         driver = self._require_driver()
-        if timeout is not None:
-            self._stop_by = time.monotonic() + timeout  # an overlap-mode stop leads out T at most this long
-        if not driver.post(self._begin_stop):
+        stop_by = None if timeout is None else time.monotonic() + timeout  # overlap mode leads out T until then
+        if not driver.post(lambda now: self._begin_stop(now, stop_by)):
             return  # the loop ended already
         if not driver.on_driver_thread and not self._dispatcher.on_dispatch_thread() and not driver.join(timeout):
             driver.stop(self.close_wait)  # out of time: the loop ends after its turn, leaving the group
@@ -212,11 +198,11 @@ class KafkaElector(BaseElector):
             done.wait(self.options.revoke_timeout + self.options.session_timeout + 5)
 
     # ----------------------------------------------------------------- on the loop
-    def _begin_stop(self, now: float) -> None:
-        self._stopping = True
+    def _begin_stop(self, now: float, stop_by: float | None) -> None:
         self._stop_asked = now
         self._require_core().stop()
-        self._stop_parked()
+        joined = self._joined.is_set() and self._fatal is None and self._consumer is not None
+        self._move(self._membership.stop(now, joined, stop_by))
 
     def _set_roles(self, removed: tuple[Role, ...], now: float) -> None:
         core = self._require_core()
@@ -241,19 +227,11 @@ class KafkaElector(BaseElector):
         """After each turn: the end of a stop, a rejoin that is due, the producer's callbacks, a vanished topic,
         partitions owned but not led; the next turn one poll interval later at the latest."""
         core = self._require_core()
-        if self._stopping and self._stopped(now):
-            self._require_driver().finish()  # the consumer is closed on the way out (LeaveGroup)
+        if self._move(self._membership.due(now, bool(core.leading_partitions()))) is Move.FINISH:
             return INF
-        if self._rejoin_at is not None and now >= self._rejoin_at and not self._stopping:
-            self._rejoin_at = None
-            if self._consumer is None:
-                self._consumer = self._new_consumer()
-            else:
-                self._parking = _Parking.OFF
-                self._subscribe(self._consumer, self.options.topic)
         if self._producer is not None:
             self._producer.poll(0)
-        if not core.owned and not self._stopping:
+        if not core.owned and not self._membership.stopping:
             self._restore_topics()
         self._report_unled(now)
         return now + self.options.poll
@@ -279,45 +257,40 @@ class KafkaElector(BaseElector):
                 log.warning("neli: %s owns partition %d but has not led it: %s; %s", self.member, partition, why, last)
         self._unled_said = set(stuck)
 
-    def _stopped(self, now: float) -> bool:
-        """A stopping member leads nothing any more (or ran out of time) and is parked (or gave up)."""
-        done_leading = not self._require_core().leading_partitions() or (self._stop_by is not None
-                                                                          and now > self._stop_by)
-        return done_leading and (self._parking in (_Parking.OFF, _Parking.PARKED) or now >= self._park_by)
-
     def _handover(self, roles: tuple[Role, ...]) -> None:
         """Give every partition back to the group and rejoin after `rejoin_delay`."""
         now = time.monotonic()
         self._require_core().resign(roles, now)
         self._require_driver().flush(now)
-        if self._consumer is None or self._stopping or self._rejoin_at is not None:
-            return  # parked or out of the group already: it comes back when that ends
-        if not self._park():
+        self._move(self._membership.hand_over(now, self._consumer is not None))
+
+    def _move(self, move: Move) -> Move:
+        """Carry out what `Membership` decided with the consumer."""
+        if move is Move.PARK:
+            self._park()
+        elif move is Move.LEAVE:
             self._close_consumer()
-        self._rejoin_at = time.monotonic() + self.options.rejoin
+        elif move is Move.REJOIN:
+            if self._consumer is None:
+                self._consumer = self._new_consumer()
+            else:
+                self._subscribe(self._consumer, self.options.topic)
+        elif move is Move.FINISH:
+            self._require_driver().finish()  # the consumer is closed on the way out (LeaveGroup)
+        return move
 
-    def _stop_parked(self) -> None:
-        """Stop: park first (unless parked already), leave the group once parked (`_step`)."""
-        if self._parking is _Parking.OFF and not (self._joined.is_set() and self._fatal is None and self._park()):
-            self._close_consumer()  # not in the group yet, or no parking topic: leave at once
-            return
-        park_by = time.monotonic() + max(5 * self.options.session_timeout, 1.0)
-        self._park_by = park_by if self._stop_by is None else min(park_by, self._stop_by)
-
-    def _park(self) -> bool:
-        """Subscribe to the parking topic; False if there is none (or no consumer).
+    def _park(self) -> None:
+        """Subscribe to the parking topic.
 
         The member first gives up what it owns, in order (Revoked, and the barrier), as the rebalance callback
         would: librdkafka (2.x, cooperative-sticky, on Apache Kafka) reports partitions dropped by a subscription
         change as lost, not revoked. Nobody else can be given them before the rebalance this change starts."""
-        if self._parking_topic is None or self._consumer is None:
-            return False
+        assert self._parking_topic is not None and self._consumer is not None
         core = self._require_core()
         if core.owned:
             self._feed(Unassigned(tuple(sorted(core.owned))))
-        self._parking = _Parking.REVOKING if core.owned else _Parking.JOINING
+        self._membership.parked(bool(core.owned))
         self._subscribe(self._consumer, self._parking_topic)
-        return True
 
     # ----------------------------------------------------------------- Kafka callbacks
     def _new_consumer(self) -> Consumer:
@@ -336,7 +309,7 @@ class KafkaElector(BaseElector):
         stop must not: once the member leads nothing, the close only tells the group early what the session's
         expiry would tell it anyway. The closing consumer's rebalance callbacks are ignored from then on, so only
         the poll thread ever touches the core."""
-        self._parking = _Parking.OFF
+        self._membership.left()
         consumer, self._consumer = self._consumer, None
         self._next_offset.clear()  # a new consumer starts its reads afresh
         if consumer is None:
@@ -379,10 +352,7 @@ class KafkaElector(BaseElector):
             return  # a consumer closing (`_close_consumer`): the core gave its partitions up already
         self._joined.set()
         ours = self._partitions(parts)
-        if self._parking is not _Parking.OFF and ours:
-            self._parking = _Parking.REVOKING  # from a rebalance before parking: librdkafka revokes it again
-        elif self._parking is _Parking.JOINING:
-            self._parking = _Parking.PARKED  # the first rebalance with the parking subscription completed
+        self._membership.assigned(bool(ours))
         now = time.monotonic()
         core = self._require_core()
         held = core.owned
@@ -445,8 +415,7 @@ class KafkaElector(BaseElector):
             self._next_offset.pop(p, None)
 
     def _revoked(self) -> None:
-        if self._parking is _Parking.REVOKING and not self._require_core().owned:
-            self._parking = _Parking.JOINING
+        self._membership.revoked(bool(self._require_core().owned))
 
     def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         if consumer is not self._consumer:
@@ -631,7 +600,7 @@ class KafkaElector(BaseElector):
                         options.topic, self.partitions)
             ensure_topic(options)
             ensure_parking_topic(options)
-            if self._consumer is not None and self._parking is _Parking.OFF:
+            if self._consumer is not None and self._membership.on_leader_topic:
                 # join afresh with the new topic's metadata; the rebalance brings the other members along
                 self._subscribe(self._consumer, options.topic)
         except (ElectError, KafkaException) as exc:
