@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from cas_lease.core import Timing
 from cas_lease.driver import (
     LeaseElector,
     Listener,
@@ -451,7 +452,11 @@ def characteristics(options: EtcdOptions) -> Characteristics:
                            observes_leaders=True, transfers=True, weights=options.fair)
 
 
+def timing(options: EtcdOptions) -> Timing:
+    """The core's clocks for these options (the simulator's members take the same)."""
+    return options.timing(silence_takeover=True, keepalive_interval=options.lease_seconds / 3)
+
+
 def create(options: EtcdOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:
-    timing = options.timing(silence_takeover=True, keepalive_interval=options.lease_seconds / 3)
     store = EtcdStore(options, member)
-    return LeaseElector("etcd", options, member, roles, store, timing, characteristics(options))
+    return LeaseElector("etcd", options, member, roles, store, timing(options), characteristics(options))

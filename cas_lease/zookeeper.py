@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cas_lease.core import Timing
 from cas_lease.driver import (
     LeaseElector,
     Listener,
@@ -1245,7 +1246,11 @@ def characteristics(options: ZooKeeperOptions) -> Characteristics:
                            transfers=True, weights=options.fair)
 
 
+def timing(options: ZooKeeperOptions) -> Timing:
+    """The core's clocks for these options (the simulator's members take the same)."""
+    return options.timing(silence_takeover=True)
+
+
 def create(options: ZooKeeperOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:
-    timing = options.timing(silence_takeover=True)
     store = ZooKeeperStore(options, member)
-    return LeaseElector("zookeeper", options, member, roles, store, timing, characteristics(options))
+    return LeaseElector("zookeeper", options, member, roles, store, timing(options), characteristics(options))

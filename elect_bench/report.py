@@ -15,12 +15,14 @@ from elect_bench import envelope, idle, neli
 from elect_bench.envelope import EnvelopeResult
 from elect_bench.idle import IdleResult
 from elect_bench.neli import NeliResult
+from elect_bench.simulation import chaos_runner
 from elect_bench.simulation import runner as simulation
+from elect_bench.simulation.chaos_runner import ChaosResult
 from elect_bench.simulation.runner import SimResult
 from elect_bench.simulation.world import NetworkModel
 from elect_bench.suite import RunResult, made
 
-Result = RunResult | SimResult | IdleResult | NeliResult | EnvelopeResult
+Result = RunResult | SimResult | ChaosResult | IdleResult | NeliResult | EnvelopeResult
 Columns = list[tuple[str, str, str]]  # summary key, title, format (named fields are the summary's)
 
 COLUMNS: Columns = [
@@ -104,6 +106,9 @@ def markdown_table(result: Result) -> str:
 def _table(result: Result) -> tuple[list[str], list[list[str]]]:
     if isinstance(result, SimResult):
         return [title for _, title, _ in simulation.COLUMNS], simulation.rows(result)
+    if isinstance(result, ChaosResult):
+        return [title for _, title, _ in chaos_runner.COLUMNS], rows(chaos_runner.COLUMNS,
+                                                                      [c.summary() for c in result.cells])
     if isinstance(result, EnvelopeResult):
         return [title for _, title, _ in envelope.COLUMNS], rows(envelope.COLUMNS, result.summaries())
     columns = idle.COLUMNS if isinstance(result, IdleResult) else neli.COLUMNS if isinstance(result, NeliResult) \
@@ -124,6 +129,8 @@ def _wrote(result: RunResult) -> bool:
 def provenance(result: Result) -> str:
     if isinstance(result, SimResult):
         return simulation.provenance(result)
+    if isinstance(result, ChaosResult):
+        return chaos_runner.provenance(result)
     if isinstance(result, IdleResult):
         return idle.provenance(result)
     if isinstance(result, NeliResult):
@@ -160,6 +167,8 @@ def write(result: Result, out: Path, plots: list[Path]) -> tuple[Path, Path]:
 def _title(result: Result) -> str:
     if isinstance(result, SimResult):
         return f"elect simulation runs: {result.scenario.name}"
+    if isinstance(result, ChaosResult):
+        return f"elect simulated chaos: {result.scenario.name}"
     if isinstance(result, IdleResult):
         return f"elect idle cost: {result.scenario.name}"
     if isinstance(result, NeliResult):
@@ -173,6 +182,11 @@ def _notes(result: Result) -> list[str]:
     """What the columns mean, and what went wrong."""
     if isinstance(result, SimResult):
         return [SIMULATION, ""]
+    if isinstance(result, ChaosResult):
+        seeds = [f"- `{c.method}` seed {seed}: {'; '.join(broke[:3])}" for c in result.cells
+                 for seed, broke in c.violating[:20]]
+        return [chaos_runner.NOTES, "", *(["Violating seeds (the first 20 per method):", "", *seeds, ""]
+                                         if seeds else [])]
     if isinstance(result, IdleResult):
         failed = [(s["method"], f"{s['partitions']} partitions", s["error"]) for s in result.summaries() if s["error"]]
         return [idle.NOTES, "", *_failures(failed)]

@@ -23,7 +23,7 @@ from elect_bench.fenced import WORKLOADS
 from elect_bench.methods import METHODS, method_spec
 from elect_cluster.local import BROKERS
 
-KINDS = ("trials", "simulation", "idle", "neli", "envelope")
+KINDS = ("trials", "simulation", "chaos", "idle", "neli", "envelope")
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """`elect bench [SCENARIO] [flags]`: run a comparison; print the table; write JSON, Markdown and plots.
 
-SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, idle, neli,
+SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, sim-lease, idle, neli,
 writes, anchors, anchors-load); flags override its fields. A scenario's kind says what runs: faults on real members (the
-default), a simulation (it names `shapes`: the Raft core in virtual time, elect_bench/simulation/), `kind: idle`
-(the idle cost of a group at scale) or `kind: neli` (NELI in depth, with the broker's own rebalance time).
+default), a simulation (it names `shapes`: the Raft core in virtual time, elect_bench/simulation/), `kind: chaos`
+(seeded chaos against the lease methods in simulation: `sim-lease`), `kind: idle` (the idle cost of a group at
+scale) or `kind: neli` (NELI in depth, with the broker's own rebalance time).
 `anchors` runs elect's methods beside the well-known implementations' own code (bench/anchors/);
 `anchors-load` counts their load on the store.
 """
@@ -87,7 +88,8 @@ def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     exit_cleanly_on(*TERMINATING)
     raw = scenario.read(scenario_name or args.scenario)
     kinds: dict[str, Callable[[argparse.Namespace, dict[str, Any]], int]] = {
-        "trials": _trials, "simulation": _simulate, "idle": _idle, "neli": _neli, "envelope": _envelope}
+        "trials": _trials, "simulation": _simulate, "chaos": _chaos, "idle": _idle, "neli": _neli,
+        "envelope": _envelope}
     chosen = scenario.kind(raw)
     if getattr(args, "report_only", False) and (chosen != "envelope" or not getattr(args, "resume", False)):
         raise ConfigError("--report-only writes the report of an envelope's checkpoint: an envelope scenario, with "
@@ -190,6 +192,25 @@ def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     print(file=sys.stderr)
     _report(result, plots.draw_simulation(result, args.out), args.out)
     return 0
+
+
+def _chaos(args: argparse.Namespace, raw: dict[str, Any]) -> int:
+    from elect_bench.simulation import chaos_runner
+
+    if args.methods:
+        raw["methods"] = args.methods
+    if args.trials:
+        raw["seeds"] = args.trials
+    if args.members:
+        raw["members"] = args.members
+    if args.roles:
+        raw["roles"] = args.roles
+    if args.budget:
+        raw["ttl"] = args.budget
+    result = chaos_runner.run(chaos_runner.ChaosScenario.from_mapping(raw), _progress(), command=_command())
+    print(file=sys.stderr)
+    _report(result, [], args.out)
+    return 1 if any(c.violating for c in result.cells) else 0
 
 
 def _idle(args: argparse.Namespace, raw: dict[str, Any]) -> int:

@@ -1,8 +1,8 @@
 """A deterministic, virtual-time world for the lease core: an in-memory store and members run by it.
 
-The store follows etcd's semantics (compare-and-swap on the revision of a key's last write, a global revision,
-membership entries whose mod revision is the last renewal) or, with `sessions=True`, ZooKeeper's (the
-store deletes a session's keys once it has not heard from it for `ttl`). Members execute the core's
+The store is the simulator's (`elect_bench.simulation.cas_store.SimStore`): etcd's semantics, or with
+`sessions=True` ZooKeeper's (the store deletes a session's keys once it has not heard from it for `ttl`; its
+renewals here check nothing, so the core's own rules are what is tested). Members execute the core's
 actions at once, see every change after `watch_delay`, and keep leaderships the way BaseElector does
 (a deadline fences). `check()` asserts that no two members hold a valid leadership of a role at any step.
 """
@@ -14,26 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cas_lease.core import LeaseCore, Timing
-from cas_lease.model import (
-    Create,
-    Delete,
-    Done,
-    Expire,
-    Holder,
-    KeepAlive,
-    LeaseSeen,
-    MemberRecord,
-    MemberSeen,
-    Observation,
-    Publish,
-    Renew,
-    RoleSeen,
-    Snapshot,
-    StoreAction,
-    Take,
-)
+from cas_lease.model import Done, Observation, Snapshot, StoreAction
 from elect.core import Acquire, Extend, ExtendShared, Fence, LeadershipChange, Revoke
 from elect.roles import Role
+from elect_bench.simulation.cas_store import SessionGone, SimStore
 
 
 def decide(core: LeaseCore, now: float) -> list[LeadershipChange | StoreAction]:
@@ -51,100 +35,6 @@ class Event:
     token: int
     t: float
     until: float | None = None
-
-
-class SimStore:
-    def __init__(self, sessions: bool = False, ttl: float = 1.0) -> None:
-        self.rev = 0
-        self.roles: dict[Role, Holder] = {}
-        self.members: dict[str, tuple[MemberRecord, int]] = {}
-        self.sessions = sessions
-        self.ttl = ttl
-        self.touched: dict[str, float] = {}
-        self.requests = 0
-
-    def register(self, session: str, record: MemberRecord, now: float) -> list[Observation]:
-        self.rev += 1
-        self.members[session] = (record, self.rev)
-        self.touched[session] = now
-        return [MemberSeen(session, record, self.rev, self.rev)]
-
-    def expire_sessions(self, now: float) -> list[Observation]:
-        """ZooKeeper: drop every key of a session not heard from for ttl."""
-        if not self.sessions:
-            return []
-        seen: list[Observation] = []
-        for session, last in list(self.touched.items()):
-            if now - last >= self.ttl and session in self.members:
-                seen += self.drop(session)
-        return seen
-
-    def drop(self, session: str) -> list[Observation]:
-        seen: list[Observation] = []
-        for role, holder in list(self.roles.items()):
-            if holder.session == session:
-                self.rev += 1
-                del self.roles[role]
-                seen.append(RoleSeen(role, None, self.rev))
-        self.rev += 1
-        self.members.pop(session, None)
-        self.touched.pop(session, None)
-        seen.append(MemberSeen(session, None, 0, self.rev))
-        return seen
-
-    def execute(self, session: str, member: str, action: StoreAction, now: float) -> tuple[list[Observation],
-                                                                                           list[Observation]]:
-        """(what the caller sees, what watchers see)."""
-        self.requests += 1
-        if session not in self.members:
-            raise LookupError("session gone")
-        self.touched[session] = now
-        if isinstance(action, Renew):
-            self.rev += 1
-            record, _ = self.members[session]
-            self.members[session] = (record, self.rev)
-            changed = MemberSeen(session, record, self.rev, self.rev)
-            snap = Snapshot(dict(self.roles), dict(self.members), self.rev)
-            return ([snap] if not self.sessions else []), [changed]
-        if isinstance(action, KeepAlive):
-            return [LeaseSeen(now + 2 * self.ttl)], []
-        if isinstance(action, Publish):
-            self.rev += 1
-            self.members[session] = (action.record, self.rev)
-            published = MemberSeen(session, action.record, self.rev, self.rev)
-            return [published], [published]
-        if isinstance(action, Create):
-            current = self.roles.get(action.role)
-            if current is None:
-                self.rev += 1
-                current = self.roles[action.role] = Holder(session, member, self.rev)
-                seen = RoleSeen(action.role, current, self.rev)
-                return [seen], [seen]
-            return [RoleSeen(action.role, current, self.rev)], []
-        if isinstance(action, Expire | Take):
-            current = self.roles.get(action.role)
-            entry = self.members.get(action.holder.session)
-            version = entry[1] if entry else 0
-            if current is not None and current.token == action.holder.token and version == action.version:
-                self.rev += 1
-                if isinstance(action, Take):
-                    current = self.roles[action.role] = Holder(session, member, self.rev)
-                    seen = RoleSeen(action.role, current, self.rev)
-                else:
-                    del self.roles[action.role]
-                    seen = RoleSeen(action.role, None, self.rev)
-                return [seen], [seen]
-            return [RoleSeen(action.role, current, self.rev),
-                    MemberSeen(action.holder.session, entry[0] if entry else None, version, self.rev)], []
-        if isinstance(action, Delete):
-            current = self.roles.get(action.role)
-            if current is not None and current.session == session and current.token == action.token:
-                self.rev += 1
-                del self.roles[action.role]
-                seen = RoleSeen(action.role, None, self.rev)
-                return [seen], [seen]
-            return [RoleSeen(action.role, current, self.rev)], []
-        raise AssertionError(action)
 
 
 @dataclass
@@ -174,7 +64,8 @@ class Sim:
     def __init__(self, timing: Timing, *, sessions: bool = False, watch_delay: float = 0.005, dt: float = 0.005,
                  suspend_after: float | None = None) -> None:
         self.timing = timing
-        self.store = SimStore(sessions=sessions, ttl=timing.ttl)
+        self.store = SimStore("zookeeper" if sessions else "etcd", timing.ttl if sessions else 2 * timing.ttl)
+        self.sessions = sessions
         self.members: dict[str, SimMember] = {}
         self.now = 0.0
         self.dt = dt
@@ -192,7 +83,7 @@ class Sim:
                          max_roles=max_roles)
         member = SimMember(name, core, revoke_delay=revoke_delay)
         self.members[name] = member
-        self._broadcast(self.store.register(session, core.record(self.now), self.now))
+        self._broadcast(self.store.open(session, core.record(self.now), self.now)[1])
         for seen in [Snapshot(dict(self.store.roles), dict(self.store.members), self.store.rev)]:
             core.step(seen, self.now)
         return member
@@ -209,7 +100,8 @@ class Sim:
         end = self.now + seconds
         while self.now < end - 1e-9:
             self.now = round(self.now + self.dt, 9)
-            self._broadcast(self.store.expire_sessions(self.now))
+            if self.sessions:
+                self._broadcast(self.store.expire(self.now))
             for member in list(self.members.values()):
                 self._step(member)
             self.check()
@@ -298,8 +190,8 @@ class Sim:
             m.core.step(Done(action, False, now), now)
             return
         try:
-            mine, theirs = self.store.execute(m.core.session, m.name, action, now)
-        except LookupError:
+            mine, theirs = self.store.execute(m.core.session, m.name, action, now, now)
+        except SessionGone:
             m.core.step(Done(action, False, now), now)
             return
         for obs in mine:

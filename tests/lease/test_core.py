@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pytest
 from lease_sim import Sim, decide
@@ -525,9 +526,9 @@ def _refusals(sim: Sim) -> list[tuple[str, str, Role]]:
     refused: list[tuple[str, str, Role]] = []
     execute = sim.store.execute
 
-    def noting(session: str, member: str, action: StoreAction, now: float) -> tuple[list[Observation],
-                                                                                    list[Observation]]:
-        mine, theirs = execute(session, member, action, now)
+    def noting(session: str, member: str, action: StoreAction, sent: float, now: float,
+               ours: Mapping[Role, int] | None = None) -> tuple[list[Observation], list[Observation]]:
+        mine, theirs = execute(session, member, action, sent, now, ours)
         if isinstance(action, Create | Expire | Take):
             took = [o for o in mine if isinstance(o, RoleSeen) and o.role == action.role]
             done = took and (took[-1].holder is None if isinstance(action, Expire) else

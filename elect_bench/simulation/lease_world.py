@@ -1,0 +1,592 @@
+"""Deterministic simulation of a lease group (etcd:// or zookeeper://) on virtual time: the real core and driver.
+
+Every member runs `cas_lease.core.LeaseCore` on `elect.driver.Driver` (its `turn` called on virtual time, no
+thread), as `cas_lease.driver.LeaseElector` does, against `SimStore` (`elect_bench.simulation.cas_store`). What
+the elector does around its core is done here the same way:
+
+- **Requests** go down two lanes per member, one request at a time each (renewals on their own, as the elector's
+  renew lane keeps them from queueing behind role writes), with a latency drawn per request each way. A request
+  not answered within the request timeout is reported failed with an unknown outcome (`Done(ok=False)`); the store
+  may still carry it out, later, as a real one may.
+- **Watches**: every change reaches every member after a drawn delay, in order per member. While a member is cut
+  from the store its watch stalls, and catches up when the link heals (etcd resumes from a revision; ZooKeeper
+  re-reads what its watches cover: here a snapshot).
+- **Leaderships** are kept as `elect.base.BaseElector` keeps them: each until its deadline (shared ones moved on
+  together by `ExtendShared`), fenced by the member's own timer when it passes (the core told, `lapsed`); a
+  `Revoke` publishes the end at once and releases the key once the callbacks returned (`revoke_delay`).
+- **Sessions**: an etcd lease is kept alive by the core's `KeepAlive`; a ZooKeeper session by any contact and the
+  client's pings (every third of its timeout while the member runs and reaches the store). A ZooKeeper client
+  that hears nothing for two thirds of its session timeout is SUSPENDED (every leadership fenced at once, as the
+  elector does on the reporting thread); when it reconnects, a session the store ended is LOST: a new one begins.
+
+Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`) are scheduled with `at`. A frozen store
+answers nothing; when it wakes, a ZooKeeper leader first expires the sessions whose clients it has not heard from for
+their timeout (its session tracker counted through the freeze), while etcd's new leader renews every lease.
+`history` records every leadership change as `Recorded`, read by `lines_of` into the event lines members print.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from cas_lease.core import LeaseCore, Timing
+from cas_lease.model import Done, KeepAlive, LeaseInput, MemberRecord, Observation, Publish, Renew, StoreAction
+from elect.core import Acquire, Extend, ExtendShared, Fence, Ready, Revoke
+from elect.driver import Driver, FunctionIO
+from elect.roles import Role
+from elect_bench.simulation.cas_store import Refused, SessionGone, SimStore
+from elect_bench.simulation.world import Recorded
+
+INF = math.inf
+PING_FRACTION = 1 / 3
+"""A ZooKeeper client pings after a third of its session timeout without other traffic."""
+SUSPEND_FRACTION = 2 / 3
+"""... and declares the connection lost (SUSPENDED) after two thirds of it without an answer (kazoo's read
+timeout)."""
+
+
+@dataclass(slots=True)
+class StoreLink:
+    """Latency between a member and the store: per request each way, and per watch event."""
+
+    delay_min: float = 0.0003
+    delay_max: float = 0.002
+    spike_probability: float = 0.0
+    """Chance that a request or watch event is delayed by an extra `spike_delay` (a retransmission, a GC pause)."""
+    spike_delay: float = 0.05
+    watch_min: float = 0.0005
+    watch_max: float = 0.004
+
+    def describe(self) -> str:
+        what = (f"requests {self.delay_min * 1000:g}-{self.delay_max * 1000:g} ms each way, watch events "
+                f"{self.watch_min * 1000:g}-{self.watch_max * 1000:g} ms")
+        if self.spike_probability:
+            what += f", {self.spike_probability:.0%} delayed {self.spike_delay * 1000:g} ms more"
+        return what
+
+    def request(self, rng: random.Random) -> float:
+        return self._spiked(self.delay_min + rng.random() * (self.delay_max - self.delay_min), rng)
+
+    def watch(self, rng: random.Random) -> float:
+        return self._spiked(self.watch_min + rng.random() * (self.watch_max - self.watch_min), rng)
+
+    def _spiked(self, d: float, rng: random.Random) -> float:
+        if self.spike_probability and rng.random() < self.spike_probability:
+            d += self.spike_delay
+        return d
+
+
+@dataclass(slots=True)
+class _Held:
+    token: int
+    deadline: float
+    shared: bool
+
+
+@dataclass
+class _Member:
+    name: str
+    roles: tuple[Role, ...]
+    up: bool = False
+    incarnation: int = 0
+    sessions: int = 0
+    session: str = ""
+    opening: str = ""  # the session being opened (a late answer for an earlier attempt is ignored)
+    session_down: bool = True  # no session yet, or lost: actions are dropped until a new one opens
+    paused_until: float = -INF
+    cut: bool = False
+    suspended: bool = False  # ZooKeeper: the client declared its connection lost
+    heard_at: float = 0.0  # when the store last answered it (ZooKeeper's read timeout counts from here)
+    core: LeaseCore | None = None
+    driver: Driver[LeaseInput, StoreAction, None] | None = None
+    held: dict[Role, _Held] = field(default_factory=dict)
+    releases: list[tuple[float, Role]] = field(default_factory=list)
+    queues: dict[str, list[StoreAction]] = field(default_factory=dict)  # lane -> actions waiting
+    busy: set[str] = field(default_factory=set)  # lanes with a request in flight
+    watch_free: float = -INF  # watch events arrive in order: none before the last one's arrival
+    backlog: list[Observation] = field(default_factory=list)  # watch events held while cut
+    wake_at: float = INF
+    stopping: bool = False
+
+    def forget_session(self) -> None:
+        """What belonged to the session that ended: requests queued, watch events held, roles being released."""
+        self.queues.clear()
+        self.busy.clear()
+        self.backlog = []
+        self.releases.clear()
+
+
+class LeaseWorld:
+    """Members of one lease group on one simulated store (see the module docstring)."""
+
+    def __init__(self, kind: str, timing: Timing, members: Mapping[str, Sequence[Role]], seed: int,
+                 link: StoreLink | None = None, *, session_ttl: float, request_timeout: float,
+                 revoke_delay: float = 0.002, start_jitter: float = 0.1) -> None:
+        self.kind = kind
+        self.timing = timing
+        self.link = link or StoreLink()
+        self.rng = random.Random(seed)
+        self.store = SimStore(kind, session_ttl)
+        self.request_timeout = request_timeout
+        self.revoke_delay = revoke_delay
+        self.now = 0.0
+        self.history: list[Recorded] = []
+        self.events_processed = 0
+        self.members = {name: _Member(name, tuple(roles)) for name, roles in members.items()}
+        self.frozen_until = -INF
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = 0
+        self._lapse_checks: set[tuple[str, float]] = set()
+        for name in self.members:
+            self.at(self.rng.random() * start_jitter, partial(self._start, name))
+
+    # ------------------------------------------------------------------ scheduling and running
+    def at(self, t: float, fn: Callable[[], None]) -> None:
+        """Run `fn` at virtual time `t` (faults, probes)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, fn))
+
+    def run_until(self, t: float) -> None:
+        heap = self._heap
+        while heap and heap[0][0] <= t:
+            at, _, fn = heapq.heappop(heap)
+            self.now = at
+            self.events_processed += 1
+            fn()
+        self.now = max(self.now, t)
+
+    # ------------------------------------------------------------------ faults
+    def kill(self, name: str) -> None:
+        """The process dies: its leaderships end now (at their deadline if that came first); its session lives on
+        in the store until it lapses, and requests already on the wire may still be carried out."""
+        m = self.members[name]
+        if not m.up:
+            return
+        self._end_all(m, "killed")
+        m.forget_session()
+        m.up, m.core, m.driver, m.stopping = False, None, None, False
+        m.incarnation += 1
+        m.wake_at = INF
+        m.session, m.opening, m.session_down, m.suspended = "", "", True, False
+
+    def restart(self, name: str) -> None:
+        if not self.members[name].up:
+            self._start(name)
+
+    def stop(self, name: str, limit: float = 5.0) -> None:
+        """A graceful stop (SIGTERM): the member hands its roles over, closes its session and exits; after `limit`
+        seconds it exits whatever is left (as `Elector.stop` gives up on a store that does not answer)."""
+        m = self.members[name]
+        if not m.up:
+            return
+        if self.now < m.paused_until:
+            self.at(m.paused_until, partial(self.stop, name, limit))
+            return
+        if m.core is None:
+            self.kill(name)  # no session yet: nothing to hand over
+            return
+        m.stopping = True
+        m.core.stop(self.now)
+        self.at(self.now + limit, partial(self._exit, m, m.incarnation))
+        self._turn(m, [])
+
+    def _exit(self, m: _Member, inc: int) -> None:
+        """The stopped member closes its session (the store drops its keys at once) and its process exits."""
+        if not self._current(m, inc):
+            return
+        session = m.session
+        if session and not m.session_down:
+            self._at_store(m, lambda: self._broadcast(self.store.drop(session)))
+        self.kill(m.name)
+
+    def pause(self, name: str, duration: float) -> None:
+        """SIGSTOP for `duration`: nothing is processed (no timers, no pings) until it resumes."""
+        m = self.members[name]
+        m.paused_until = max(m.paused_until, self.now + duration)
+
+    def cut(self, name: str) -> None:
+        """The member's link to the store fails: requests and answers are lost, watch events stall."""
+        self.members[name].cut = True
+
+    def heal(self, name: str | None = None) -> None:
+        """The link (every link, for None) works again: the client reconnects, stalled watches catch up."""
+        for m in self.members.values():
+            if (name is None or m.name == name) and m.cut:
+                m.cut = False
+                self.at(self.now + self.link.request(self.rng), partial(self._reconnect, m, m.incarnation))
+
+    def freeze_store(self, duration: float) -> None:
+        """The store (its leader) stops for `duration`: nothing is answered or seen; then see the module."""
+        until = self.now + duration
+        if until > self.frozen_until:
+            self.frozen_until = until
+            self.at(until, self._store_wakes)
+
+    # ------------------------------------------------------------------ observation
+    def leaders(self) -> dict[Role, list[str]]:
+        """Per role, the members that believe they lead it now (by their own deadlines)."""
+        out: dict[Role, list[str]] = {}
+        for m in self.members.values():
+            if m.up:
+                for role, held in m.held.items():
+                    if self.now < held.deadline:
+                        out.setdefault(role, []).append(m.name)
+        return out
+
+    # ------------------------------------------------------------------ members
+    def _start(self, name: str) -> None:
+        m = self.members[name]
+        m.up = True
+        m.incarnation += 1
+        m.paused_until = -INF
+        m.watch_free = -INF
+        self._open(m, m.incarnation)
+
+    def _current(self, m: _Member, inc: int) -> bool:
+        return m.up and m.incarnation == inc
+
+    def _at_store(self, m: _Member, fn: Callable[[], None]) -> None:
+        """`fn` runs at the store when a request sent now arrives: lost if the link is cut then; held while the store
+        is frozen (a frozen leader answers once it wakes, whatever its client made of the silence)."""
+        def arrive() -> None:
+            if m.cut:
+                return
+            if self.now < self.frozen_until:
+                self.at(self.frozen_until, arrive)
+                return
+            fn()
+
+        if not m.cut:
+            self.at(self.now + self.link.request(self.rng), arrive)
+
+    def _back(self, m: _Member, inc: int, fn: Callable[[], None]) -> None:
+        """`fn` runs at the member when an answer sent now arrives (lost if the link is cut then or the process
+        died; waiting in the socket while it is paused)."""
+        def arrive() -> None:
+            if not self._current(m, inc) or m.cut:
+                return
+            if self.now < m.paused_until:
+                self.at(m.paused_until, arrive)
+                return
+            fn()
+
+        self.at(self.now + self.link.request(self.rng), arrive)
+
+    def _open(self, m: _Member, inc: int) -> None:
+        """Open a session (the first, or one after a loss): a round trip; tried again after the request timeout."""
+        if not self._current(m, inc):
+            return
+        if self.now < m.paused_until:
+            self.at(m.paused_until, partial(self._open, m, inc))
+            return
+        m.sessions += 1
+        session = m.opening = f"{m.name}.{m.incarnation}.{m.sessions}"
+        sent = self.now
+        record = m.core.record(sent) if m.core is not None else MemberRecord(m.name, frozenset(m.roles))
+
+        def register() -> None:
+            mine, theirs = self.store.open(session, record, self.now)
+            self._watch_lapse(session)
+            self._broadcast(theirs)
+            self._back(m, inc, lambda: self._opened(m, inc, session, sent, mine))
+
+        def retry() -> None:
+            if self._current(m, inc) and m.opening == session:
+                self._open(m, inc)
+
+        self._at_store(m, register)
+        self.at(sent + self.request_timeout, retry)
+
+    def _opened(self, m: _Member, inc: int, session: str, sent: float, mine: list[Observation]) -> None:
+        if m.opening != session or self.now >= sent + self.request_timeout:
+            return  # given up on (`retry`): the store ends that session when it lapses
+        m.session, m.opening, m.session_down, m.suspended, m.heard_at = session, "", False, False, self.now
+        lease_until = sent + self.store.session_ttl if self.kind == "etcd" else INF
+        if m.core is None:
+            m.core = LeaseCore(m.name, session, self.timing, m.roles, self.now, lease_until)
+            io: FunctionIO[StoreAction, None] = FunctionIO(
+                apply=partial(self._apply, m), send=lambda actions, now: self._send(m, actions), halted=_raise,
+                idle=partial(self._idle, m))
+            m.driver = Driver(m.core, io, name=f"sim-{m.name}", max_inbox=None, tick_every_turn=True)
+        else:
+            m.core.rebind(session, self.now, lease_until)
+        self._turn(m, list[LeaseInput](mine))
+        if self.kind == "zookeeper":
+            self._ping(m, inc, session)
+
+    def _turn(self, m: _Member, inputs: list[LeaseInput]) -> None:
+        """The member's driver takes a turn now (or when it resumes, if paused), then its next wake-up is armed."""
+        if m.driver is None:
+            return
+        if self.now < m.paused_until:
+            inc = m.incarnation
+            self.at(m.paused_until, lambda: self._turn(m, inputs) if self._current(m, inc) else None)
+            return
+        wake, extra = m.driver.turn(self.now, [inputs] if inputs else ())
+        at = max(min(wake, extra), self.now)
+        if at < m.wake_at or m.wake_at < self.now:
+            m.wake_at = at
+            if at < INF:
+                self.at(at, partial(self._wake, m, m.incarnation, at))
+
+    def _wake(self, m: _Member, inc: int, at: float) -> None:
+        if self._current(m, inc) and m.wake_at == at:
+            m.wake_at = INF
+            self._turn(m, [])
+
+    # ------------------------------------------------------------------ the elector's side of the core
+    def _apply(self, m: _Member, ready: Ready[StoreAction, None], now: float) -> None:
+        core = m.core
+        assert core is not None
+        for change in ready.changes:
+            if isinstance(change, Acquire):
+                m.held[change.role] = _Held(change.token, change.deadline if change.deadline is not None else INF,
+                                            change.shared)
+                self.history.append(Recorded(m.name, now, change))
+            elif isinstance(change, Extend):
+                held = m.held.get(change.role)
+                if held is not None and now < held.deadline:
+                    held.deadline = max(held.deadline, change.deadline)
+                else:
+                    core.lapsed(change.role, now)
+            elif isinstance(change, ExtendShared):
+                for held in m.held.values():
+                    if held.shared and now < held.deadline:
+                        held.deadline = max(held.deadline, change.deadline)
+            elif isinstance(change, Revoke):
+                if m.held.pop(change.role, None) is not None:
+                    self.history.append(Recorded(m.name, now, change))
+                m.releases.append((now + self.revoke_delay, change.role))
+            else:
+                self._end(m, change.role, change.until, change.reason)
+
+    def _end(self, m: _Member, role: Role, until: float, reason: str) -> None:
+        """Fence `role` now, as `BaseElector._fence` does: a leadership never outlives its own deadline, so it ended
+        at `until` or at its deadline, whichever came first (a paused member notices late)."""
+        held = m.held.pop(role, None)
+        if held is not None:
+            self.history.append(Recorded(m.name, self.now, Fence(role, min(until, held.deadline), reason)))
+
+    def _end_all(self, m: _Member, reason: str) -> None:
+        for role in sorted(m.held, key=str):
+            self._end(m, role, self.now, reason)
+
+    def _idle(self, m: _Member, now: float) -> float:
+        """The member's deadline timer and handover thread: leaderships past their deadline are fenced (the core
+        told), released roles reported; the next time either is due."""
+        core = m.core
+        assert core is not None
+        for role, held in sorted(m.held.items(), key=_by_role):
+            if now >= held.deadline:
+                del m.held[role]
+                self.history.append(Recorded(m.name, now, Fence(role, held.deadline, "deadline")))
+                core.lapsed(role, now, now)
+        if m.releases and m.releases[0][0] <= now:
+            due = [role for t, role in m.releases if t <= now]
+            m.releases = [(t, role) for t, role in m.releases if t > now]
+            for role in due:
+                core.released(role, now)
+        if m.stopping and core.finished:
+            self.at(now, partial(self._exit, m, m.incarnation))
+        nxt = min((h.deadline for h in m.held.values()), default=INF)
+        return min(nxt, m.releases[0][0]) if m.releases else nxt
+
+    def _send(self, m: _Member, actions: list[StoreAction]) -> None:
+        """Actions down their lanes, one request in flight per lane (renewals on their own)."""
+        if m.session_down:
+            return  # the core forgets them when it binds a new session
+        for action in actions:
+            m.queues.setdefault("renew" if isinstance(action, Renew | KeepAlive | Publish) else "store",
+                                []).append(action)
+        for lane in list(m.queues):
+            self._next_request(m, lane)
+
+    def _next_request(self, m: _Member, lane: str) -> None:
+        queue = m.queues.get(lane)
+        if lane in m.busy or not queue or m.session_down:
+            return
+        m.busy.add(lane)
+        self._request(m, m.incarnation, m.session, queue.pop(0), lane)
+
+    def _request(self, m: _Member, inc: int, session: str, action: StoreAction, lane: str) -> None:
+        """One request: to the store and back, or failed (outcome unknown) at the request timeout."""
+        if not self._current(m, inc) or m.session != session:
+            return
+        if self.now < m.paused_until:
+            self.at(m.paused_until, partial(self._request, m, inc, session, action, lane))
+            return
+        sent = self.now
+        deadline = sent + self.request_timeout
+        over = [False]
+        ours = self._ours(m, session) if isinstance(action, Renew) else None
+
+        def finish(inputs: list[LeaseInput]) -> None:
+            over[0] = True
+            m.busy.discard(lane)
+            self._turn(m, inputs)
+            self._next_request(m, lane)
+
+        def execute() -> None:
+            try:
+                mine, theirs = self.store.execute(session, m.name, action, sent, self.now, ours)
+            except SessionGone:
+                self._back(m, inc, lambda: self._session_lost(m, inc, session))
+                return
+            except Refused as refused:
+                self._back(m, inc, partial(answer, refused.observations, False))
+                return
+            self._watch_lapse(session)
+            self._broadcast(theirs)
+            self._back(m, inc, lambda: answer(mine))
+
+        def answer(mine: list[Observation], ok: bool = True) -> None:
+            if over[0] or m.session != session or self.now >= deadline:
+                return  # reported failed at the timeout (the member's clock)
+            m.heard_at = self.now
+            finish([*mine, Done(action, ok, sent)])
+
+        def timeout() -> None:
+            if not over[0] and self._current(m, inc) and m.session == session:
+                finish([Done(action, False, sent)])
+
+        self._at_store(m, execute)
+        self.at(deadline, lambda: self.at(m.paused_until, timeout) if self.now < m.paused_until else timeout())
+
+    def _ours(self, m: _Member, session: str) -> dict[Role, int]:
+        """The roles whose keys `m`'s view has as its own (what a ZooKeeper renewal checks)."""
+        core = m.core
+        if core is None:
+            return {}
+        return {role: held.token for role in m.roles
+                if (held := core.holder(role)) is not None and held.session == session}
+
+    # ------------------------------------------------------------------ sessions
+    def _watch_lapse(self, session: str) -> None:
+        """Check when `session` lapses unless heard from again (one check per due time)."""
+        due = self.store.lapse_due(session)
+        if due is None or (session, due) in self._lapse_checks:
+            return
+        self._lapse_checks.add((session, due))
+
+        def check() -> None:
+            self._lapse_checks.discard((session, due))
+            if self.now < self.frozen_until:
+                return  # the store's wake-up expires what is due
+            now_due = self.store.lapse_due(session)
+            if now_due is not None and now_due <= self.now:
+                self._broadcast(self.store.drop(session))
+
+        self.at(due, check)
+
+    def _store_wakes(self) -> None:
+        if self.now < self.frozen_until:
+            return
+        if self.kind == "etcd":
+            self.store.extend_all(self.now)
+            for session in list(self.store.contact):
+                self._watch_lapse(session)
+        else:
+            self._broadcast(self.store.expire(self.now))
+        for m in self.members.values():
+            if m.up and m.suspended and not m.cut:
+                self.at(self.now + self.link.request(self.rng), partial(self._reconnect, m, m.incarnation))
+
+    def _ping(self, m: _Member, inc: int, session: str) -> None:
+        """ZooKeeper: the client library keeps its session alive, and notices a silent server (SUSPENDED)."""
+        if not self._current(m, inc) or m.session != session:
+            return
+        if self.now >= m.paused_until:
+            if not m.cut and self.now >= self.frozen_until:
+                self.store.touch(session, self.now)
+                self._watch_lapse(session)
+                m.heard_at = self.now
+            elif not m.suspended and self.now - m.heard_at >= self.store.session_ttl * SUSPEND_FRACTION:
+                self._suspend(m)
+        self.at(max(self.now, m.paused_until) + self.store.session_ttl * PING_FRACTION,
+                partial(self._ping, m, inc, session))
+
+    def _suspend(self, m: _Member) -> None:
+        """SUSPENDED: every leadership ends now, on the client's thread; the core stops until it renews."""
+        m.suspended = True
+        self._end_all(m, "suspended")
+        if m.core is not None:
+            m.core.suspended(self.now)
+            self._turn(m, [])
+
+    def _reconnect(self, m: _Member, inc: int) -> None:
+        """The link works again: a session the store ended is LOST (a new one opens); else the watches catch up."""
+        if not self._current(m, inc) or m.cut or self.now < self.frozen_until:
+            return
+        if self.now < m.paused_until:
+            self.at(m.paused_until, partial(self._reconnect, m, inc))
+            return
+        if not m.session_down and m.session not in self.store.members:
+            self._session_lost(m, inc, m.session)
+            return
+        m.suspended = False
+        m.heard_at = self.now
+        self._catch_up(m)
+
+    def _session_lost(self, m: _Member, inc: int, session: str) -> None:
+        """The store no longer knows the session: every leadership ends, a new session opens."""
+        if not self._current(m, inc) or m.session != session or m.session_down:
+            return
+        self._end_all(m, "session lost")
+        m.forget_session()
+        m.session_down, m.suspended = True, False
+        if m.core is not None:
+            m.core.suspended(self.now)
+            self._turn(m, [])
+        self._open(m, inc)
+
+    # ------------------------------------------------------------------ watches
+    def _broadcast(self, seen: list[Observation]) -> None:
+        if not seen:
+            return
+        for m in self.members.values():
+            if not m.up or m.session_down:
+                continue
+            if m.cut:
+                m.backlog.extend(seen)
+                continue
+            self._watch_event(m, seen)
+
+    def _watch_event(self, m: _Member, seen: list[Observation]) -> None:
+        at = max(self.now + self.link.watch(self.rng), m.watch_free)
+        m.watch_free = at
+        inc = m.incarnation
+
+        def arrive() -> None:
+            if not self._current(m, inc) or m.session_down:
+                return
+            if m.cut:
+                m.backlog.extend(seen)
+                return
+            self._turn(m, list(seen))
+
+        self.at(at, arrive)
+
+    def _catch_up(self, m: _Member) -> None:
+        """A watch that stalled catches up: etcd resumes from its revision; ZooKeeper's re-armed watches read the
+        nodes again (a snapshot)."""
+        held, m.backlog = m.backlog, []
+        if m.session_down:
+            return
+        seen: list[Observation] = [self.store.snapshot()] if self.kind == "zookeeper" else held
+        if seen:
+            self._watch_event(m, seen)
+
+
+def _by_role(item: tuple[Role, _Held]) -> str:
+    return str(item[0])
+
+
+def _raise(error: Exception) -> None:  # pragma: no cover - nothing is persisted; a bug raises at once
+    raise AssertionError(error)
+
+
