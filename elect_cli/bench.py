@@ -197,17 +197,8 @@ def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
 def _chaos(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     from elect_bench.simulation import chaos_runner
 
-    if args.methods:
-        raw["methods"] = args.methods
-    if args.trials:
-        raw["seeds"] = args.trials
-    if args.members:
-        raw["members"] = args.members
-    if args.roles:
-        raw["roles"] = args.roles
-    if args.budget:
-        raw["ttl"] = args.budget
-    result = chaos_runner.run(chaos_runner.ChaosScenario.from_mapping(raw), _progress(), command=_command())
+    given = _given(methods=args.methods, seeds=args.trials, members=args.members, roles=args.roles, ttl=args.budget)
+    result = chaos_runner.run(chaos_runner.ChaosScenario.from_mapping(raw | given), _progress(), command=_command())
     print(file=sys.stderr)
     _report(result, [], args.out)
     return 1 if any(c.violating for c in result.cells) else 0

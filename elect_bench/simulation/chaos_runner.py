@@ -134,9 +134,10 @@ COLUMNS = [
 
 
 def provenance(result: ChaosResult) -> str:
-    m, s = result.machine, result.scenario
-    return (f"Command: `{result.command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(result.started))}, "
-            f"{result.seconds:.0f} s wall on {m['host']} ({m['cpus']} cores, {m['cpu']}, Python {m['python']}). "
+    from elect_bench.suite import made
+
+    s = result.scenario
+    return (f"{made(result.command, result.started, result.seconds, result.machine)} "
             f"Deterministic simulation of the lease core and driver against a simulated store (seeds "
             f"{s.first_seed}..{s.first_seed + s.seeds - 1}): {s.shape.members} members, {s.shape.roles} roles, "
             f"TTL {s.shape.ttl:g} s, {s.shape.faults} faults per seed over {s.shape.duration:g} s, drawn from "

@@ -3,10 +3,18 @@ a simulated etcd / ZooKeeper, a nemesis, and the real checker."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from elect.errors import ConfigError
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import failovers
+from elect_bench.simulation import chaos_runner
+from elect_bench.simulation.chaos_runner import ChaosScenario
 from elect_bench.simulation.lease_chaos import KINDS, Shape, build, chaos
 from elect_bench.simulation.world import lines_of
 
@@ -56,3 +64,33 @@ def test_a_killed_leaders_roles_move_after_the_ttl_as_on_the_real_store(kind: st
     assert moved and len(moved) == sum(victim in names for names in led.values())
     for f in moved:
         assert f.latency is not None and 0.5 <= f.latency <= 1.0 + 0.25 + 0.05, (f.role, f.latency)
+
+
+def test_elect_bench_runs_seeded_chaos_and_writes_its_report(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "elect", "bench", "sim-lease", "--trials", "6", "--members", "4",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "seeds violating" in done.stdout
+    data = json.loads((out / "results.json").read_text())
+    assert [s["method"] for s in data["summary"]] == ["etcd", "zookeeper"]
+    assert all(s["seeds"] == 6 and s["violating"] == 0 for s in data["summary"])
+    assert data["scenario"]["shape"]["members"] == 4
+    assert "| etcd | 6 | 30 | 0 | - |" in (out / "report.md").read_text()
+
+
+def test_seeds_run_over_processes_with_the_same_outcomes_as_one() -> None:
+    def outcomes(workers: int) -> list[dict[str, object]]:
+        result = chaos_runner.run(ChaosScenario(seeds=9, workers=workers), lambda *_: None, command="pytest")
+        return [{k: v for k, v in c.summary().items() if k not in ("wall", "per_second")} for c in result.cells]
+
+    assert outcomes(1) == outcomes(2)
+
+
+def test_bad_chaos_scenarios_are_refused() -> None:
+    with pytest.raises(ConfigError, match="raft"):
+        ChaosScenario.from_mapping({"methods": ["raft"]})
+    with pytest.raises(ConfigError, match="seeds"):
+        ChaosScenario.from_mapping({"seeds": 0})
+    with pytest.raises(ConfigError, match="unknown chaos scenario keys: trials"):
+        ChaosScenario.from_mapping({"trials": 3})
