@@ -6,9 +6,12 @@ writes compare what the action names (`Create`: absent; `Expire` / `Take`: the h
 version unchanged; `Delete`: this session's key of that token), and an action the store refuses shows what it
 holds instead, as the real stores' clients report a failed transaction.
 
-Sessions end as each store ends them: etcd deletes a session's keys once its lease was not kept alive
-(`KeepAlive`) for the lease's TTL; ZooKeeper once it heard nothing from the session's client (any request, or
-the client library's pings) for the session timeout. The store answers with what a request saw (`mine`) and
+Sessions end as each store ends them: etcd once the session's lease was not kept alive (`KeepAlive`) for the
+lease's TTL; ZooKeeper once it heard nothing from the session's client (any request, or the client library's
+pings) for the session timeout. Only the member's directory entry goes with its session (an etcd key on the lease,
+an ephemeral ZooKeeper node): role keys are written without a lease and as persistent nodes, so that only the
+members' own timing (`Expire`, `Take`) or the holder (`Delete`) frees a role, as `cas_lease.etcd` and
+`cas_lease.zookeeper` write them. The store answers with what a request saw (`mine`) and
 what its watchers see (`theirs`).
 
 A renewal proves what the core counts on, as each real store's does: on etcd it reads everything as well (a
@@ -57,12 +60,16 @@ class SimStore:
     """`kind` "etcd" (leases kept alive by `KeepAlive`) or "zookeeper" (sessions kept alive by any contact);
     a session lapses after `session_ttl` seconds without."""
 
-    def __init__(self, kind: str = "etcd", session_ttl: float = 2.0, *, renewal_checks: bool = True) -> None:
+    def __init__(self, kind: str = "etcd", session_ttl: float = 2.0, *, renewal_checks: bool = True,
+                 ephemeral_roles: bool = False) -> None:
         if kind not in ("etcd", "zookeeper"):
             raise ValueError(f"unknown store kind {kind!r}")
         self.kind = kind
         self.session_ttl = session_ttl
         self.renewal_checks = renewal_checks  # False: a ZooKeeper renewal checks nothing (what the checks prevent)
+        # True: role keys go with their holder's session (ephemeral nodes), for a core with
+        # `Timing.silence_takeover=False`, which trusts the store to free a dead holder's roles
+        self.ephemeral_roles = ephemeral_roles
         self.rev = 0
         self.roles: dict[Role, Holder] = {}
         self.members: dict[str, tuple[MemberRecord, int]] = {}
@@ -111,10 +118,11 @@ class SimStore:
             self.contact[session] = now
 
     def drop(self, session: str) -> list[Observation]:
-        """Delete `session` and every key it holds (its lease expired, its session ended, it was closed)."""
+        """End `session` (its lease expired, its session ended, it was closed): its directory entry goes; the role
+        keys it holds stay until a member frees them (unless `ephemeral_roles`)."""
         seen: list[Observation] = []
         for role, holder in sorted(self.roles.items(), key=lambda item: str(item[0])):
-            if holder.session == session:
+            if self.ephemeral_roles and holder.session == session:
                 self.rev += 1
                 del self.roles[role]
                 seen.append(RoleSeen(role, None, self.rev))

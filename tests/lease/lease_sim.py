@@ -1,8 +1,9 @@
 """A deterministic, virtual-time world for the lease core: an in-memory store and members run by it.
 
 The store is the simulator's (`elect_bench.simulation.cas_store.SimStore`): etcd's semantics, or with
-`sessions=True` ZooKeeper's (the store deletes a session's keys once it has not heard from it for `ttl`; its
-renewals here check nothing, so the core's own rules are what is tested). Members execute the core's
+`sessions=True` ZooKeeper's (the store deletes a session's keys, role keys too, once it has not heard from it for
+`ttl`, for a core that trusts it to: `Timing.silence_takeover=False`; its renewals here check nothing, so the
+core's own rules are what is tested). Members execute the core's
 actions at once, see every change after `watch_delay`, and keep leaderships the way BaseElector does
 (a deadline fences). `check()` asserts that no two members hold a valid leadership of a role at any step.
 """
@@ -64,7 +65,8 @@ class Sim:
     def __init__(self, timing: Timing, *, sessions: bool = False, watch_delay: float = 0.005, dt: float = 0.005,
                  suspend_after: float | None = None) -> None:
         self.timing = timing
-        self.store = SimStore("zookeeper" if sessions else "etcd", timing.ttl if sessions else 2 * timing.ttl)
+        self.store = SimStore("zookeeper" if sessions else "etcd", timing.ttl if sessions else 2 * timing.ttl,
+                              ephemeral_roles=sessions)
         self.sessions = sessions
         self.members: dict[str, SimMember] = {}
         self.now = 0.0

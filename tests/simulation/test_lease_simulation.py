@@ -41,7 +41,7 @@ def test_without_its_renewal_checks_a_zookeeper_member_cut_off_resumes_a_role_ta
     """What `cas_lease.zookeeper`'s renewal checks are for, found by the simulator: a member cut from the store long
     enough for the others to take its roles, but not for its session to end, reconnects; its watch has not told it
     yet, its renewal succeeds, and it resumes a role under its old token beside the new holder. With the checks
-    the renewal is refused and shows the node as it is now (seed 1250 of the default shape; 14 of seeds 400-2399
+    the renewal is refused and shows the node as it is now (seed 1250 of the default shape; 10 of seeds 400-2399
     break without the checks, none with them)."""
     assert chaos("zookeeper", 1250).violations == ()
     broken = chaos("zookeeper", 1250, renewal_checks=False).violations
