@@ -11,6 +11,8 @@ with an IO of simulated disks and links: it wakes on a timer granularity (defaul
 ``Ready`` after each step in the driver's order (persist, changes, send), and sends that step's messages per
 destination as one batch (one delay sample), so ten thousand groups cost events per node pair, not per group,
 wherever their timers coincide.
+A node may be told how many roles it contends for per group and its `max_roles` (`interest`, `max_roles`): its
+host then runs the elector's policy as a `raft://` node does (`raft_priority.interest`: standing, caps, hand-offs).
 :attr:`Simulation.history` records every leadership change with the node and virtual time of its step.
 """
 
@@ -137,8 +139,12 @@ class Simulation:
         start_at: Mapping[str, float] | None = None,
         start_jitter: float = 0.0,
         timer_granularity: float = 0.001,
+        interest: Mapping[str, Mapping[int, int]] | None = None,
+        max_roles: Mapping[str, int] | None = None,
     ) -> None:
         self.config = config
+        self.interest = interest or {}  # per node, per group: roles it contends for there (none given: every one)
+        self.max_roles = max_roles or {}
         self.network = network or NetworkModel()
         self.rng = random.Random(seed)
         self.granularity = timer_granularity
@@ -265,9 +271,11 @@ class Simulation:
 
     def _start(self, name: str) -> None:
         n = self.nodes[name]
-        host = NodeHost(name, self.config, random.Random(self.rng.getrandbits(64)))
+        host = NodeHost(name, self.config, random.Random(self.rng.getrandbits(64)), self.max_roles.get(name))
         for gid in n.groups:
             host.add_group(self.specs[gid], self.now, n.disk.get(gid))
+        for gid, count in self.interest.get(name, {}).items():  # the elector's policy (`raft_priority.interest`)
+            host.set_roles(gid, count, self.now)
         n.host = host
         history = self.history
 

@@ -283,3 +283,20 @@ def _rate(sim: Simulation, seconds: float) -> float:
     sent = sim.messages_sent
     sim.run_until(sim.now + seconds)
     return (sim.messages_sent - sent) / seconds
+
+
+def test_the_electors_interest_and_caps_run_in_simulation() -> None:
+    """The policy a `raft://` node runs above its groups (`raft_priority.interest`) runs in the simulated host too:
+    a node with no role on a partition never keeps it while an interested node lives, and a node capped at one
+    role leads one partition once the others can take the rest (every partition one role, RF 3 of 3)."""
+    assignment = ex._assignment(3, 6, 3, "balanced")
+    # every node contends for the one role of each partition, but n2 for none on partitions 0 and 1
+    interest = {n: {p: 0 if n == "n2" and p < 2 else 1 for p in range(6)} for n in ("n0", "n1", "n2")}
+    sim = Simulation(assignment, RaftConfig.improved(quiesce=True), 5, LAN, nodes=["n0", "n1", "n2"],
+                     start_jitter=0.1, interest=interest, max_roles={"n0": 1})
+    sim.run_until(10.0)
+    leaders = sim.leaders()
+    assert sorted(leaders) == list(range(6)) and all(len(ns) == 1 for ns in leaders.values())
+    assert "n2" not in leaders[0] + leaders[1]
+    assert sum(ns == ["n0"] for ns in leaders.values()) == 1
+    assert check(History(lines_of(sim.history)), exclusive=True) == []
