@@ -112,8 +112,7 @@ class SimStore:
         return seen
 
     def extend_all(self, now: float) -> None:
-        """A new etcd leader renews every lease to its full TTL (a ZooKeeper leader does not: its session tracker
-        counts from the contacts it recorded)."""
+        """A leader that (re)gains the store renews every lease (etcd) or session (ZooKeeper) to its full TTL."""
         for session in self.contact:
             self.contact[session] = now
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from cas_lease import etcd, zookeeper
@@ -75,12 +75,17 @@ def leaderless_bound(shape: Shape) -> float:
 
 
 def chaos(kind: str, seed: int, shape: Shape = Shape(), link: StoreLink | None = None, *,
-          renewal_checks: bool = True) -> Outcome:
-    """One seed's schedule of faults against a group of `kind`, judged. `renewal_checks=False`: a ZooKeeper
-    store whose renewals do not check the member's role nodes (what `cas_lease.zookeeper` relies on), to show
-    what those checks prevent."""
+          renewal_checks: bool = True, trust_store_expiry: bool = False) -> Outcome:
+    """One seed's schedule of faults against a group of `kind`, judged. To show what the design prevents:
+    `renewal_checks=False`, a ZooKeeper store whose renewals do not check the member's role nodes (what
+    `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the ZooKeeper design before 0a1cbd1 (role nodes
+    ephemeral, the core trusting the store to free a dead holder's roles: `Timing.silence_takeover=False`), which
+    the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke."""
     world = build(kind, seed, shape, link)
     world.store.renewal_checks = renewal_checks
+    if trust_store_expiry:
+        world.timing = replace(world.timing, silence_takeover=False)
+        world.store.ephemeral_roles = True
     rng = random.Random(seed ^ 0x1EA5E)
     names = list(world.members)
     ttl = shape.ttl

@@ -19,9 +19,12 @@ the elector does around its core is done here the same way:
   that hears nothing for two thirds of its session timeout is SUSPENDED (every leadership fenced at once, as the
   elector does on the reporting thread); when it reconnects, a session the store ended is LOST: a new one begins.
 
-Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`) are scheduled with `at`. A frozen store
-answers nothing; when it wakes, a ZooKeeper leader first expires the sessions whose clients it has not heard from for
-their timeout (its session tracker counted through the freeze), while etcd's new leader renews every lease.
+Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`) are scheduled with `at`. Freezing the
+store's leader stops its service: an etcd store answers nothing until it wakes, then renews every lease (as a new
+etcd leader does). A ZooKeeper ensemble elects another leader after `ZK_ELECTION` seconds, which gives every
+session a fresh timeout and serves on; when the frozen leader wakes it expires, on its stale session tracker, the
+sessions it had not heard from for their timeout before it froze, and that expiry is committed (what the soaks of
+2026-11-23 saw: `docs/results/soak/zookeeper`).
 `history` records every leadership change as `Recorded`, read by `lines_of` into the event lines members print.
 """
 
@@ -45,6 +48,9 @@ from elect_bench.simulation.world import Recorded
 INF = math.inf
 PING_FRACTION = 1 / 3
 """A ZooKeeper client pings after a third of its session timeout without other traffic."""
+ZK_ELECTION = 0.2
+"""Seconds a ZooKeeper ensemble takes to elect a new leader when its leader freezes (tickTime 50 ms, a few
+ticks)."""
 SUSPEND_FRACTION = 2 / 3
 """... and declares the connection lost (SUSPENDED) after two thirds of it without an answer (kazoo's read
 timeout)."""
@@ -221,8 +227,12 @@ class LeaseWorld:
                 self.at(self.now + self.link.request(self.rng), partial(self._reconnect, m, m.incarnation))
 
     def freeze_store(self, duration: float) -> None:
-        """The store (its leader) stops for `duration`: nothing is answered or seen; then see the module."""
-        until = self.now + duration
+        """The store's leader stops for `duration`: nothing is answered or seen until it wakes (etcd) or another
+        leader serves (ZooKeeper, after `ZK_ELECTION`); then see the module."""
+        if self.kind == "zookeeper":
+            stale = dict(self.store.contact)  # the frozen leader's session tracker, as it stops
+            self.at(self.now + duration, partial(self._stale_leader_wakes, stale))
+        until = self.now + (min(duration, ZK_ELECTION) if self.kind == "zookeeper" else duration)
         if until > self.frozen_until:
             self.frozen_until = until
             self.at(until, self._store_wakes)
@@ -484,17 +494,22 @@ class LeaseWorld:
         self.at(due, check)
 
     def _store_wakes(self) -> None:
+        """The store serves again (its leader woke, or another one was elected): every session's timeout restarts."""
         if self.now < self.frozen_until:
             return
-        if self.kind == "etcd":
-            self.store.extend_all(self.now)
-            for session in list(self.store.contact):
-                self._watch_lapse(session)
-        else:
-            self._broadcast(self.store.expire(self.now))
+        self.store.extend_all(self.now)
+        for session in list(self.store.contact):
+            self._watch_lapse(session)
         for m in self.members.values():
             if m.up and m.suspended and not m.cut:
                 self.at(self.now + self.link.request(self.rng), partial(self._reconnect, m, m.incarnation))
+
+    def _stale_leader_wakes(self, stale: dict[str, float]) -> None:
+        """A frozen ZooKeeper leader wakes and expires the sessions its tracker had not heard from for their timeout
+        when it froze; the expiry is committed."""
+        for session, last in sorted(stale.items()):
+            if session in self.store.contact and self.now - last >= self.store.session_ttl:
+                self._broadcast(self.store.drop(session))
 
     def _ping(self, m: _Member, inc: int, session: str) -> None:
         """ZooKeeper: the client library keeps its session alive, and notices a silent server (SUSPENDED)."""
