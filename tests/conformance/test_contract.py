@@ -237,7 +237,10 @@ def test_sigterm_drains_the_member(group: Group, impl: Implementation) -> None:
     began = time.monotonic()
     old.stop()
     drained = wait_until(lambda: group.reports(old, DRAINED), impl.timeout, what="the drained report")[-1]
-    assert NAMES[0] in drained["roles"] and 0 < drained["seconds"] <= time.monotonic() - began
+    # what it led when the signal came (a group still rebalancing may have moved NAMES[0] meanwhile: NELI's
+    # cooperative second round, Raft's returning primaries), each handed over below
+    assert drained["roles"] and set(drained["roles"]) <= set(NAMES)
+    assert 0 < drained["seconds"] <= time.monotonic() - began
     for role in drained["roles"]:
         if not impl.exclusive and role in survivor.log.leading():
             continue  # NELI full: the survivor was given it in a rebalance while the old member still held it

@@ -18,7 +18,7 @@ from elect_bench.simulation.chaos_runner import ChaosScenario
 from elect_bench.simulation.lease_chaos import KINDS, Shape, build, chaos
 from elect_bench.simulation.world import lines_of
 
-SEEDS = 150  # per store: a few seconds each on an idle machine (`elect bench sim-lease` runs as many as asked)
+SEEDS = 300  # per store: 5-10 s each on an idle machine (`elect bench sim-lease` runs as many as asked)
 
 
 @pytest.mark.parametrize("kind", KINDS)
