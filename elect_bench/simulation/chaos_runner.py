@@ -2,8 +2,9 @@
 
 Every seed is one schedule of faults (`elect_bench.simulation.lease_chaos`) against a simulated group running the
 real core and driver; a seed that breaks a promise is listed with what broke, so anyone can replay it
-(`chaos(method, seed)`). Seeds run in worker processes; results are taken in seed order, so they do not depend
-on the number of workers.
+(`replay(method, seed)`). Seeds run in worker processes whose string hashing is fixed (see
+`elect_bench.simulation.lease_chaos`); results are taken in seed order, so they do not depend on the number of
+workers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from elect.errors import ConfigError
-from elect_bench.simulation.lease_chaos import FAULTS, KINDS, Outcome, Shape, chaos, leaderless_bound
+from elect_bench.simulation.lease_chaos import FAULTS, KINDS, Outcome, Shape, chaos, leaderless_bound, replay_pool
 
 Progress = Callable[[str, int, int, str], None]  # (cell, seeds done, seeds total, status)
 
@@ -101,8 +102,6 @@ def _seeds(job: tuple[str, Shape, int, int]) -> list[Outcome]:
 
 def run(scenario: ChaosScenario, progress: Progress, command: str = "") -> ChaosResult:
     """Every method's seeds `first_seed .. first_seed + seeds - 1`."""
-    from concurrent.futures import ProcessPoolExecutor
-
     from elect_bench.suite import machine
 
     started, began = time.time(), time.monotonic()
@@ -110,7 +109,7 @@ def run(scenario: ChaosScenario, progress: Progress, command: str = "") -> Chaos
     total, done = len(cells) * scenario.seeds, 0
     workers = scenario.workers or os.cpu_count() or 1
     chunk = max(1, min(50, scenario.seeds // (4 * workers)))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with replay_pool(workers) as pool:
         for cell in cells:
             t0 = time.monotonic()
             jobs = [(cell.method, scenario.shape, first, min(chunk, scenario.first_seed + scenario.seeds - first))
@@ -147,5 +146,5 @@ def provenance(result: ChaosResult) -> str:
 
 NOTES = ("Each seed is judged by the checker real runs use (elect_bench.checker): *violating* seeds had two "
          "members believing they led one role at once, a token that did not grow, or a role unled for longer than "
-         "the bound after everything healed. `chaos(method, seed)` in elect_bench.simulation.lease_chaos replays "
+         "the bound after everything healed. `replay(method, seed)` in elect_bench.simulation.lease_chaos replays "
          "a seed exactly.")
