@@ -8,9 +8,7 @@ lead a role at once, tokens only grow, and after the heal every role is led agai
 
 A seed replays exactly in a process whose string hashing is fixed (`PYTHONHASHSEED=0`): the lease core keeps roles
 and sessions in sets, whose order follows the hash of their names, and it acts on them in that order. `replay`
-runs one there; `elect bench sim-lease` runs every seed there. (etcd's outcomes are then identical run after run;
-zookeeper's event counts still differ by under 0.2 % between `elect bench` runs, though not between runs of
-`chaos_runner.run` from one Python program: a source of order not found yet. Each seed's verdict has been stable.)
+runs one there; `elect bench sim-lease` runs every seed there, and its figures are then identical run after run.
 """
 
 from __future__ import annotations
