@@ -29,6 +29,7 @@ from elect_bench.faults.base import Fault
 from elect_bench.faults.infrastructure import InfraPause
 from elect_bench.faults.member import Cut, Kill, Pause, Stop
 from elect_bench.history import FaultRecord, History
+from elect_bench.simulation.cas_store import SimStore
 from elect_bench.simulation.lease_world import LeaseWorld, StoreLink
 from elect_bench.simulation.world import lines_of
 
@@ -62,19 +63,24 @@ class Outcome:
     lines: int
 
 
-def build(kind: str, seed: int, shape: Shape = Shape(), link: StoreLink | None = None) -> LeaseWorld:
+def build(kind: str, seed: int, shape: Shape = Shape(), link: StoreLink | None = None, *,
+          renewal_checks: bool = True, trust_store_expiry: bool = False) -> LeaseWorld:
     """A group of `kind` whose members run the core as `etcd://` / `zookeeper://` would with this TTL: the same
-    `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout and session length."""
+    `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout and session length (for
+    `renewal_checks` and `trust_store_expiry`, see `chaos`)."""
     members = {f"m{i}": [str(r) for r in range(shape.roles)] for i in range(shape.members)}
     if kind == "etcd":
         e = EtcdOptions(endpoints=("sim:2379",), ttl=shape.ttl)
-        return LeaseWorld(kind, etcd.timing(e), members, seed, link, session_ttl=float(e.lease_seconds),
-                          request_timeout=e.timeout)
-    if kind == "zookeeper":
+        timing, session_ttl, timeout = etcd.timing(e), float(e.lease_seconds), e.timeout
+    elif kind == "zookeeper":
         z = ZooKeeperOptions(hosts=("sim:2181",), session_timeout=shape.ttl)
-        return LeaseWorld(kind, zookeeper.timing(z), members, seed, link,
-                          session_ttl=zookeeper.SESSION_FACTOR * z.session_timeout, request_timeout=z.timeout)
-    raise ValueError(f"no lease simulation of {kind!r} (one of {', '.join(KINDS)})")
+        timing, session_ttl, timeout = zookeeper.timing(z), zookeeper.SESSION_FACTOR * z.session_timeout, z.timeout
+    else:
+        raise ValueError(f"no lease simulation of {kind!r} (one of {', '.join(KINDS)})")
+    if trust_store_expiry:
+        timing = replace(timing, silence_takeover=False)
+    store = SimStore(kind, session_ttl, renewal_checks=renewal_checks, ephemeral_roles=trust_store_expiry)
+    return LeaseWorld(store, timing, members, seed, link, request_timeout=timeout)
 
 
 def leaderless_bound(shape: Shape) -> float:
@@ -91,11 +97,7 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: StoreLink | None =
     `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the ZooKeeper design before 0a1cbd1 (role nodes
     ephemeral, the core trusting the store to free a dead holder's roles: `Timing.silence_takeover=False`), which
     the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke."""
-    world = build(kind, seed, shape, link)
-    world.store.renewal_checks = renewal_checks
-    if trust_store_expiry:
-        world.timing = replace(world.timing, silence_takeover=False)
-        world.store.ephemeral_roles = True
+    world = build(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry)
     rng = random.Random(seed ^ 0x1EA5E)
     names = list(world.members)
     ttl = shape.ttl

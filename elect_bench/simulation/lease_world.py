@@ -130,14 +130,14 @@ class _Member:
 class LeaseWorld:
     """Members of one lease group on one simulated store (see the module docstring)."""
 
-    def __init__(self, kind: str, timing: Timing, members: Mapping[str, Sequence[Role]], seed: int,
-                 link: StoreLink | None = None, *, session_ttl: float, request_timeout: float,
-                 revoke_delay: float = 0.002, start_jitter: float = 0.1) -> None:
-        self.kind = kind
+    def __init__(self, store: SimStore, timing: Timing, members: Mapping[str, Sequence[Role]], seed: int,
+                 link: StoreLink | None = None, *, request_timeout: float, revoke_delay: float = 0.002,
+                 start_jitter: float = 0.1) -> None:
+        self.kind = store.kind
         self.timing = timing
         self.link = link or StoreLink()
         self.rng = random.Random(seed)
-        self.store = SimStore(kind, session_ttl)
+        self.store = store
         self.request_timeout = request_timeout
         self.revoke_delay = revoke_delay
         self.now = 0.0
