@@ -39,10 +39,11 @@ from functools import partial
 
 from cas_lease.core import LeaseCore, Timing
 from cas_lease.model import Done, KeepAlive, LeaseInput, MemberRecord, Observation, Publish, Renew, StoreAction
-from elect.core import Acquire, Extend, ExtendShared, Fence, Ready, Revoke
+from elect.core import Ready
 from elect.driver import Driver, FunctionIO
 from elect.roles import Role
 from elect_bench.simulation.cas_store import Refused, SessionGone, SimStore
+from elect_bench.simulation.keeper import Keeper
 from elect_bench.simulation.world import Recorded
 
 INF = math.inf
@@ -87,13 +88,6 @@ class StoreLink:
         return d
 
 
-@dataclass(slots=True)
-class _Held:
-    token: int
-    deadline: float
-    shared: bool
-
-
 @dataclass
 class _Member:
     name: str
@@ -108,9 +102,9 @@ class _Member:
     cut: bool = False
     suspended: bool = False  # ZooKeeper: the client declared its connection lost
     heard_at: float = 0.0  # when the store last answered it (ZooKeeper's read timeout counts from here)
+    keeper: Keeper = field(default_factory=lambda: Keeper("", []))
     core: LeaseCore | None = None
     driver: Driver[LeaseInput, StoreAction, None] | None = None
-    held: dict[Role, _Held] = field(default_factory=dict)
     releases: list[tuple[float, Role]] = field(default_factory=list)
     queues: dict[str, list[StoreAction]] = field(default_factory=dict)  # lane -> actions waiting
     busy: set[str] = field(default_factory=set)  # lanes with a request in flight
@@ -143,7 +137,8 @@ class LeaseWorld:
         self.now = 0.0
         self.history: list[Recorded] = []
         self.events_processed = 0
-        self.members = {name: _Member(name, tuple(roles)) for name, roles in members.items()}
+        self.members = {name: _Member(name, tuple(roles), keeper=Keeper(name, self.history))
+                        for name, roles in members.items()}
         self.frozen_until = -INF
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
@@ -173,7 +168,7 @@ class LeaseWorld:
         m = self.members[name]
         if not m.up:
             return
-        self._end_all(m, "killed")
+        m.keeper.fence_all(self.now, "killed")
         m.forget_session()
         m.up, m.core, m.driver, m.stopping = False, None, None, False
         m.incarnation += 1
@@ -243,9 +238,8 @@ class LeaseWorld:
         out: dict[Role, list[str]] = {}
         for m in self.members.values():
             if m.up:
-                for role, held in m.held.items():
-                    if self.now < held.deadline:
-                        out.setdefault(role, []).append(m.name)
+                for role in m.keeper.leading(self.now):
+                    out.setdefault(role, []).append(m.name)
         return out
 
     # ------------------------------------------------------------------ members
@@ -353,49 +347,18 @@ class LeaseWorld:
     def _apply(self, m: _Member, ready: Ready[StoreAction, None], now: float) -> None:
         core = m.core
         assert core is not None
-        for change in ready.changes:
-            if isinstance(change, Acquire):
-                m.held[change.role] = _Held(change.token, change.deadline if change.deadline is not None else INF,
-                                            change.shared)
-                self.history.append(Recorded(m.name, now, change))
-            elif isinstance(change, Extend):
-                held = m.held.get(change.role)
-                if held is not None and now < held.deadline:
-                    held.deadline = max(held.deadline, change.deadline)
-                else:
-                    core.lapsed(change.role, now)
-            elif isinstance(change, ExtendShared):
-                for held in m.held.values():
-                    if held.shared and now < held.deadline:
-                        held.deadline = max(held.deadline, change.deadline)
-            elif isinstance(change, Revoke):
-                if m.held.pop(change.role, None) is not None:
-                    self.history.append(Recorded(m.name, now, change))
-                m.releases.append((now + self.revoke_delay, change.role))
-            else:
-                self._end(m, change.role, change.until, change.reason)
-
-    def _end(self, m: _Member, role: Role, until: float, reason: str) -> None:
-        """Fence `role` now, as `BaseElector._fence` does: a leadership never outlives its own deadline, so it ended
-        at `until` or at its deadline, whichever came first (a paused member notices late)."""
-        held = m.held.pop(role, None)
-        if held is not None:
-            self.history.append(Recorded(m.name, self.now, Fence(role, min(until, held.deadline), reason)))
-
-    def _end_all(self, m: _Member, reason: str) -> None:
-        for role in sorted(m.held, key=str):
-            self._end(m, role, self.now, reason)
+        applied = m.keeper.apply(ready.changes, now)
+        for role in applied.lapsed:
+            core.lapsed(role, now)
+        m.releases += [(now + self.revoke_delay, role) for role in applied.revoked]
 
     def _idle(self, m: _Member, now: float) -> float:
         """The member's deadline timer and handover thread: leaderships past their deadline are fenced (the core
         told), released roles reported; the next time either is due."""
         core = m.core
         assert core is not None
-        for role, held in sorted(m.held.items(), key=_by_role):
-            if now >= held.deadline:
-                del m.held[role]
-                self.history.append(Recorded(m.name, now, Fence(role, held.deadline, "deadline")))
-                core.lapsed(role, now, now)
+        for role in m.keeper.expire(now):
+            core.lapsed(role, now, now)
         if m.releases and m.releases[0][0] <= now:
             due = [role for t, role in m.releases if t <= now]
             m.releases = [(t, role) for t, role in m.releases if t > now]
@@ -403,7 +366,7 @@ class LeaseWorld:
                 core.released(role, now)
         if m.stopping and core.finished:
             self.at(now, partial(self._exit, m, m.incarnation))
-        nxt = min((h.deadline for h in m.held.values()), default=INF)
+        nxt = m.keeper.next_deadline()
         return min(nxt, m.releases[0][0]) if m.releases else nxt
 
     def _send(self, m: _Member, actions: list[StoreAction]) -> None:
@@ -528,7 +491,7 @@ class LeaseWorld:
     def _suspend(self, m: _Member) -> None:
         """SUSPENDED: every leadership ends now, on the client's thread; the core stops until it renews."""
         m.suspended = True
-        self._end_all(m, "suspended")
+        m.keeper.fence_all(self.now, "suspended")
         if m.core is not None:
             m.core.suspended(self.now)
             self._turn(m, [])
@@ -551,7 +514,7 @@ class LeaseWorld:
         """The store no longer knows the session: every leadership ends, a new session opens."""
         if not self._current(m, inc) or m.session != session or m.session_down:
             return
-        self._end_all(m, "session lost")
+        m.keeper.fence_all(self.now, "session lost")
         m.forget_session()
         m.session_down, m.suspended = True, False
         if m.core is not None:
@@ -595,10 +558,6 @@ class LeaseWorld:
         seen: list[Observation] = [self.store.snapshot()] if self.kind == "zookeeper" else held
         if seen:
             self._watch_event(m, seen)
-
-
-def _by_role(item: tuple[Role, _Held]) -> str:
-    return str(item[0])
 
 
 def _raise(error: Exception) -> None:  # pragma: no cover - nothing is persisted; a bug raises at once
