@@ -30,7 +30,8 @@ from elect_bench.faults.infrastructure import InfraPause
 from elect_bench.faults.member import Cut, Kill, Pause, Stop
 from elect_bench.history import FaultRecord, History
 from elect_bench.simulation.cas_store import SimStore
-from elect_bench.simulation.lease_world import LeaseWorld, StoreLink
+from elect_bench.simulation.lease_world import LeaseWorld
+from elect_bench.simulation.linked import ServerLink
 from elect_bench.simulation.world import lines_of
 
 KINDS = ("etcd", "zookeeper")
@@ -63,7 +64,7 @@ class Outcome:
     lines: int
 
 
-def build(kind: str, seed: int, shape: Shape = Shape(), link: StoreLink | None = None, *,
+def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
           renewal_checks: bool = True, trust_store_expiry: bool = False) -> LeaseWorld:
     """A group of `kind` whose members run the core as `etcd://` / `zookeeper://` would with this TTL: the same
     `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout and session length (for
@@ -90,7 +91,7 @@ def leaderless_bound(shape: Shape) -> float:
     return 3 * shape.ttl
 
 
-def chaos(kind: str, seed: int, shape: Shape = Shape(), link: StoreLink | None = None, *,
+def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
           renewal_checks: bool = True, trust_store_expiry: bool = False) -> Outcome:
     """One seed's schedule of faults against a group of `kind`, judged. To show what the design prevents:
     `renewal_checks=False`, a ZooKeeper store whose renewals do not check the member's role nodes (what

@@ -30,10 +30,8 @@ sessions it had not heard from for their timeout before it froze, and that expir
 
 from __future__ import annotations
 
-import heapq
 import math
-import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -44,6 +42,7 @@ from elect.driver import Driver, FunctionIO
 from elect.roles import Role
 from elect_bench.simulation.cas_store import Refused, SessionGone, SimStore
 from elect_bench.simulation.keeper import Keeper
+from elect_bench.simulation.linked import LinkedWorld, ServerLink
 from elect_bench.simulation.world import Recorded
 
 INF = math.inf
@@ -55,37 +54,6 @@ ticks)."""
 SUSPEND_FRACTION = 2 / 3
 """... and declares the connection lost (SUSPENDED) after two thirds of it without an answer (kazoo's read
 timeout)."""
-
-
-@dataclass(slots=True)
-class StoreLink:
-    """Latency between a member and the store: per request each way, and per watch event."""
-
-    delay_min: float = 0.0003
-    delay_max: float = 0.002
-    spike_probability: float = 0.0
-    """Chance that a request or watch event is delayed by an extra `spike_delay` (a retransmission, a GC pause)."""
-    spike_delay: float = 0.05
-    watch_min: float = 0.0005
-    watch_max: float = 0.004
-
-    def describe(self) -> str:
-        what = (f"requests {self.delay_min * 1000:g}-{self.delay_max * 1000:g} ms each way, watch events "
-                f"{self.watch_min * 1000:g}-{self.watch_max * 1000:g} ms")
-        if self.spike_probability:
-            what += f", {self.spike_probability:.0%} delayed {self.spike_delay * 1000:g} ms more"
-        return what
-
-    def request(self, rng: random.Random) -> float:
-        return self._spiked(self.delay_min + rng.random() * (self.delay_max - self.delay_min), rng)
-
-    def watch(self, rng: random.Random) -> float:
-        return self._spiked(self.watch_min + rng.random() * (self.watch_max - self.watch_min), rng)
-
-    def _spiked(self, d: float, rng: random.Random) -> float:
-        if self.spike_probability and rng.random() < self.spike_probability:
-            d += self.spike_delay
-        return d
 
 
 @dataclass
@@ -121,45 +89,28 @@ class _Member:
         self.releases.clear()
 
 
-class LeaseWorld:
+class LeaseWorld(LinkedWorld):
     """Members of one lease group on one simulated store (see the module docstring)."""
 
     def __init__(self, store: SimStore, timing: Timing, members: Mapping[str, Sequence[Role]], seed: int,
-                 link: StoreLink | None = None, *, request_timeout: float, revoke_delay: float = 0.002,
+                 link: ServerLink | None = None, *, request_timeout: float, revoke_delay: float = 0.002,
                  start_jitter: float = 0.1) -> None:
+        super().__init__(seed, link or ServerLink())
         self.kind = store.kind
         self.timing = timing
-        self.link = link or StoreLink()
-        self.rng = random.Random(seed)
         self.store = store
         self.request_timeout = request_timeout
         self.revoke_delay = revoke_delay
-        self.now = 0.0
         self.history: list[Recorded] = []
-        self.events_processed = 0
         self.members = {name: _Member(name, tuple(roles), keeper=Keeper(name, self.history))
                         for name, roles in members.items()}
-        self.frozen_until = -INF
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._seq = 0
         self._lapse_checks: set[tuple[str, float]] = set()
         for name in self.members:
             self.at(self.rng.random() * start_jitter, partial(self._start, name))
 
-    # ------------------------------------------------------------------ scheduling and running
-    def at(self, t: float, fn: Callable[[], None]) -> None:
-        """Run `fn` at virtual time `t` (faults, probes)."""
-        self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, fn))
-
-    def run_until(self, t: float) -> None:
-        heap = self._heap
-        while heap and heap[0][0] <= t:
-            at, _, fn = heapq.heappop(heap)
-            self.now = at
-            self.events_processed += 1
-            fn()
-        self.now = max(self.now, t)
+    @property
+    def processes(self) -> Mapping[str, _Member]:
+        return self.members
 
     # ------------------------------------------------------------------ faults
     def kill(self, name: str) -> None:
@@ -198,17 +149,12 @@ class LeaseWorld:
 
     def _exit(self, m: _Member, inc: int) -> None:
         """The stopped member closes its session (the store drops its keys at once) and its process exits."""
-        if not self._current(m, inc):
+        if not self.current(m, inc):
             return
         session = m.session
         if session and not m.session_down:
-            self._at_store(m, lambda: self._broadcast(self.store.drop(session)))
+            self.to_server(m, lambda: self._broadcast(self.store.drop(session)))
         self.kill(m.name)
-
-    def pause(self, name: str, duration: float) -> None:
-        """SIGSTOP for `duration`: nothing is processed (no timers, no pings) until it resumes."""
-        m = self.members[name]
-        m.paused_until = max(m.paused_until, self.now + duration)
 
     def cut(self, name: str) -> None:
         """The member's link to the store fails: requests and answers are lost, watch events stall."""
@@ -251,39 +197,9 @@ class LeaseWorld:
         m.watch_free = -INF
         self._open(m, m.incarnation)
 
-    def _current(self, m: _Member, inc: int) -> bool:
-        return m.up and m.incarnation == inc
-
-    def _at_store(self, m: _Member, fn: Callable[[], None]) -> None:
-        """`fn` runs at the store when a request sent now arrives: lost if the link is cut then; held while the store
-        is frozen (a frozen leader answers once it wakes, whatever its client made of the silence)."""
-        def arrive() -> None:
-            if m.cut:
-                return
-            if self.now < self.frozen_until:
-                self.at(self.frozen_until, arrive)
-                return
-            fn()
-
-        if not m.cut:
-            self.at(self.now + self.link.request(self.rng), arrive)
-
-    def _back(self, m: _Member, inc: int, fn: Callable[[], None]) -> None:
-        """`fn` runs at the member when an answer sent now arrives (lost if the link is cut then or the process
-        died; waiting in the socket while it is paused)."""
-        def arrive() -> None:
-            if not self._current(m, inc) or m.cut:
-                return
-            if self.now < m.paused_until:
-                self.at(m.paused_until, arrive)
-                return
-            fn()
-
-        self.at(self.now + self.link.request(self.rng), arrive)
-
     def _open(self, m: _Member, inc: int) -> None:
         """Open a session (the first, or one after a loss): a round trip; tried again after the request timeout."""
-        if not self._current(m, inc):
+        if not self.current(m, inc):
             return
         if self.now < m.paused_until:
             self.at(m.paused_until, partial(self._open, m, inc))
@@ -297,13 +213,13 @@ class LeaseWorld:
             mine, theirs = self.store.open(session, record, self.now)
             self._watch_lapse(session)
             self._broadcast(theirs)
-            self._back(m, inc, lambda: self._opened(m, inc, session, sent, mine))
+            self.to_member(m, inc, lambda: self._opened(m, inc, session, sent, mine))
 
         def retry() -> None:
-            if self._current(m, inc) and m.opening == session:
+            if self.current(m, inc) and m.opening == session:
                 self._open(m, inc)
 
-        self._at_store(m, register)
+        self.to_server(m, register)
         self.at(sent + self.request_timeout, retry)
 
     def _opened(self, m: _Member, inc: int, session: str, sent: float, mine: list[Observation]) -> None:
@@ -329,7 +245,7 @@ class LeaseWorld:
             return
         if self.now < m.paused_until:
             inc = m.incarnation
-            self.at(m.paused_until, lambda: self._turn(m, inputs) if self._current(m, inc) else None)
+            self.at(m.paused_until, lambda: self._turn(m, inputs) if self.current(m, inc) else None)
             return
         wake, extra = m.driver.turn(self.now, [inputs] if inputs else ())
         at = max(min(wake, extra), self.now)
@@ -339,7 +255,7 @@ class LeaseWorld:
                 self.at(at, partial(self._wake, m, m.incarnation, at))
 
     def _wake(self, m: _Member, inc: int, at: float) -> None:
-        if self._current(m, inc) and m.wake_at == at:
+        if self.current(m, inc) and m.wake_at == at:
             m.wake_at = INF
             self._turn(m, [])
 
@@ -388,7 +304,7 @@ class LeaseWorld:
 
     def _request(self, m: _Member, inc: int, session: str, action: StoreAction, lane: str) -> None:
         """One request: to the store and back, or failed (outcome unknown) at the request timeout."""
-        if not self._current(m, inc) or m.session != session:
+        if not self.current(m, inc) or m.session != session:
             return
         if self.now < m.paused_until:
             self.at(m.paused_until, partial(self._request, m, inc, session, action, lane))
@@ -408,14 +324,14 @@ class LeaseWorld:
             try:
                 mine, theirs = self.store.execute(session, m.name, action, sent, self.now, ours)
             except SessionGone:
-                self._back(m, inc, lambda: self._session_lost(m, inc, session))
+                self.to_member(m, inc, lambda: self._session_lost(m, inc, session))
                 return
             except Refused as refused:
-                self._back(m, inc, partial(answer, refused.observations, False))
+                self.to_member(m, inc, partial(answer, refused.observations, False))
                 return
             self._watch_lapse(session)
             self._broadcast(theirs)
-            self._back(m, inc, lambda: answer(mine))
+            self.to_member(m, inc, lambda: answer(mine))
 
         def answer(mine: list[Observation], ok: bool = True) -> None:
             if over[0] or m.session != session or self.now >= deadline:
@@ -424,10 +340,10 @@ class LeaseWorld:
             finish([*mine, Done(action, ok, sent)])
 
         def timeout() -> None:
-            if not over[0] and self._current(m, inc) and m.session == session:
+            if not over[0] and self.current(m, inc) and m.session == session:
                 finish([Done(action, False, sent)])
 
-        self._at_store(m, execute)
+        self.to_server(m, execute)
         self.at(deadline, lambda: self.at(m.paused_until, timeout) if self.now < m.paused_until else timeout())
 
     def _ours(self, m: _Member, session: str) -> dict[Role, int]:
@@ -476,7 +392,7 @@ class LeaseWorld:
 
     def _ping(self, m: _Member, inc: int, session: str) -> None:
         """ZooKeeper: the client library keeps its session alive, and notices a silent server (SUSPENDED)."""
-        if not self._current(m, inc) or m.session != session:
+        if not self.current(m, inc) or m.session != session:
             return
         if self.now >= m.paused_until:
             if not m.cut and self.now >= self.frozen_until:
@@ -498,7 +414,7 @@ class LeaseWorld:
 
     def _reconnect(self, m: _Member, inc: int) -> None:
         """The link works again: a session the store ended is LOST (a new one opens); else the watches catch up."""
-        if not self._current(m, inc) or m.cut or self.now < self.frozen_until:
+        if not self.current(m, inc) or m.cut or self.now < self.frozen_until:
             return
         if self.now < m.paused_until:
             self.at(m.paused_until, partial(self._reconnect, m, inc))
@@ -512,7 +428,7 @@ class LeaseWorld:
 
     def _session_lost(self, m: _Member, inc: int, session: str) -> None:
         """The store no longer knows the session: every leadership ends, a new session opens."""
-        if not self._current(m, inc) or m.session != session or m.session_down:
+        if not self.current(m, inc) or m.session != session or m.session_down:
             return
         m.keeper.fence_all(self.now, "session lost")
         m.forget_session()
@@ -540,7 +456,7 @@ class LeaseWorld:
         inc = m.incarnation
 
         def arrive() -> None:
-            if not self._current(m, inc) or m.session_down:
+            if not self.current(m, inc) or m.session_down:
                 return
             if m.cut:
                 m.backlog.extend(seen)

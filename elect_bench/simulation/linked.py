@@ -1,0 +1,128 @@
+"""What the simulated worlds of members around one server (a lease store, a Kafka broker) share: virtual time as a
+heap of callbacks, and the member's link to the server with its faults.
+
+A request sent now reaches the server after a drawn latency, unless the member's link is cut when it is sent or
+arrives; while the server is frozen it waits in the server's socket and is served when it wakes. An answer reaches
+the member after a drawn latency, unless the link is cut, or the process died or was restarted meanwhile; while the
+member is paused it waits in the member's socket until it resumes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+INF = math.inf
+
+
+class Process(Protocol):
+    """A member's process as the link sees it."""
+
+    up: bool
+    incarnation: int
+    cut: bool
+    paused_until: float
+
+
+@dataclass(slots=True)
+class ServerLink:
+    """Latency between a member and the server: per request each way, and per watch event (a lease store's)."""
+
+    delay_min: float = 0.0003
+    delay_max: float = 0.002
+    spike_probability: float = 0.0
+    """Chance that a request or watch event is delayed by an extra `spike_delay` (a retransmission, a GC pause)."""
+    spike_delay: float = 0.05
+    watch_min: float = 0.0005
+    watch_max: float = 0.004
+
+    def describe(self) -> str:
+        what = (f"requests {self.delay_min * 1000:g}-{self.delay_max * 1000:g} ms each way, watch events "
+                f"{self.watch_min * 1000:g}-{self.watch_max * 1000:g} ms")
+        if self.spike_probability:
+            what += f", {self.spike_probability:.0%} delayed {self.spike_delay * 1000:g} ms more"
+        return what
+
+    def request(self, rng: random.Random) -> float:
+        return self._spiked(self.delay_min + rng.random() * (self.delay_max - self.delay_min), rng)
+
+    def watch(self, rng: random.Random) -> float:
+        return self._spiked(self.watch_min + rng.random() * (self.watch_max - self.watch_min), rng)
+
+    def _spiked(self, d: float, rng: random.Random) -> float:
+        if self.spike_probability and rng.random() < self.spike_probability:
+            d += self.spike_delay
+        return d
+
+
+class LinkedWorld:
+    """Virtual time and member-server links (see the module). `wake_spread`: requests held by a frozen server are
+    served in a drawn order within that many seconds of its wake-up, as a real one takes them from its sockets in
+    no particular order (0: in the order they were sent)."""
+
+    def __init__(self, seed: int, link: ServerLink, wake_spread: float = 0.0) -> None:
+        self.rng = random.Random(seed)
+        self.link = link
+        self.wake_spread = wake_spread
+        self.now = 0.0
+        self.events_processed = 0
+        self.frozen_until = -INF
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = 0
+
+    @property
+    def processes(self) -> Mapping[str, Process]:
+        raise NotImplementedError
+
+    def at(self, t: float, fn: Callable[[], None]) -> None:
+        """Run `fn` at virtual time `t` (faults, probes)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, fn))
+
+    def run_until(self, t: float) -> None:
+        heap = self._heap
+        while heap and heap[0][0] <= t:
+            at, _, fn = heapq.heappop(heap)
+            self.now = at
+            self.events_processed += 1
+            fn()
+        self.now = max(self.now, t)
+
+    def pause(self, name: str, duration: float) -> None:
+        """SIGSTOP for `duration`: nothing is processed (no timers, no answers read) until it resumes."""
+        m = self.processes[name]
+        m.paused_until = max(m.paused_until, self.now + duration)
+
+    def current(self, m: Process, inc: int) -> bool:
+        """`m` is up and still the incarnation `inc` (a restart makes older callbacks stale)."""
+        return m.up and m.incarnation == inc
+
+    def to_server(self, m: Process, fn: Callable[[], None]) -> None:
+        """`fn` runs at the server when a request sent now arrives (see the module)."""
+        def arrive() -> None:
+            if m.cut:
+                return
+            if self.now < self.frozen_until:
+                spread = self.rng.random() * self.wake_spread if self.wake_spread else 0.0
+                self.at(self.frozen_until + spread, arrive)
+                return
+            fn()
+
+        if not m.cut:
+            self.at(self.now + self.link.request(self.rng), arrive)
+
+    def to_member(self, m: Process, inc: int, fn: Callable[[], None]) -> None:
+        """`fn` runs at the member when an answer sent now arrives (see the module)."""
+        def arrive() -> None:
+            if not self.current(m, inc) or m.cut:
+                return
+            if self.now < m.paused_until:
+                self.at(m.paused_until, arrive)
+                return
+            fn()
+
+        self.at(self.now + self.link.request(self.rng), arrive)
