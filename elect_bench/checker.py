@@ -1,6 +1,7 @@
 """Reads a merged history and reports every violation of what an elector promised.
 
-- two members leading one role at once, in a mode that claims exclusivity;
+- two members leading one role at once, in a mode that claims exclusivity; in a mode that bounds its overlap
+  instead (NELI full above its exclusivity bound: T), two members leading one role together for longer than that;
 - a fencing token that did not increase from one leader of a role to the next (a member resuming its
   own leadership under the same token, nobody else having acquired in between, is allowed: see
   elect.contract.Leadership);
@@ -29,9 +30,12 @@ class Violation:
 
 
 def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_bound: float | None = None,
-          healed_at: float | None = None, overlap_tolerance: float = 0.0) -> list[Violation]:
+          healed_at: float | None = None, overlap_tolerance: float = 0.0,
+          max_overlap: float | None = None) -> list[Violation]:
     """Every violation in `history`; tokens are checked only where the method has them (`tokens`: an anchor
-    without a fencing token prints 0); `leaderless_bound` applies from `healed_at` (default: the last fault)."""
+    without a fencing token prints 0); `leaderless_bound` applies from `healed_at` (default: the last fault).
+    `max_overlap` (a non-exclusive mode's bound) is judged per pair of leaderships: a chain of handovers may keep
+    some two members leading for longer, each pair within the bound."""
     found: list[Violation] = []
     by_role = history.intervals()
     for role, ivs in sorted(by_role.items()):
@@ -40,6 +44,12 @@ def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_
                 if end - start > overlap_tolerance:
                     found.append(Violation("overlap", role, start,
                                            f"{', '.join(sorted(members))} both led for {end - start:.3f} s"))
+        elif max_overlap is not None:
+            for a, b in itertools.combinations(ivs, 2):
+                start, end = max(a.start, b.start), min(a.end, b.end)
+                if a.member != b.member and end - start > max_overlap:
+                    found.append(Violation("overlap", role, start, f"{a.member}, {b.member} both led for "
+                                           f"{end - start:.3f} s (bound {max_overlap:g} s)"))
         acquired = [line for line in history.lines if tokens and line["role"] == role and line["event"] == "acquired"]
         for prev, nxt in itertools.pairwise(acquired):
             resumed = nxt["member"] == prev["member"] and nxt["token"] == prev["token"]

@@ -38,9 +38,11 @@ mode=full (the paper's non-exclusive variant): every member publishes to every p
 heartbeat_interval and leads partition i while its latest record on i (any member of the group) is
 younger than T = heartbeat_timeout. With T above the exclusivity bound (default T = 2 x session_timeout)
 an owner keeps leading after it loses k until its evidence is T old, so successive leaders overlap by
-at most T instead of leaving a gap (`Revoked` when T runs out after an orderly revocation, `Fenced`
-otherwise). With heartbeat_timeout + group_heartbeat_interval < session_timeout it behaves exclusively
-like fast mode (gaps instead of overlap) and ends leadership in the rebalance callback.
+at most T plus one heartbeat interval instead of leaving a gap (a dropped owner that has not noticed
+extends on its own records until it reads its successor's first token, one successor heartbeat after it
+began). `Revoked` when T runs out after an orderly revocation, `Fenced` otherwise. With heartbeat_timeout
++ group_heartbeat_interval < session_timeout it behaves exclusively like fast mode (gaps instead of
+overlap) and ends leadership in the rebalance callback.
 
 Tokens: the offset of a leadership's first evidence record in its partition; offsets only grow, so
 tokens strictly increase across the successive owners of a partition.

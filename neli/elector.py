@@ -49,7 +49,7 @@ from elect.core import Acquire, Extend, Ready, Revoke
 from elect.driver import Driver, FunctionIO
 from elect.errors import ElectError
 from elect.roles import Role, partition_of
-from neli.core import Assigned, NeliCore, NeliInput, Publish, Received, Skipped, Unassigned
+from neli.core import READ_BACK, Assigned, NeliCore, NeliInput, Publish, Received, Skipped, Unassigned
 from neli.group import configure_group, speaks_consumer_protocol, warn_of_broker_defaults
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error, refusal
@@ -58,8 +58,7 @@ from neli.options import KafkaOptions
 from neli.topic import admin_client, end_offsets, ensure_parking_topic, ensure_topic, partition_count
 
 log = logging.getLogger("neli")
-_BACK = 100  # a newly assigned partition is read from this many records before its end
-_TAIL = -2000 - _BACK  # librdkafka's logical offset for that (RD_KAFKA_OFFSET_TAIL)
+_TAIL = -2000 - READ_BACK  # librdkafka's logical offset for that (RD_KAFKA_OFFSET_TAIL)
 kafka_log = logging.getLogger("neli.librdkafka")
 
 INF = math.inf
@@ -123,8 +122,12 @@ class KafkaElector(BaseElector):
         if o.exclusive:
             return Characteristics(exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=True,
                                    token=token, notes=notes)
-        return Characteristics(exclusive=False, max_overlap=o.timeout, max_failover=None, graceful_handover=False,
-                               token=token, notes=notes)
+        # T, plus one heartbeat interval: an owner the group dropped behind its back extends its leadership on its
+        # own records until it reads its successor's first record that carries the successor's token, one of the
+        # successor's heartbeats after it began (found in simulation: kafka-full seeds 62 and 166 of `elect bench
+        # sim-neli`, overlaps of T + 63-90 ms at an interval of 200 ms)
+        return Characteristics(exclusive=False, max_overlap=o.timeout + o.interval, max_failover=None,
+                               graceful_handover=False, token=token, notes=notes)
 
     # ----------------------------------------------------------------- lifecycle hooks
     def _on_start(self) -> None:
@@ -387,7 +390,7 @@ class KafkaElector(BaseElector):
         ends = end_offsets(self._admin, self.options.topic, ours, self.options.interval) if self._admin else {}
         for p in ours:  # a logical start (the fallback) is resolved by librdkafka: the first record read sets it
             if p in ends:
-                self._next_offset[p] = max(0, ends[p] - _BACK)
+                self._next_offset[p] = max(0, ends[p] - READ_BACK)
             else:
                 self._next_offset.pop(p, None)
         start = [TopicPartition(p.topic, p.partition, self._next_offset.get(p.partition, _TAIL))

@@ -1,9 +1,10 @@
-"""`elect bench sim-lease`: many seeds of simulated chaos per lease method, each judged by the real checker.
+"""`elect bench sim-lease`, `elect bench sim-neli`: many seeds of simulated chaos per lease or NELI method, each
+judged by the real checker.
 
-Every seed is one schedule of faults (`elect_bench.simulation.lease_chaos`) against a simulated group running the
-real core and driver; a seed that breaks a promise is listed with what broke, so anyone can replay it
-(`replay(method, seed)`). Seeds run in worker processes whose string hashing is fixed (see
-`elect_bench.simulation.lease_chaos`); results are taken in seed order, so they do not depend on the number of
+Every seed is one schedule of faults (`elect_bench.simulation.seeded_chaos`) against a simulated group running the
+real core and driver (a simulated etcd, ZooKeeper or Kafka broker); a seed that breaks a promise is listed with what
+broke, so anyone can replay it (`replay(method, seed)`). Seeds run in worker processes whose string hashing is fixed
+(see `elect_bench.simulation.seeded_chaos`); results are taken in seed order, so they do not depend on the number of
 workers.
 """
 
@@ -17,7 +18,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from elect.errors import ConfigError
-from elect_bench.simulation.lease_chaos import FAULTS, KINDS, Outcome, Shape, chaos, leaderless_bound, replay_pool
+from elect_bench.simulation.seeded_chaos import (
+    FAULTS,
+    KINDS,
+    LEASE_KINDS,
+    NELI_KINDS,
+    Outcome,
+    Shape,
+    chaos,
+    leaderless_bound,
+    replay_pool,
+)
 
 Progress = Callable[[str, int, int, str], None]  # (cell, seeds done, seeds total, status)
 
@@ -25,7 +36,7 @@ Progress = Callable[[str, int, int, str], None]  # (cell, seeds done, seeds tota
 @dataclass(frozen=True)
 class ChaosScenario:
     name: str = "sim-lease"
-    methods: tuple[str, ...] = KINDS
+    methods: tuple[str, ...] = LEASE_KINDS
     seeds: int = 300
     first_seed: int = 0
     shape: Shape = field(default_factory=Shape)
@@ -34,7 +45,8 @@ class ChaosScenario:
     def __post_init__(self) -> None:
         for m in self.methods:
             if m not in KINDS:
-                raise ConfigError(f"no lease simulation of {m!r}; one of {', '.join(KINDS)}", parameter="methods")
+                raise ConfigError(f"no seeded chaos simulation of {m!r}; one of {', '.join(KINDS)}",
+                                  parameter="methods")
         if self.seeds < 1:
             raise ConfigError("seeds must be >= 1", parameter="seeds")
 
@@ -44,7 +56,7 @@ class ChaosScenario:
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ConfigError(f"unknown chaos scenario keys: {', '.join(unknown)}", parameter=unknown[0])
-        methods = raw.get("methods", KINDS)
+        methods = raw.get("methods", LEASE_KINDS)
         methods = tuple(methods.split(",") if isinstance(methods, str) else methods)
         shape = Shape(**{f.name: type(getattr(Shape(), f.name))(raw[f.name]) for f in fields(Shape) if f.name in raw})
         return cls(name=str(raw.get("name", cls.name)), methods=methods, seeds=int(raw.get("seeds", cls.seeds)),
@@ -136,15 +148,27 @@ def provenance(result: ChaosResult) -> str:
     from elect_bench.suite import made
 
     s = result.scenario
+    bounds = ", ".join(f"{leaderless_bound(m, s.shape):g}" for m in s.methods)
     return (f"{made(result.command, result.started, result.seconds, result.machine)} "
-            f"Deterministic simulation of the lease core and driver against a simulated store (seeds "
+            f"Deterministic simulation of {_simulated(s.methods)} (seeds "
             f"{s.first_seed}..{s.first_seed + s.seeds - 1}): {s.shape.members} members, {s.shape.roles} roles, "
-            f"TTL {s.shape.ttl:g} s, {s.shape.faults} faults per seed over {s.shape.duration:g} s, drawn from "
+            f"TTL (session timeout) {s.shape.ttl:g} s, {s.shape.faults} faults per seed over "
+            f"{s.shape.duration:g} s, drawn from "
             f"{', '.join(f.name for f in FAULTS)}; every role must be led again within "
-            f"{leaderless_bound(s.shape):g} s of the heal.")
+            f"{bounds} s of the heal (per method, in order).")
+
+
+def _simulated(methods: tuple[str, ...]) -> str:
+    what = []
+    if any(m in LEASE_KINDS for m in methods):
+        what.append("the lease core and driver against a simulated store")
+    if any(m in NELI_KINDS for m in methods):
+        what.append("the NELI core and driver against a simulated Kafka broker (its group coordinator and partition "
+                    "logs; the -eager kinds use the classic protocol's range assignor)")
+    return " and ".join(what)
 
 
 NOTES = ("Each seed is judged by the checker real runs use (elect_bench.checker): *violating* seeds had two "
-         "members believing they led one role at once, a token that did not grow, or a role unled for longer than "
-         "the bound after everything healed. `replay(method, seed)` in elect_bench.simulation.lease_chaos replays "
-         "a seed exactly.")
+         "members believing they led one role at once (NELI full above its exclusivity bound: for longer than T), a "
+         "token that did not grow, or a role unled for longer than the bound after everything healed. "
+         "`replay(method, seed)` in elect_bench.simulation.seeded_chaos replays a seed exactly.")

@@ -113,7 +113,7 @@ class GroupCoordinator:
         if not self.rebalancing:
             self._begin_round()
             m.joined = True
-        return member_id, self._complete()
+        return member_id, self._complete(now)
 
     def heartbeat(self, member_id: str | None, name: str, generation: int, owned: Iterable[int],
                   now: float) -> Answer:
@@ -129,22 +129,25 @@ class GroupCoordinator:
             return Rebalancing()
         return Stable()
 
-    def leave(self, member_id: str | None) -> dict[str, Answer]:
+    def leave(self, member_id: str | None, now: float) -> dict[str, Answer]:
         """LeaveGroup: the member is gone at once (answers due to the others, as for `expire`)."""
         if member_id is None or self.members.pop(member_id, None) is None:
             return {}
-        return self._changed()
+        return self._changed(now)
 
     def expire(self, now: float) -> dict[str, Answer]:
-        """End the sessions not heard from for the session timeout; the answers that completes."""
-        gone = [mid for mid, m in self.members.items() if now - m.last_seen >= self.session_timeout]
+        """End the sessions not heard from for the session timeout; the answers that completes. (A classic member
+        waiting for its round to complete is not expired: its JoinGroup is its sign of life.)"""
+        gone = [mid for mid, m in self.members.items()
+                if now >= m.last_seen + self.session_timeout and not (self.rebalancing and m.joined)]
         for mid in gone:
             del self.members[mid]
-        return self._changed() if gone else {}
+        return self._changed(now) if gone else {}
 
-    def expiry_due(self, member_id: str) -> float | None:
-        m = self.members.get(member_id)
-        return None if m is None else m.last_seen + self.session_timeout
+    def expiry_due(self) -> float | None:
+        """When the next session may expire (None: none can until a request arrives)."""
+        return min((m.last_seen + self.session_timeout for m in self.members.values()
+                    if not (self.rebalancing and m.joined)), default=None)
 
     def owners(self) -> dict[int, list[str]]:
         """Per partition, the members the coordinator counts as holding it (KIP-848) or assigned it (classic)."""
@@ -159,7 +162,7 @@ class GroupCoordinator:
         self._ids += 1
         return f"{name}#{self._ids}"
 
-    def _changed(self) -> dict[str, Answer]:
+    def _changed(self, now: float) -> dict[str, Answer]:
         if self.protocol == "consumer":
             self._retarget()
             return {}
@@ -168,15 +171,16 @@ class GroupCoordinator:
             return {}
         if not self.rebalancing:
             self._begin_round()
-        return self._complete()
+        return self._complete(now)
 
     def _begin_round(self) -> None:
         self.rebalancing = True
         for m in self.members.values():
             m.joined = False
 
-    def _complete(self) -> dict[str, Answer]:
-        """Classic: once every member has joined, the round completes: a new generation, each member's share."""
+    def _complete(self, now: float) -> dict[str, Answer]:
+        """Classic: once every member has joined, the round completes: a new generation, each member's share, and
+        every session's timeout starts afresh."""
         if not self.rebalancing or not all(m.joined for m in self.members.values()):
             return {}
         self.rebalancing = False
@@ -189,7 +193,7 @@ class GroupCoordinator:
             share = target[mid]
             if self.protocol == "cooperative":  # a partition still owned by another member waits for the next round
                 share = {p for p in share if not any(p in o.owned for oid, o in self.members.items() if oid != mid)}
-            m.given = frozenset(share)
+            m.given, m.last_seen = frozenset(share), now
             answers[mid] = Assigned(mid, self.generation, m.given)
         return answers
 

@@ -15,13 +15,13 @@ from elect_bench.history import FaultRecord, History
 from elect_bench.measures import failovers
 from elect_bench.simulation import chaos_runner
 from elect_bench.simulation.chaos_runner import ChaosScenario
-from elect_bench.simulation.lease_chaos import KINDS, Shape, build, chaos, replay
+from elect_bench.simulation.seeded_chaos import LEASE_KINDS, Shape, build, chaos, replay
 from elect_bench.simulation.world import lines_of
 
 SEEDS = 300  # per store: 5-10 s each on an idle machine (`elect bench sim-lease` runs as many as asked)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", LEASE_KINDS)
 def test_a_seed_replays_the_same_history(kind: str) -> None:
     """In one process, and in fresh ones with string hashing fixed as `elect bench sim-lease` runs them."""
     assert chaos(kind, 7) == chaos(kind, 7)
@@ -30,7 +30,7 @@ def test_a_seed_replays_the_same_history(kind: str) -> None:
     assert first.lines > 20 and first.events > 1000  # it did something
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", LEASE_KINDS)
 def test_seeds_of_chaos_break_no_promise(kind: str) -> None:
     """Kills, graceful stops, pauses, cuts between a member and the store, and store freezes, five per seed:
     never two leaders of a role, tokens only grow, every role led again within 3 TTLs of the heal."""
@@ -61,7 +61,7 @@ def test_the_soaks_finding_of_a_woken_zookeeper_leader_is_reproduced_against_the
     assert overlaps and all(v.at > woke[0] for v in overlaps)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", LEASE_KINDS)
 def test_a_killed_leaders_roles_move_after_the_ttl_as_on_the_real_store(kind: str) -> None:
     """The simulated failover after a kill is the core's rule (a holder silent for ttl is taken over, seen within a
     renewal interval), as measured on the real stores (docs/results/default-9a069ac: p50 0.94-0.97 s at ttl 1 s)."""

@@ -1,10 +1,18 @@
-"""Seeded chaos for the lease methods in simulation: a nemesis against `LeaseWorld`, judged by the real checker.
+"""Seeded chaos in simulation for the methods whose members talk to one server: the lease methods (`LeaseWorld`
+against a simulated etcd or ZooKeeper) and NELI (`NeliWorld` against a simulated Kafka broker), judged by the real
+checker.
 
 One seed draws a schedule of faults (the real harness's fault names: `kill` then a restart, `stop` then a start,
-`pause`, `cut` then its heal, `infra-pause`: the store frozen) over `duration` seconds, heals everything
-(links, store, every member up) three TTLs later, and runs on until the group has had time to recover. The
+`pause`, `cut` then its heal, `infra-pause`: the store or broker frozen) over `duration` seconds, heals everything
+(links, server, every member up) three TTLs later, and runs on until the group has had time to recover. The
 members' event lines (`lines_of`) are judged by `elect_bench.checker.check` as a real run's are: no two members
-lead a role at once, tokens only grow, and after the heal every role is led again within the bound.
+lead a role at once (or, for NELI full above its exclusivity bound, not for longer than T), tokens only grow, and
+after the heal every role is led again within the bound.
+
+The kinds are the `elect bench` method names (`etcd`, `zookeeper`, `kafka-fast`, `kafka-full` on the classic
+protocol with the cooperative-sticky assignor, `kafka-fast-848`, `kafka-full-848` on KIP-848), and NELI on the
+classic protocol's eager `range` assignor (`kafka-fast-eager`, `kafka-full-eager`), which the real suite does not
+run by default.
 
 A seed replays exactly in a process whose string hashing is fixed (`PYTHONHASHSEED=0`): the lease core keeps roles
 and sessions in sets, whose order follows the hash of their names, and it acts on them in that order. `replay`
@@ -30,11 +38,16 @@ from elect_bench.faults.infrastructure import InfraPause
 from elect_bench.faults.member import Cut, Kill, Pause, Stop
 from elect_bench.history import FaultRecord, History
 from elect_bench.simulation.cas_store import SimStore
+from elect_bench.simulation.kafka_group import Protocol
 from elect_bench.simulation.lease_world import LeaseWorld
 from elect_bench.simulation.linked import ServerLink
+from elect_bench.simulation.neli_world import NeliWorld
 from elect_bench.simulation.world import lines_of
+from neli.options import KafkaOptions
 
-KINDS = ("etcd", "zookeeper")
+LEASE_KINDS = ("etcd", "zookeeper")
+NELI_KINDS = ("kafka-fast", "kafka-full", "kafka-fast-848", "kafka-full-848", "kafka-fast-eager", "kafka-full-eager")
+KINDS = LEASE_KINDS + NELI_KINDS
 HASH_SEED = "0"
 """The `PYTHONHASHSEED` under which seeds replay (see the module)."""
 FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut, InfraPause)
@@ -43,13 +56,15 @@ FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut, InfraPause)
 
 @dataclass(frozen=True)
 class Shape:
-    """One lease group: how many members, roles and seconds of TTL, and the nemesis's budget."""
+    """One group: how many members, roles and seconds of TTL (a NELI session timeout), and the nemesis's budget:
+    `faults` drawn over `duration` seconds, a store or broker frozen for up to `longest_freeze` TTLs."""
 
     members: int = 3
     roles: int = 6
     ttl: float = 1.0
     duration: float = 8.0
     faults: int = 5
+    longest_freeze: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -64,12 +79,33 @@ class Outcome:
     lines: int
 
 
+World = LeaseWorld | NeliWorld
+NELI_LINK = ServerLink(spike_probability=0.02, spike_delay=0.05)
+"""A NELI member's link: as a lease member's, with 2 % of requests and answers 50 ms late (a busy two-core machine
+descheduling a sender between stamping a heartbeat and sending it), so records land out of their send order."""
+
+
+def kafka_options(kind: str, shape: Shape) -> tuple[KafkaOptions, Protocol]:
+    """The options a `kafka://` member of `kind` has at the shape's budget (its session timeout), and the protocol."""
+    if kind not in NELI_KINDS:
+        raise ValueError(f"no NELI simulation of {kind!r} (one of {', '.join(NELI_KINDS)})")
+    protocol: Protocol = "consumer" if kind.endswith("-848") else "eager" if kind.endswith("-eager") else "cooperative"
+    options = KafkaOptions(servers=("sim:9092",), mode="full" if kind.startswith("kafka-full") else "fast",
+                           session_timeout=shape.ttl, protocol="consumer" if protocol == "consumer" else "classic",
+                           assignment="range" if protocol == "eager" else "cooperative-sticky")
+    return options, protocol
+
+
 def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
-          renewal_checks: bool = True, trust_store_expiry: bool = False) -> LeaseWorld:
-    """A group of `kind` whose members run the core as `etcd://` / `zookeeper://` would with this TTL: the same
-    `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout and session length (for
-    `renewal_checks` and `trust_store_expiry`, see `chaos`)."""
+          renewal_checks: bool = True, trust_store_expiry: bool = False) -> World:
+    """A group of `kind` whose members run the core as `etcd://`, `zookeeper://` or `kafka://` would with this TTL
+    (session timeout): the same `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout
+    and session length, or the same `KafkaOptions` (for `renewal_checks` and `trust_store_expiry`, see `chaos`)."""
     members = {f"m{i}": [str(r) for r in range(shape.roles)] for i in range(shape.members)}
+    if kind in NELI_KINDS:
+        options, protocol = kafka_options(kind, shape)
+        drawn = random.Random(seed ^ 0x4AF)
+        return NeliWorld(options, protocol, members, seed, link or NELI_LINK, local_session_check=drawn.random() < 0.5)
     if kind == "etcd":
         e = EtcdOptions(endpoints=("sim:2379",), ttl=shape.ttl)
         timing, session_ttl, timeout = etcd.timing(e), float(e.lease_seconds), e.timeout
@@ -84,11 +120,37 @@ def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     return LeaseWorld(store, timing, members, seed, link, request_timeout=timeout)
 
 
-def leaderless_bound(shape: Shape) -> float:
-    """How long after the heal a role may stay unled: members restarted at the heal open sessions, and a role
-    whose holder died is taken once its silence was timed (a TTL), plus the renewal that shows it (slack of a TTL
-    for the store's own session lapses and retries)."""
+def leaderless_bound(kind: str, shape: Shape) -> float:
+    """How long after the heal a role may stay unled. Leases: members restarted at the heal open sessions, and a
+    role whose holder died is taken once its silence was timed (a TTL), plus the renewal that shows it (slack of a
+    TTL for the store's own session lapses and retries). NELI: the dead members' sessions expire (a session
+    timeout), the group moves their partitions (a cooperative move takes two rounds, each member joining within a
+    group heartbeat), and the new owner waits out the old owner's claims (the heartbeat timeout or T)."""
+    if kind in NELI_KINDS:
+        return 3 * shape.ttl + kafka_options(kind, shape)[0].timeout
     return 3 * shape.ttl
+
+
+def promise(kind: str, shape: Shape) -> float:
+    """The longest two members may lead one role together: 0 for every exclusive method; for NELI full above its
+    exclusivity bound T plus one heartbeat interval (`KafkaElector.characteristics.max_overlap`), judged per pair
+    (`elect_bench.checker.check`)."""
+    if kind in NELI_KINDS:
+        options = kafka_options(kind, shape)[0]
+        return 0.0 if options.exclusive else options.timeout + options.interval
+    return 0.0
+
+
+@dataclass
+class Run:
+    """One seed's schedule of faults, carried out: the world as it ended, the faults struck, when all was healed."""
+
+    world: World
+    faults: list[FaultRecord]
+    healed_at: float
+
+    def history(self) -> History:
+        return History(lines_of(self.world.history), self.faults, start=0.0, end=self.world.now)
 
 
 def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
@@ -98,13 +160,24 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the ZooKeeper design before 0a1cbd1 (role nodes
     ephemeral, the core trusting the store to free a dead holder's roles: `Timing.silence_takeover=False`), which
     the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke."""
+    done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry)
+    history = done.history()
+    bound = promise(kind, shape)
+    found = check(history, exclusive=not bound, max_overlap=bound or None,
+                  leaderless_bound=leaderless_bound(kind, shape), healed_at=done.healed_at)
+    return Outcome(kind, seed, tuple(found), tuple(done.faults), done.world.events_processed, len(history.lines))
+
+
+def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
+           renewal_checks: bool = True, trust_store_expiry: bool = False) -> Run:
+    """The seed's schedule of faults against a group of `kind` (see `chaos`), run to its end, not judged."""
     world = build(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry)
     rng = random.Random(seed ^ 0x1EA5E)
     names = list(world.members)
     ttl = shape.ttl
     faults: list[FaultRecord] = []
 
-    def strike(fault: type[Fault], victim: str, act: Callable[[], None]) -> None:
+    def hit(fault: type[Fault], victim: str, act: Callable[[], None]) -> None:
         faults.append(FaultRecord(world.now, fault.name, victim))
         act()
 
@@ -121,8 +194,8 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
             act = partial(world.cut, victim)
             world.at(t + rng.uniform(0.1, 3 * ttl), partial(world.heal, victim))
         else:
-            act = partial(world.freeze_store, rng.uniform(0.1, 2 * ttl))
-        world.at(t, partial(strike, fault, victim, act))
+            act = partial(world.freeze_store, rng.uniform(0.1, shape.longest_freeze * ttl))
+        world.at(t, partial(hit, fault, victim, act))
     healed_at = shape.duration + 3 * ttl
 
     def heal_all() -> None:
@@ -131,11 +204,8 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
             world.restart(name)
 
     world.at(healed_at, heal_all)
-    world.run_until(healed_at + 4 * leaderless_bound(shape))
-    lines = lines_of(world.history)
-    history = History(lines, faults, start=0.0, end=world.now)
-    found = check(history, exclusive=True, leaderless_bound=leaderless_bound(shape), healed_at=healed_at)
-    return Outcome(kind, seed, tuple(found), tuple(faults), world.events_processed, len(lines))
+    world.run_until(healed_at + 4 * leaderless_bound(kind, shape))
+    return Run(world, faults, healed_at)
 
 
 def hashed_alike() -> bool:
