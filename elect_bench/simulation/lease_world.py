@@ -42,8 +42,7 @@ from elect.driver import Driver, FunctionIO
 from elect.roles import Role
 from elect_bench.simulation.cas_store import Refused, SessionGone, SimStore
 from elect_bench.simulation.keeper import Keeper
-from elect_bench.simulation.linked import LinkedWorld, ServerLink
-from elect_bench.simulation.world import Recorded
+from elect_bench.simulation.linked import LinkedWorld, ServerLink, SimMember
 
 INF = math.inf
 PING_FRACTION = 1 / 3
@@ -57,28 +56,19 @@ timeout)."""
 
 
 @dataclass
-class _Member:
-    name: str
-    roles: tuple[Role, ...]
-    up: bool = False
-    incarnation: int = 0
+class _Member(SimMember):
     sessions: int = 0
     session: str = ""
     opening: str = ""  # the session being opened (a late answer for an earlier attempt is ignored)
     session_down: bool = True  # no session yet, or lost: actions are dropped until a new one opens
-    paused_until: float = -INF
-    cut: bool = False
     suspended: bool = False  # ZooKeeper: the client declared its connection lost
     heard_at: float = 0.0  # when the store last answered it (ZooKeeper's read timeout counts from here)
-    keeper: Keeper = field(default_factory=lambda: Keeper("", []))
     core: LeaseCore | None = None
-    driver: Driver[LeaseInput, StoreAction, None] | None = None
     releases: list[tuple[float, Role]] = field(default_factory=list)
     queues: dict[str, list[StoreAction]] = field(default_factory=dict)  # lane -> actions waiting
     busy: set[str] = field(default_factory=set)  # lanes with a request in flight
     watch_free: float = -INF  # watch events arrive in order: none before the last one's arrival
     backlog: list[Observation] = field(default_factory=list)  # watch events held while cut
-    wake_at: float = INF
     stopping: bool = False
 
     def forget_session(self) -> None:
@@ -89,7 +79,7 @@ class _Member:
         self.releases.clear()
 
 
-class LeaseWorld(LinkedWorld):
+class LeaseWorld(LinkedWorld[_Member]):
     """Members of one lease group on one simulated store (see the module docstring)."""
 
     def __init__(self, store: SimStore, timing: Timing, members: Mapping[str, Sequence[Role]], seed: int,
@@ -101,16 +91,10 @@ class LeaseWorld(LinkedWorld):
         self.store = store
         self.request_timeout = request_timeout
         self.revoke_delay = revoke_delay
-        self.history: list[Recorded] = []
-        self.members = {name: _Member(name, tuple(roles), keeper=Keeper(name, self.history))
+        self.members = {name: _Member(name, tuple(roles), Keeper(name, self.history))
                         for name, roles in members.items()}
         self._lapse_checks: set[tuple[str, float]] = set()
-        for name in self.members:
-            self.at(self.rng.random() * start_jitter, partial(self._start, name))
-
-    @property
-    def processes(self) -> Mapping[str, _Member]:
-        return self.members
+        self.start_all(start_jitter)
 
     # ------------------------------------------------------------------ faults
     def kill(self, name: str) -> None:
@@ -125,10 +109,6 @@ class LeaseWorld(LinkedWorld):
         m.incarnation += 1
         m.wake_at = INF
         m.session, m.opening, m.session_down, m.suspended = "", "", True, False
-
-    def restart(self, name: str) -> None:
-        if not self.members[name].up:
-            self._start(name)
 
     def stop(self, name: str, limit: float = 5.0) -> None:
         """A graceful stop (SIGTERM): the member hands its roles over, closes its session and exits; after `limit`
@@ -179,16 +159,6 @@ class LeaseWorld(LinkedWorld):
             self.at(until, self._store_wakes)
 
     # ------------------------------------------------------------------ observation
-    def leaders(self) -> dict[Role, list[str]]:
-        """Per role, the members that believe they lead it now (by their own deadlines)."""
-        out: dict[Role, list[str]] = {}
-        for m in self.members.values():
-            if m.up:
-                for role in m.keeper.leading(self.now):
-                    out.setdefault(role, []).append(m.name)
-        return out
-
-    # ------------------------------------------------------------------ members
     def _start(self, name: str) -> None:
         m = self.members[name]
         m.up = True
@@ -239,27 +209,6 @@ class LeaseWorld(LinkedWorld):
         if self.kind == "zookeeper":
             self._ping(m, inc, session)
 
-    def _turn(self, m: _Member, inputs: list[LeaseInput]) -> None:
-        """The member's driver takes a turn now (or when it resumes, if paused), then its next wake-up is armed."""
-        if m.driver is None:
-            return
-        if self.now < m.paused_until:
-            inc = m.incarnation
-            self.at(m.paused_until, lambda: self._turn(m, inputs) if self.current(m, inc) else None)
-            return
-        wake, extra = m.driver.turn(self.now, [inputs] if inputs else ())
-        at = max(min(wake, extra), self.now)
-        if at < m.wake_at or m.wake_at < self.now:
-            m.wake_at = at
-            if at < INF:
-                self.at(at, partial(self._wake, m, m.incarnation, at))
-
-    def _wake(self, m: _Member, inc: int, at: float) -> None:
-        if self.current(m, inc) and m.wake_at == at:
-            m.wake_at = INF
-            self._turn(m, [])
-
-    # ------------------------------------------------------------------ the elector's side of the core
     def _apply(self, m: _Member, ready: Ready[StoreAction, None], now: float) -> None:
         core = m.core
         assert core is not None

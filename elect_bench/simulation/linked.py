@@ -1,5 +1,6 @@
 """What the simulated worlds of members around one server (a lease store, a Kafka broker) share: virtual time as a
-heap of callbacks, and the member's link to the server with its faults.
+heap of callbacks, the member's process (its driver's turns, paused or not, its leaderships kept by `Keeper`), and
+its link to the server with its faults.
 
 A request sent now reaches the server after a drawn latency, unless the member's link is cut when it is sent or
 arrives; while the server is frozen it waits in the server's socket and is served when it wakes. An answer reaches
@@ -12,20 +13,36 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+from elect.driver import Driver
+from elect.roles import Role
+from elect_bench.simulation.keeper import Keeper
+from elect_bench.simulation.world import Recorded
 
 INF = math.inf
 
 
-class Process(Protocol):
-    """A member's process as the link sees it."""
+@dataclass
+class SimMember:
+    """A simulated member's process: whether it runs (and which incarnation: a restart makes older callbacks stale),
+    its link, a pause, its driver and when it next wakes, and its leaderships."""
 
-    up: bool
-    incarnation: int
-    cut: bool
-    paused_until: float
+    name: str
+    roles: tuple[Role, ...]
+    keeper: Keeper
+    up: bool = False
+    incarnation: int = 0
+    cut: bool = False
+    paused_until: float = -INF
+    driver: Driver[Any, Any, None] | None = None
+    wake_at: float = INF
+
+
+M = TypeVar("M", bound=SimMember)
 
 
 @dataclass(slots=True)
@@ -59,10 +76,13 @@ class ServerLink:
         return d
 
 
-class LinkedWorld:
-    """Virtual time and member-server links (see the module). `wake_spread`: requests held by a frozen server are
-    served in a drawn order within that many seconds of its wake-up, as a real one takes them from its sockets in
-    no particular order (0: in the order they were sent)."""
+class LinkedWorld(Generic[M]):
+    """Virtual time, members' processes and member-server links (see the module). `wake_spread`: requests held by a
+    frozen server are served in a drawn order within that many seconds of its wake-up, as a real one takes them from
+    its sockets in no particular order (0: in the order they were sent). A world sets `members` and starts them
+    (`start_all`); `_start` is its own."""
+
+    members: dict[str, M]
 
     def __init__(self, seed: int, link: ServerLink, wake_spread: float = 0.0) -> None:
         self.rng = random.Random(seed)
@@ -71,11 +91,16 @@ class LinkedWorld:
         self.now = 0.0
         self.events_processed = 0
         self.frozen_until = -INF
+        self.history: list[Recorded] = []
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
 
-    @property
-    def processes(self) -> Mapping[str, Process]:
+    def start_all(self, jitter: float) -> None:
+        """Every member starts within `jitter` seconds."""
+        for name in self.members:
+            self.at(self.rng.random() * jitter, partial(self._start, name))
+
+    def _start(self, name: str) -> None:
         raise NotImplementedError
 
     def at(self, t: float, fn: Callable[[], None]) -> None:
@@ -94,14 +119,47 @@ class LinkedWorld:
 
     def pause(self, name: str, duration: float) -> None:
         """SIGSTOP for `duration`: nothing is processed (no timers, no answers read) until it resumes."""
-        m = self.processes[name]
+        m = self.members[name]
         m.paused_until = max(m.paused_until, self.now + duration)
 
-    def current(self, m: Process, inc: int) -> bool:
+    def restart(self, name: str) -> None:
+        if not self.members[name].up:
+            self._start(name)
+
+    def leaders(self) -> dict[Role, list[str]]:
+        """Per role, the members that believe they lead it now (by their own deadlines)."""
+        out: dict[Role, list[str]] = {}
+        for m in self.members.values():
+            if m.up:
+                for role in m.keeper.leading(self.now):
+                    out.setdefault(role, []).append(m.name)
+        return out
+
+    def _turn(self, m: M, inputs: list[Any]) -> None:
+        """The member's driver takes a turn now (or when it resumes, if paused), then its next wake-up is armed."""
+        if m.driver is None:
+            return
+        if self.now < m.paused_until:
+            inc = m.incarnation
+            self.at(m.paused_until, lambda: self._turn(m, inputs) if self.current(m, inc) else None)
+            return
+        wake, extra = m.driver.turn(self.now, [inputs] if inputs else ())
+        at = max(min(wake, extra), self.now)
+        if at < m.wake_at or m.wake_at < self.now:
+            m.wake_at = at
+            if at < INF:
+                self.at(at, partial(self._wake, m, m.incarnation, at))
+
+    def _wake(self, m: M, inc: int, at: float) -> None:
+        if self.current(m, inc) and m.wake_at == at:
+            m.wake_at = INF
+            self._turn(m, [])
+
+    def current(self, m: SimMember, inc: int) -> bool:
         """`m` is up and still the incarnation `inc` (a restart makes older callbacks stale)."""
         return m.up and m.incarnation == inc
 
-    def to_server(self, m: Process, fn: Callable[[], None]) -> None:
+    def to_server(self, m: SimMember, fn: Callable[[], None]) -> None:
         """`fn` runs at the server when a request sent now arrives (see the module)."""
         def arrive() -> None:
             if m.cut:
@@ -115,7 +173,7 @@ class LinkedWorld:
         if not m.cut:
             self.at(self.now + self.link.request(self.rng), arrive)
 
-    def to_member(self, m: Process, inc: int, fn: Callable[[], None]) -> None:
+    def to_member(self, m: SimMember, inc: int, fn: Callable[[], None]) -> None:
         """`fn` runs at the member when an answer sent now arrives (see the module)."""
         def arrive() -> None:
             if not self.current(m, inc) or m.cut:

@@ -36,8 +36,7 @@ from elect.driver import Driver, FunctionIO
 from elect.roles import Role
 from elect_bench.simulation.kafka_group import Answer, Assigned, GroupCoordinator, Protocol, Rebalancing, Unknown
 from elect_bench.simulation.keeper import Keeper
-from elect_bench.simulation.linked import LinkedWorld, ServerLink
-from elect_bench.simulation.world import Recorded
+from elect_bench.simulation.linked import LinkedWorld, ServerLink, SimMember
 from neli import core as neli
 from neli.core import READ_BACK, NeliCore, NeliInput, Publish, Received
 from neli.heartbeat import HeartbeatRecord
@@ -50,16 +49,8 @@ WAKE_SPREAD = 0.005
 
 
 @dataclass
-class _Member:
-    name: str
-    roles: tuple[Role, ...]
-    keeper: Keeper
-    up: bool = False
-    incarnation: int = 0
-    cut: bool = False
-    paused_until: float = -INF
+class _Member(SimMember):
     core: NeliCore | None = None
-    driver: Driver[NeliInput, Publish, None] | None = None
     membership: Membership | None = None
     # the group client
     member_id: str | None = None
@@ -74,11 +65,10 @@ class _Member:
     positions: dict[int, int] = field(default_factory=dict)  # partition -> offset of the next record to read
     fetching: bool = False
     unsent: list[tuple[float, int, HeartbeatRecord]] = field(default_factory=list)  # (expires, partition, record)
-    wake_at: float = INF
     stopping: bool = False
 
 
-class NeliWorld(LinkedWorld):
+class NeliWorld(LinkedWorld[_Member]):
     """Members of one NELI group on one simulated broker (see the module docstring)."""
 
     def __init__(self, options: KafkaOptions, protocol: Protocol, members: Mapping[str, Sequence[Role]], seed: int,
@@ -92,18 +82,12 @@ class NeliWorld(LinkedWorld):
         self.local_session_check = local_session_check
         self.group = GroupCoordinator(protocol, partitions, options.session_timeout)
         self.log: list[list[HeartbeatRecord]] = [[] for _ in range(partitions)]
-        self.history: list[Recorded] = []
         self.members = {name: _Member(name, tuple(roles), Keeper(name, self.history))
                         for name, roles in members.items()}
         self._parked: dict[str, tuple[_Member, int, dict[int, int]]] = {}  # fetches waiting for records
         self._expiry_check = False
         self._answers_to: dict[str, tuple[_Member, int, int]] = {}  # member id -> (member, incarnation, request)
-        for name in self.members:
-            self.at(self.rng.random() * start_jitter, partial(self._start, name))
-
-    @property
-    def processes(self) -> Mapping[str, _Member]:
-        return self.members
+        self.start_all(start_jitter)
 
     @property
     def fetch_wait(self) -> float:
@@ -124,10 +108,6 @@ class NeliWorld(LinkedWorld):
         m.unsent.clear()
         m.wake_at = INF
         m.incarnation += 1
-
-    def restart(self, name: str) -> None:
-        if not self.members[name].up:
-            self._start(name)
 
     def stop(self, name: str, limit: float = 5.0) -> None:
         """A graceful stop (SIGTERM) as the elector makes it on Apache Kafka: no more heartbeats, every partition given
@@ -163,16 +143,6 @@ class NeliWorld(LinkedWorld):
         self.frozen_until = max(self.frozen_until, self.now + duration)
 
     # ------------------------------------------------------------------ observation
-    def leaders(self) -> dict[Role, list[str]]:
-        """Per role, the members that believe they lead it now (by their own deadlines)."""
-        out: dict[Role, list[str]] = {}
-        for m in self.members.values():
-            if m.up:
-                for role in m.keeper.leading(self.now):
-                    out.setdefault(role, []).append(m.name)
-        return out
-
-    # ------------------------------------------------------------------ the member's process
     def _start(self, name: str) -> None:
         m = self.members[name]
         o = self.options
@@ -195,26 +165,6 @@ class NeliWorld(LinkedWorld):
     def _exit(self, m: _Member, inc: int) -> None:
         if self.current(m, inc):
             self.kill(m.name)
-
-    def _turn(self, m: _Member, inputs: list[NeliInput]) -> None:
-        """The member's driver takes a turn now (or when it resumes, if paused), then its next wake-up is armed."""
-        if m.driver is None:
-            return
-        if self.now < m.paused_until:
-            inc = m.incarnation
-            self.at(m.paused_until, lambda: self._turn(m, inputs) if self.current(m, inc) else None)
-            return
-        wake, extra = m.driver.turn(self.now, [inputs] if inputs else ())
-        at = max(min(wake, extra), self.now)
-        if at < m.wake_at or m.wake_at < self.now:
-            m.wake_at = at
-            if at < INF:
-                self.at(at, partial(self._wake, m, m.incarnation, at))
-
-    def _wake(self, m: _Member, inc: int, at: float) -> None:
-        if self.current(m, inc) and m.wake_at == at:
-            m.wake_at = INF
-            self._turn(m, [])
 
     def _apply(self, m: _Member, ready: Ready[Publish, None], now: float) -> None:
         """The elector's `_apply_ready`: an exclusive mode's revocation holds the loop until the callbacks returned."""
