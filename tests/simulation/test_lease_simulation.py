@@ -9,14 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from sim_kills import kill_a_leader
 
 from elect.errors import ConfigError
-from elect_bench.history import FaultRecord, History
-from elect_bench.measures import failovers
 from elect_bench.simulation import chaos_runner
 from elect_bench.simulation.chaos_runner import ChaosScenario
-from elect_bench.simulation.seeded_chaos import LEASE_KINDS, Shape, build, chaos, replay
-from elect_bench.simulation.world import lines_of
+from elect_bench.simulation.seeded_chaos import LEASE_KINDS, chaos, replay
 
 SEEDS = 300  # per store: 5-10 s each on an idle machine (`elect bench sim-lease` runs as many as asked)
 
@@ -65,16 +63,8 @@ def test_the_soaks_finding_of_a_woken_zookeeper_leader_is_reproduced_against_the
 def test_a_killed_leaders_roles_move_after_the_ttl_as_on_the_real_store(kind: str) -> None:
     """The simulated failover after a kill is the core's rule (a holder silent for ttl is taken over, seen within a
     renewal interval), as measured on the real stores (docs/results/default-9a069ac: p50 0.94-0.97 s at ttl 1 s)."""
-    world = build(kind, 3, Shape(faults=0))
-    world.run_until(3.0)
-    led = world.leaders()
-    victim = led["0"][0]
-    fault = FaultRecord(world.now, "kill", victim)
-    world.kill(victim)
-    world.run_until(world.now + 5.0)
-    history = History(lines_of(world.history), [fault], start=0.0, end=world.now)
-    moved = failovers(history, fault)
-    assert moved and len(moved) == sum(victim in names for names in led.values())
+    moved, roles = kill_a_leader(kind)
+    assert moved and len(moved) == roles
     for f in moved:
         assert f.latency is not None and 0.5 <= f.latency <= 1.0 + 0.25 + 0.05, (f.role, f.latency)
 

@@ -12,14 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sim_kills import kill_a_leader
 
-from elect_bench.history import FaultRecord, History
-from elect_bench.measures import failovers
 from elect_bench.simulation import chaos_runner
 from elect_bench.simulation.chaos_runner import ChaosScenario
 from elect_bench.simulation.kafka_group import Assigned, GroupCoordinator, Rebalancing, Stable, Unknown, balanced
-from elect_bench.simulation.seeded_chaos import NELI_KINDS, Shape, build, chaos, kafka_options, promise, replay, strike
-from elect_bench.simulation.world import lines_of
+from elect_bench.simulation.seeded_chaos import NELI_KINDS, Shape, chaos, kafka_options, promise, replay, strike
 from neli.core import NeliCore, Received
 
 SEEDS = 200  # per kind: 7-10 s each on an idle machine with two workers (`elect bench sim-neli` runs as many as asked)
@@ -92,16 +90,8 @@ def test_a_killed_leaders_roles_move_once_the_group_expires_its_session(kind: st
     moves the partition, and the new owner leads once the dead member's heartbeats are `timeout` old (they already
     are) and its own is read back. The real broker adds its own rebalance and librdkafka's steps (kafka-fast kill p50
     1.50 s, docs/results/default-cbdfb75); the simulation does not model those."""
-    world = build(kind, 3, Shape(faults=0))
-    world.run_until(3.0)
-    led = world.leaders()
-    victim = led["0"][0]
-    fault = FaultRecord(world.now, "kill", victim)
-    world.kill(victim)
-    world.run_until(world.now + 8.0)
-    history = History(lines_of(world.history), [fault], start=0.0, end=world.now)
-    moved = failovers(history, fault)
-    assert moved and len(moved) == sum(victim in names for names in led.values())
+    moved, roles = kill_a_leader(kind)
+    assert moved and len(moved) == roles
     for f in moved:
         assert f.latency is not None and 0.85 <= f.latency <= 1.0 + 0.3, (f.role, f.latency)
 
