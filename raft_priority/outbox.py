@@ -47,6 +47,17 @@ class Outbox:
         """A released TimeoutNow waits for the next send."""
         return bool(self._released)
 
+    def defer(self, ack: NodeBeatAck, now: float) -> None:
+        """An acknowledgement to ride along with the next batch to its peer (what `send` does with it when
+        `ack_delay` > 0), without a batch of its own: a simulator's fast path for a lone node beat's answer."""
+        d = self._deferred.get(ack.dst)
+        if d is None:
+            self._deferred[ack.dst] = [ack]
+            if now + self.ack_delay < self.due:
+                self.due = now + self.ack_delay
+        else:
+            d.append(ack)
+
     def send(self, messages: list[Message], now: float) -> None:
         if self._released:  # produced by an earlier Ready, so ahead of this one's
             messages[:0] = self._released

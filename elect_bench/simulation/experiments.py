@@ -58,10 +58,12 @@ def build(
     strategy: str = "balanced",
     network: NetworkModel | None = None,
     start_jitter: float = 0.1,
+    ack_delay: float = 0.0,
 ) -> Simulation:
+    """A simulation of `nodes` nodes hosting `partitions` groups of `replication` (`ack_delay`: see `Simulation`)."""
     names = [f"n{i}" for i in range(nodes)]
     assignment = _assignment(nodes, partitions, replication, strategy)
-    return Simulation(assignment, config, seed, network, nodes=names, start_jitter=start_jitter)
+    return Simulation(assignment, config, seed, network, nodes=names, start_jitter=start_jitter, ack_delay=ack_delay)
 
 
 @cache
@@ -92,12 +94,12 @@ def cold_start(
     network: NetworkModel | None = None,
     start_jitter: float = 0.1,
     observe_at: float | None = None,
+    ack_delay: float = 0.0,
 ) -> ColdStart:
     """Start all nodes together (within ``start_jitter``); count leaders per node at ``observe_at``
     (default: 3 election timeouts, before any rebalancing hysteresis could act)."""
-    sim = build(
-        nodes, partitions, replication, config, seed, strategy=strategy, network=network, start_jitter=start_jitter
-    )
+    sim = build(nodes, partitions, replication, config, seed, strategy=strategy, network=network,
+                start_jitter=start_jitter, ack_delay=ack_delay)
     return _observe_cold_start(sim, seed, partitions, observe_at)
 
 
@@ -121,11 +123,12 @@ def crash_one(
     network: NetworkModel | None = None,
     start_jitter: float = 0.1,
     victim: str | None = None,
+    ack_delay: float = 0.0,
 ) -> Failover:
     """Cold start, settle, crash one node (seeded choice) at a random phase of the heartbeat cycle, and
     measure each of its groups' failover and the survivors' leader counts afterwards."""
     return trial(nodes, partitions, replication, config, seed, strategy=strategy, network=network,
-                 start_jitter=start_jitter, victim=victim)[1]
+                 start_jitter=start_jitter, victim=victim, ack_delay=ack_delay)[1]
 
 
 def trial(
@@ -139,12 +142,12 @@ def trial(
     network: NetworkModel | None = None,
     start_jitter: float = 0.1,
     victim: str | None = None,
+    ack_delay: float = 0.0,
 ) -> tuple[ColdStart, Failover]:
     """`cold_start` and `crash_one` of one seed from one simulation: the crash runs on from the cold start's
     observation at 3 election timeouts, so both come out exactly as from two runs, at half the cost."""
-    sim = build(
-        nodes, partitions, replication, config, seed, strategy=strategy, network=network, start_jitter=start_jitter
-    )
+    sim = build(nodes, partitions, replication, config, seed, strategy=strategy, network=network,
+                start_jitter=start_jitter, ack_delay=ack_delay)
     et = config.election_timeout
     cold = _observe_cold_start(sim, seed, partitions)
     rng = random.Random(seed)

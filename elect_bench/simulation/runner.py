@@ -140,13 +140,23 @@ def core_config(method: str, shape: Shape, budget: float) -> tuple[Any, str]:
     of that method would be given."""
     from raft_priority.elector import raft_config
 
-    ids = [f"n{i}" for i in range(shape.nodes)]
-    url = method_spec(method, SIM_METHODS).member_urls(Group(ids, shape.partitions, "sim"), budget)[ids[0]]
-    options = config.spec_from_url(url).options
+    options = _member_options(method, shape, budget)
     return raft_config(options), options.strategy
 
 
-def _trial(job: tuple[Shape, RaftConfig, str, int]) -> tuple[ColdStart, Failover]:
+def acks_after(method: str, shape: Shape, budget: float) -> float:
+    """How long a member of `method` lets heartbeat acknowledgements wait to ride along with its next batch to the
+    same peer (`RaftOptions.acks_after`): the simulated nodes send through the same outbox."""
+    return float(_member_options(method, shape, budget).acks_after)
+
+
+def _member_options(method: str, shape: Shape, budget: float) -> Any:
+    ids = [f"n{i}" for i in range(shape.nodes)]
+    url = method_spec(method, SIM_METHODS).member_urls(Group(ids, shape.partitions, "sim"), budget)[ids[0]]
+    return config.spec_from_url(url).options
+
+
+def _trial(job: tuple[Shape, RaftConfig, str, int, float]) -> tuple[ColdStart, Failover]:
     """One seed's cold start and crash (elect_bench.simulation.experiments.trial), in a worker process.
 
     The cyclic garbage collector is off meanwhile: a 10,000-partition trial allocates millions of short-lived
@@ -156,11 +166,11 @@ def _trial(job: tuple[Shape, RaftConfig, str, int]) -> tuple[ColdStart, Failover
 
     from elect_bench.simulation import experiments
 
-    s, cfg, strategy, seed = job
+    s, cfg, strategy, seed, ack_delay = job
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return experiments.trial(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy)
+        return experiments.trial(s.nodes, s.partitions, s.rf, cfg, seed, strategy=strategy, ack_delay=ack_delay)
     finally:
         if enabled:
             gc.enable()
@@ -190,8 +200,9 @@ def run(scenario: SimScenario, progress: Progress, command: str = "") -> SimResu
             s = cell.shape
             name = f"{cell.method} / {s.nodes} nodes x {s.partitions} partitions, RF {s.rf} (simulated)"
             cfg, strategy = core_config(cell.method, s, scenario.budget)
+            delay = acks_after(cell.method, s, scenario.budget)
             t0 = time.monotonic()
-            jobs = [(s, cfg, strategy, seed) for seed in range(s.trials)]
+            jobs = [(s, cfg, strategy, seed, delay) for seed in range(s.trials)]
             for seed, (cold, crash) in enumerate(pool.map(_trial, jobs, chunksize=_chunk(s, workers))):
                 cell.balanced.append(cold.balanced)
                 cell.all_led_at.append(cold.all_led_at)

@@ -10,7 +10,10 @@ Each node runs on the real driver loop (`elect.driver.Driver`, its `turn` called
 with an IO of simulated disks and links: it wakes on a timer granularity (default 1 ms), hands on its host's
 ``Ready`` after each step in the driver's order (persist, changes, send), and sends that step's messages per
 destination as one batch (one delay sample), so ten thousand groups cost events per node pair, not per group,
-wherever their timers coincide.
+wherever their timers coincide. With `ack_delay` a node sends through `raft_priority.outbox.Outbox` as a
+`raft://` member does: heartbeat acknowledgements wait up to that long to ride along with its next batch to the same
+peer (the member's default `RaftOptions.acks_after`), so a quiet pair of nodes exchanges one batch each way per
+heartbeat interval instead of two.
 A node may be told how many roles it contends for per group and its `max_roles` (`interest`, `max_roles`): its
 host then runs the elector's policy as a `raft://` node does (`raft_priority.interest`: standing, caps, hand-offs).
 :attr:`Simulation.history` records every leadership change with the node and virtual time of its step.
@@ -34,6 +37,7 @@ from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
 from raft_priority.host import NodeHost
 from raft_priority.messages import HardState, Message, NodeBeat, NodeBeatAck
+from raft_priority.outbox import Outbox
 
 INF = math.inf
 _DELIVER, _WAKE, _ACTION = 0, 1, 2
@@ -121,6 +125,7 @@ class _Node:
     wake_at: float = INF
     paused_until: float = -INF
     disk: dict[Role, HardState] = field(default_factory=dict)
+    outbox: Outbox | None = None
     free_from: dict[str, float] = field(default_factory=dict)
     """FIFO links: per sender, when the last batch it sent here arrives (none of this one's may arrive earlier)."""
 
@@ -141,8 +146,10 @@ class Simulation:
         timer_granularity: float = 0.001,
         interest: Mapping[str, Mapping[int, int]] | None = None,
         max_roles: Mapping[str, int] | None = None,
+        ack_delay: float = 0.0,
     ) -> None:
         self.config = config
+        self.ack_delay = ack_delay
         self.interest = interest or {}  # per node, per group: roles it contends for there (none given: every one)
         self.max_roles = max_roles or {}
         self.network = network or NetworkModel()
@@ -196,7 +203,7 @@ class Simulation:
                 # leadership ended at the crash, or at the lease end if that came first (a paused leader)
                 end = min(self.now, g.lease_until)
                 self.history.append(Recorded(node, self.now, Fence(gid, end, "crashed")))
-        n.host = n.driver = None
+        n.host = n.driver = n.outbox = None
         n.up = False
         n.incarnation += 1
         n.wake_at = INF
@@ -282,8 +289,13 @@ class Simulation:
         def apply(ready: Ready[Message, HardState], now: float) -> None:
             history.extend(Recorded(name, now, c) for c in ready.changes)
 
-        io: FunctionIO[Message, HardState] = FunctionIO(
-            apply=apply, send=lambda messages, now: self._send(name, messages), halted=_raise, persist=n.disk.update)
+        if self.ack_delay > 0:
+            outbox = n.outbox = Outbox(host, partial(self._send_batches, name), ack_delay=self.ack_delay)
+            io: FunctionIO[Message, HardState] = FunctionIO(
+                apply=apply, send=outbox.send, halted=_raise, persist=n.disk.update, idle=outbox.send_due)
+        else:
+            io = FunctionIO(apply=apply, send=lambda messages, now: self._send(name, messages), halted=_raise,
+                            persist=n.disk.update)
         n.driver = Driver(host, io, name=f"sim-{name}", granularity=self.granularity)
         n.up = True
         n.incarnation += 1
@@ -313,19 +325,10 @@ class Simulation:
             src, msgs = cast("tuple[str, list[Message]]", c)
             if self._blocked and (src, n.name) in self._blocked:
                 return
-            if len(msgs) == 1:  # between quiet nodes, nearly every batch is one node beat or its ack
-                m = msgs[0]
-                if type(m) is NodeBeat:
-                    ack = host.beat(m, t)
-                    if ack is not None:
-                        self._send_ack(n.name, ack)
-                        return
-                    self._handle_ready(n)
-                    return
-                if type(m) is NodeBeatAck:
-                    if not host.beat_ack(m, t):
-                        self._handle_ready(n)
-                    return
+            if (len(msgs) == 1 or (n.outbox is not None and len(msgs) <= 3)) and \
+                    all(type(m) is NodeBeat or type(m) is NodeBeatAck for m in msgs):
+                self._link_batch(n, host, t, msgs)  # between quiet nodes, nearly every batch is beats and acks
+                return
             self._turn(n, t, (msgs,), tick=False)
         else:
             if t != n.wake_at:
@@ -333,10 +336,44 @@ class Simulation:
             n.wake_at = INF
             self._turn(n, t, (), tick=True)
 
+    def _link_batch(self, n: _Node, host: NodeHost, t: float, msgs: list[Message]) -> None:
+        """A batch of node beats and acks, stepped straight into the host (`NodeHost.beat`, `beat_ack`): between
+        nodes whose quiet groups agree, a beat's only answer is its ack and an ack only counts, so no `Ready` is
+        taken and no timer moves; the acks go out at once, or into the outbox to ride along with the next batch.
+        Anything else the host accumulated is handed on as the driver would."""
+        acks: list[NodeBeatAck] = []
+        slow = False
+        for m in msgs:
+            if type(m) is NodeBeatAck:
+                if not host.beat_ack(m, t):
+                    slow = True
+            elif slow:
+                host.step_all((m,), t)
+            else:
+                ack = host.beat(m, t)  # type: ignore[arg-type]
+                if ack is None:
+                    slow = True
+                else:
+                    acks.append(ack)
+        outbox = n.outbox
+        if acks:
+            if outbox is None:
+                for ack in acks:
+                    self._send_ack(n.name, ack)
+            else:
+                for ack in acks:
+                    outbox.defer(ack, t)
+        if slow:
+            self._handle_ready(n)
+        elif outbox is not None and outbox.due < n.wake_at:
+            self._arm_at(n, outbox.due)
+
     def _turn(self, n: _Node, t: float, batches: tuple[list[Message], ...], tick: bool) -> None:
-        """The node's driver takes its turn (`Driver.turn`), then its next wake-up is armed."""
+        """The node's driver takes its turn (`Driver.turn`), then its next wake-up is armed (the outbox's next
+        acknowledgement due included)."""
         assert n.driver is not None
-        self._arm_at(n, n.driver.turn(t, batches, tick)[0])
+        wake, extra = n.driver.turn(t, batches, tick)
+        self._arm_at(n, min(wake, extra))
 
     def _handle_ready(self, n: _Node) -> None:
         """After a fast path's step (a node beat or its ack, stepped straight into the host): the driver hands its
@@ -360,6 +397,17 @@ class Simulation:
         else:
             items = ((m.dst, [m]) for m in msgs)
         for dst, batch in items:
+            self._post(src, dst, batch)
+
+    def _send_batches(self, src: str, batches: Mapping[str, list[Message]]) -> None:
+        """What an outbox sends: batches per peer, as `_send` makes them (the same draws for loss, then delays)."""
+        net, rng = self.network, self.rng
+        for dst, batch in batches.items():
+            self.messages_sent += len(batch)
+            if net.loss:
+                batch = [m for m in batch if rng.random() >= net.loss]
+                if not batch:
+                    continue
             self._post(src, dst, batch)
 
     def _send_ack(self, src: str, ack: NodeBeatAck) -> None:
@@ -397,6 +445,8 @@ class Simulation:
         if not n.up or n.host is None or n.driver is None:
             return
         d = n.host.next_wakeup()
+        if n.outbox is not None and n.outbox.due < d:
+            d = n.outbox.due
         if d < n.wake_at:  # else already woken by then (rounding up and `now` only move it later)
             self._arm_at(n, n.driver.rounded(d))
 

@@ -23,6 +23,27 @@ def test_methods_are_configured_as_their_real_members_are() -> None:
     assert improved.election_timeout == zeebe.election_timeout == stock.election_timeout == 1.0
 
 
+def test_simulated_nodes_send_through_the_members_outbox() -> None:
+    """A simulated node lets heartbeat acknowledgements ride along with its next batch to the peer, as a `raft://`
+    member does (`acks_after`, 0.15 s at a budget of 1 s): between quiet nodes that is one batch each way per
+    heartbeat interval instead of two, and the figures are those of acknowledgements sent at once."""
+    from elect_bench.simulation import experiments
+
+    shape = Shape(10, 100, 1, 3)
+    cfg, strategy = simulation.core_config("raft", shape, 1.0)
+    delay = simulation.acks_after("raft", shape, 1.0)
+    assert delay == pytest.approx(0.15)
+    sims = [experiments.build(10, 100, 3, cfg, 4, strategy=strategy, ack_delay=d) for d in (0.0, delay)]
+    for sim in sims:
+        sim.run_until(4.0)
+    at_once, riding = sims
+    assert riding.events_processed < 0.75 * at_once.events_processed
+    assert riding.leader_counts() == at_once.leader_counts()
+    crashes = [experiments.crash_one(10, 100, 3, cfg, seed, strategy=strategy, ack_delay=d).failover
+               for seed in range(5) for d in (0.0, delay)]
+    assert all(0.5 < t <= 1.01 for failover in crashes for t in failover)
+
+
 def test_a_small_run_shows_the_improvement_over_zep006() -> None:
     result = simulation.run(SimScenario(methods=("raft", "raft-zeebe", "raft-stock"), shapes=(Shape(3, 6, 30),)),
                             lambda *_: None, command="pytest")
