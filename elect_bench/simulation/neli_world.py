@@ -13,7 +13,13 @@ rounds, or KIP-848). What the elector and librdkafka do around the core is done 
   counts its partitions lost (librdkafka's session timeout check) and joins afresh.
 - **The consumer** reads each newly assigned partition from `READ_BACK` records before its end, in order, one fetch
   in flight: the broker answers at once when there are records, else when one is appended or after the fetch wait.
-  A record read is `Received`, `caught_up` when no later record was in the partition as the fetch was answered.
+  As librdkafka's fetcher, it fetches again as soon as an answer arrives and caches each partition's high
+  watermark from the newest answer at once, while the answer's records reach the application's queue up to
+  `FORWARD` later; the poll loop takes that queue a drawn moment after records arrive (a busy loop, now and then,
+  much later). A record taken is `Received`, `caught_up` when the cached high watermark then showed nothing after
+  it (the elector's `_at_end`): a newer answer may have moved it while its records are still on their way. With
+  `prefetch=False` an answer's records are read as it arrives, against its own high watermark (a consumer that
+  fetches only when the last answer was read: the model before 2026-11-28, kept for the seeds it found).
 - **The producer** appends each heartbeat the core publishes, stamped with the sender's wall clock (the virtual
   clock here: all members share one machine's clocks, as the soaks do). A record sent while the member is cut waits
   in its queue until the link heals or its message timeout passes (the heartbeat timeout), then goes out late.
@@ -46,6 +52,8 @@ from neli.options import KafkaOptions
 INF = math.inf
 WAKE_SPREAD = 0.005
 """Seconds within which a woken broker serves what its sockets held, in a drawn order."""
+FORWARD = 0.002
+"""Longest time a fetch answer's records take from librdkafka's fetcher to the application's queue (drawn)."""
 
 
 @dataclass
@@ -62,7 +70,10 @@ class _Member(SimMember):
     heard_at: float = 0.0  # the coordinator's last answer
     blocked_until: float = -INF  # the Revoked callbacks of a revocation run until then (the barrier)
     # the consumer and the producer
-    positions: dict[int, int] = field(default_factory=dict)  # partition -> offset of the next record to read
+    positions: dict[int, int] = field(default_factory=dict)  # partition -> offset of the next record to fetch
+    high: dict[int, int] = field(default_factory=dict)  # partition -> high watermark of the newest fetch answer
+    fetched: list[tuple[float, int, int, HeartbeatRecord]] = field(default_factory=list)  # (pollable at, p, offset, r)
+    polling: bool = False  # the poll loop will take what was fetched
     fetching: bool = False
     unsent: list[tuple[float, int, HeartbeatRecord]] = field(default_factory=list)  # (expires, partition, record)
     stopping: bool = False
@@ -73,13 +84,14 @@ class NeliWorld(LinkedWorld[_Member]):
 
     def __init__(self, options: KafkaOptions, protocol: Protocol, members: Mapping[str, Sequence[Role]], seed: int,
                  link: ServerLink | None = None, *, partitions: int = 12, revoke_delay: float = 0.002,
-                 start_jitter: float = 0.1, local_session_check: bool = True) -> None:
+                 start_jitter: float = 0.1, local_session_check: bool = True, prefetch: bool = True) -> None:
         super().__init__(seed, link or ServerLink(), wake_spread=WAKE_SPREAD)
         self.options = options
         self.protocol = protocol
         self.partitions = partitions
         self.revoke_delay = revoke_delay
         self.local_session_check = local_session_check
+        self.prefetch = prefetch
         self.group = GroupCoordinator(protocol, partitions, options.session_timeout)
         self.log: list[list[HeartbeatRecord]] = [[] for _ in range(partitions)]
         self.members = {name: _Member(name, tuple(roles), Keeper(name, self.history))
@@ -103,8 +115,10 @@ class NeliWorld(LinkedWorld[_Member]):
         m.keeper.fence_all(self.now, "killed")
         self._parked.pop(name, None)
         m.up, m.core, m.driver, m.membership, m.stopping = False, None, None, None, False
-        m.member_id, m.in_group, m.joining, m.fetching = None, False, False, False
+        m.member_id, m.in_group, m.joining, m.fetching, m.polling = None, False, False, False, False
         m.positions.clear()
+        m.high.clear()
+        m.fetched.clear()
         m.unsent.clear()
         m.wake_at = INF
         m.incarnation += 1
@@ -243,20 +257,63 @@ class NeliWorld(LinkedWorld[_Member]):
         self.to_member(m, inc, partial(self._fetched, m, records))
 
     def _fetched(self, m: _Member, records: dict[int, tuple[int, list[HeartbeatRecord], int]]) -> None:
-        """A fetch answered: the records that follow on from each partition's position are read, in order."""
+        """A fetch answered (librdkafka's fetcher): the records that follow on from each partition's position are
+        queued for the poll loop, the high watermarks cached, and the next fetch sent at once."""
         m.fetching = False
-        read: list[NeliInput] = []
+        if not self.prefetch:
+            self._read_now(m, records)
+            return
+        ready = self.now + self.rng.random() * FORWARD  # in order: not before the answers before it
+        if m.fetched and m.fetched[-1][0] > ready:
+            ready = m.fetched[-1][0]
         for p, (first, batch, high) in records.items():
             at = m.positions.get(p)
             if at is None or at < first:
                 continue  # no longer assigned, or assigned afresh since (that fetch's records are dropped)
-            for offset in range(max(first, at), first + len(batch)):
+            m.high[p] = max(m.high.get(p, 0), high)
+            for offset in range(at, first + len(batch)):
+                m.fetched.append((ready, p, offset, batch[offset - first]))
+            m.positions[p] = max(at, first + len(batch))
+        self._poll_later(m, ready)
+        self._fetch(m)
+
+    def _read_now(self, m: _Member, records: dict[int, tuple[int, list[HeartbeatRecord], int]]) -> None:
+        """`prefetch=False`: the answer's records that follow on from each position are read at once, caught up by
+        the answer's own high watermark; then the next fetch."""
+        read: list[NeliInput] = []
+        for p, (first, batch, high) in records.items():
+            at = m.positions.get(p)
+            if at is None or at < first:
+                continue
+            for offset in range(at, first + len(batch)):
                 read.append(Received(p, offset, batch[offset - first], self.now, offset + 1 >= high))
-                at = offset + 1
-            m.positions[p] = at
+            m.positions[p] = max(at, first + len(batch))
         if read:
             self._turn(m, read)
         self._fetch(m)
+
+    def _poll_later(self, m: _Member, ready: float) -> None:
+        if m.fetched and not m.polling:
+            m.polling = True
+            self.at(ready + self.link.request(self.rng), partial(self._poll, m, m.incarnation))
+
+    def _poll(self, m: _Member, inc: int) -> None:
+        """The poll loop takes what was fetched: each record `Received`, caught up by the cached high watermark."""
+        if not self.current(m, inc):
+            return
+        if self.now < m.paused_until:
+            self.at(m.paused_until, partial(self._poll, m, inc))
+            return
+        m.polling = False
+        now = self.now
+        taken = [f for f in m.fetched if f[0] <= now]
+        m.fetched = [f for f in m.fetched if f[0] > now]
+        read: list[NeliInput] = [Received(p, offset, record, now, offset + 1 >= m.high.get(p, 0))
+                                 for _, p, offset, record in taken if p in m.positions]
+        if read:
+            self._turn(m, read)
+        if m.fetched:
+            self._poll_later(m, m.fetched[0][0])
 
     def _reconnect(self, m: _Member, inc: int) -> None:
         """The link healed: queued records within their timeout go out, the consumer fetches again."""
@@ -386,6 +443,8 @@ class NeliWorld(LinkedWorld[_Member]):
     def _give_up(self, m: _Member, partitions: frozenset[int], lost: bool = False) -> None:
         for p in partitions:
             m.positions.pop(p, None)
+            m.high.pop(p, None)
+        m.fetched = [f for f in m.fetched if f[1] not in partitions]
         self._turn(m, [neli.Unassigned(tuple(sorted(partitions)), lost=lost)])
 
     def _lose(self, m: _Member) -> None:
@@ -403,6 +462,7 @@ class NeliWorld(LinkedWorld[_Member]):
         if owned:
             self._give_up(m, owned)
         m.positions.clear()
+        m.fetched.clear()
         mid, m.member_id, m.in_group, m.joining = m.member_id, None, False, False
         m.requests += 1
         if mid is not None:

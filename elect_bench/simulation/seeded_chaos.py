@@ -97,15 +97,17 @@ def kafka_options(kind: str, shape: Shape) -> tuple[KafkaOptions, Protocol]:
 
 
 def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
-          renewal_checks: bool = True, trust_store_expiry: bool = False) -> World:
+          renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True) -> World:
     """A group of `kind` whose members run the core as `etcd://`, `zookeeper://` or `kafka://` would with this TTL
     (session timeout): the same `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout
-    and session length, or the same `KafkaOptions` (for `renewal_checks` and `trust_store_expiry`, see `chaos`)."""
+    and session length, or the same `KafkaOptions` (for `renewal_checks`, `trust_store_expiry` and `prefetch`, see
+    `chaos`)."""
     members = {f"m{i}": [str(r) for r in range(shape.roles)] for i in range(shape.members)}
     if kind in NELI_KINDS:
         options, protocol = kafka_options(kind, shape)
         drawn = random.Random(seed ^ 0x4AF)
-        return NeliWorld(options, protocol, members, seed, link or NELI_LINK, local_session_check=drawn.random() < 0.5)
+        return NeliWorld(options, protocol, members, seed, link or NELI_LINK, local_session_check=drawn.random() < 0.5,
+                         prefetch=prefetch)
     if kind == "etcd":
         e = EtcdOptions(endpoints=("sim:2379",), ttl=shape.ttl)
         timing, session_ttl, timeout = etcd.timing(e), float(e.lease_seconds), e.timeout
@@ -154,13 +156,15 @@ class Run:
 
 
 def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
-          renewal_checks: bool = True, trust_store_expiry: bool = False) -> Outcome:
+          renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True) -> Outcome:
     """One seed's schedule of faults against a group of `kind`, judged. To show what the design prevents:
     `renewal_checks=False`, a ZooKeeper store whose renewals do not check the member's role nodes (what
     `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the ZooKeeper design before 0a1cbd1 (role nodes
     ephemeral, the core trusting the store to free a dead holder's roles: `Timing.silence_takeover=False`), which
-    the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke."""
-    done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry)
+    the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke; `prefetch=False`, NELI members that read a
+    fetch answer as it arrives (`NeliWorld`), the model that found kafka-full's stale own record."""
+    done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
+                  prefetch=prefetch)
     history = done.history()
     bound = promise(kind, shape)
     found = check(history, exclusive=not bound, max_overlap=bound or None,
@@ -169,9 +173,10 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
 
 
 def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
-           renewal_checks: bool = True, trust_store_expiry: bool = False) -> Run:
+           renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True) -> Run:
     """The seed's schedule of faults against a group of `kind` (see `chaos`), run to its end, not judged."""
-    world = build(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry)
+    world = build(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
+                  prefetch=prefetch)
     rng = random.Random(seed ^ 0x1EA5E)
     names = list(world.members)
     ttl = shape.ttl

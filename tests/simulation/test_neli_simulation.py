@@ -51,11 +51,13 @@ def test_without_its_contest_rule_fast_mode_overlaps(kind: str, monkeypatch: pyt
 
 def test_a_member_resuming_on_its_own_stale_record_does_not_lead_under_an_older_token(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Found by the simulator (kafka-full, seed 155): m1, paused with a fetch answer in its socket, resumed and led on
-    its own record at offset 115 after m0 had led on offset 123. Full mode now counts an own record read more than a
-    heartbeat interval after it was sent as short of the end (`NeliCore._behind`); with the rule as it was before,
-    the token goes backwards again."""
-    assert chaos("kafka-full", 155).violations == ()
+    """Found by the simulator (kafka-full, seed 155, members reading each fetch answer as it arrives: `prefetch=False`,
+    the first model): m1, paused with a fetch answer in its socket, resumed and led on its own record at offset 115
+    after m0 had led on offset 123. Full mode now counts an own record read more than a heartbeat interval after it
+    was sent as short of the end (`NeliCore._behind`); with the rule as it was before, the token goes backwards
+    again. (With librdkafka's prefetch modelled, the next answer's high watermark usually arrives before the stale
+    record is read, and none of seeds 0-599 breaks this way.)"""
+    assert chaos("kafka-full", 155, prefetch=False).violations == ()
 
     def as_it_was(self: NeliCore, own: Any, msg: Received, now: float) -> bool:
         if msg.caught_up:
@@ -66,19 +68,20 @@ def test_a_member_resuming_on_its_own_stale_record_does_not_lead_under_an_older_
         return self.mode == "fast" or now < own.behind_since + self.interval
 
     monkeypatch.setattr(NeliCore, "_behind", as_it_was)
-    broken = chaos("kafka-full", 155).violations
+    broken = chaos("kafka-full", 155, prefetch=False).violations
     assert broken and {v.kind for v in broken} == {"token"}
 
 
 def test_a_dropped_full_mode_owner_overlaps_by_more_than_t_but_within_its_stated_bound() -> None:
-    """Found by the simulator (kafka-full, seed 62): m1, cut from the broker while the group moved its partition,
+    """Found by the simulator (kafka-full, seed 62, `prefetch=False`): m1, cut from the broker while the group moved its
+    partition,
     came back still owning it in its view and extended its leadership on its own records until it read its
     successor's token: 2.09 s of overlap against T = 2 s. `characteristics.max_overlap` is T plus one heartbeat
     interval (2.2 s here), and the checker holds the simulation to it."""
     options = kafka_options("kafka-full", Shape())[0]
     assert promise("kafka-full", Shape()) == pytest.approx(options.timeout + options.interval)
-    assert chaos("kafka-full", 62).violations == ()
-    intervals = strike("kafka-full", 62).history().intervals()
+    assert chaos("kafka-full", 62, prefetch=False).violations == ()
+    intervals = strike("kafka-full", 62, prefetch=False).history().intervals()
     longest = max(min(a.end, b.end) - max(a.start, b.start)
                   for ivs in intervals.values() for a, b in itertools.combinations(ivs, 2) if a.member != b.member)
     assert options.timeout < longest <= options.timeout + options.interval
@@ -88,12 +91,15 @@ def test_a_dropped_full_mode_owner_overlaps_by_more_than_t_but_within_its_stated
 def test_a_killed_leaders_roles_move_once_the_group_expires_its_session(kind: str) -> None:
     """The simulated failover after a kill: the coordinator expires the session (1 s after the last group heartbeat),
     moves the partition, and the new owner leads once the dead member's heartbeats are `timeout` old (they already
-    are) and its own is read back. The real broker adds its own rebalance and librdkafka's steps (kafka-fast kill p50
-    1.50 s, docs/results/default-cbdfb75); the simulation does not model those."""
+    are) and its own is read back (full mode: at the partition's end, or after one heartbeat interval of waiting for
+    it, as every member writes there). The real broker adds its own rebalance and librdkafka's steps (kafka-fast
+    kill p50 1.50 s, docs/results/default-cbdfb75); the simulation does not model those."""
     moved, roles = kill_a_leader(kind)
     assert moved and len(moved) == roles
+    options = kafka_options(kind, Shape())[0]
+    wait = options.interval if options.mode == "full" else 0.0
     for f in moved:
-        assert f.latency is not None and 0.85 <= f.latency <= 1.0 + 0.3, (f.role, f.latency)
+        assert f.latency is not None and 0.85 <= f.latency <= 1.0 + 0.3 + wait, (f.role, f.latency)
 
 
 def test_the_classic_cooperative_coordinator_moves_a_partition_in_two_rounds() -> None:
