@@ -136,16 +136,9 @@ class LeaseWorld(LinkedWorld[_Member]):
             self.to_server(m, lambda: self._broadcast(self.store.drop(session)))
         self.kill(m.name)
 
-    def cut(self, name: str) -> None:
-        """The member's link to the store fails: requests and answers are lost, watch events stall."""
-        self.members[name].cut = True
-
-    def heal(self, name: str | None = None) -> None:
-        """The link (every link, for None) works again: the client reconnects, stalled watches catch up."""
-        for m in self.members.values():
-            if (name is None or m.name == name) and m.cut:
-                m.cut = False
-                self.at(self.now + self.link.request(self.rng), partial(self._reconnect, m, m.incarnation))
+    def _healed(self, m: _Member) -> None:
+        """The client reconnects (a round trip later), stalled watches catch up."""
+        self.at(self.now + self.link.request(self.rng), partial(self._reconnect, m, m.incarnation))
 
     def freeze_store(self, duration: float) -> None:
         """The store's leader stops for `duration`: nothing is answered or seen until it wakes (etcd) or another

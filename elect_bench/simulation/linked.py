@@ -122,6 +122,20 @@ class LinkedWorld(Generic[M]):
         m = self.members[name]
         m.paused_until = max(m.paused_until, self.now + duration)
 
+    def cut(self, name: str) -> None:
+        """The member's link to the server fails: requests and answers are lost, what the server pushes stalls."""
+        self.members[name].cut = True
+
+    def heal(self, name: str | None = None) -> None:
+        """The link (every link, for None) works again: each world's client then does what its library does."""
+        for m in self.members.values():
+            if (name is None or m.name == name) and m.cut:
+                m.cut = False
+                self._healed(m)
+
+    def _healed(self, m: M) -> None:
+        raise NotImplementedError
+
     def restart(self, name: str) -> None:
         if not self.members[name].up:
             self._start(name)

@@ -141,16 +141,9 @@ class NeliWorld(LinkedWorld[_Member]):
             self._leave(m)
         self._turn(m, [])
 
-    def cut(self, name: str) -> None:
-        """The member's link to the broker fails: requests and answers are lost, records wait in the producer."""
-        self.members[name].cut = True
-
-    def heal(self, name: str | None = None) -> None:
-        """The link (every link, for None) works again: queued records go out, the consumer fetches again."""
-        for m in self.members.values():
-            if (name is None or m.name == name) and m.cut:
-                m.cut = False
-                self.at(self.now, partial(self._reconnect, m, m.incarnation))
+    def _healed(self, m: _Member) -> None:
+        """Queued records go out, the consumer fetches again (a cut member's producer keeps its records queued)."""
+        self.at(self.now, partial(self._reconnect, m, m.incarnation))
 
     def freeze_store(self, duration: float) -> None:
         """The broker stops for `duration` (SIGSTOP): nothing is appended, fetched or answered until it wakes."""
