@@ -96,7 +96,6 @@ class GroupCoordinator:
     generation: int = 0
     rebalancing: bool = False
     target: dict[str, set[int]] = field(default_factory=dict)  # KIP-848
-    rounds: int = 0  # classic rounds completed, KIP-848 target changes (a measure of churn)
     _ids: int = 0
 
     # ------------------------------------------------------------------ requests
@@ -149,14 +148,6 @@ class GroupCoordinator:
         return min((m.last_seen + self.session_timeout for m in self.members.values()
                     if not (self.rebalancing and m.joined)), default=None)
 
-    def owners(self) -> dict[int, list[str]]:
-        """Per partition, the members the coordinator counts as holding it (KIP-848) or assigned it (classic)."""
-        out: dict[int, list[str]] = {}
-        for mid, m in self.members.items():
-            for p in m.given | m.owned:
-                out.setdefault(p, []).append(mid)
-        return out
-
     # ------------------------------------------------------------------ rules
     def _new_id(self, name: str) -> str:
         self._ids += 1
@@ -185,7 +176,6 @@ class GroupCoordinator:
             return {}
         self.rebalancing = False
         self.generation += 1
-        self.rounds += 1
         keep = {mid: m.owned for mid, m in self.members.items()} if self.protocol == "cooperative" else {}
         target = balanced(self.members, self.partitions, keep)
         answers: dict[str, Answer] = {}
@@ -215,5 +205,4 @@ class GroupCoordinator:
     def _retarget(self) -> None:
         """KIP-848: the members changed; a new group epoch and target assignment, kept as sticky as the old one."""
         self.generation += 1
-        self.rounds += 1
         self.target = balanced(self.members, self.partitions, self.target)

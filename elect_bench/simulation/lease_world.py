@@ -116,8 +116,7 @@ class LeaseWorld(LinkedWorld[_Member]):
         m = self.members[name]
         if not m.up:
             return
-        if self.now < m.paused_until:
-            self.at(m.paused_until, partial(self.stop, name, limit))
+        if self.held(m, partial(self.stop, name, limit)):
             return
         if m.core is None:
             self.kill(name)  # no session yet: nothing to hand over
@@ -164,8 +163,7 @@ class LeaseWorld(LinkedWorld[_Member]):
         """Open a session (the first, or one after a loss): a round trip; tried again after the request timeout."""
         if not self.current(m, inc):
             return
-        if self.now < m.paused_until:
-            self.at(m.paused_until, partial(self._open, m, inc))
+        if self.held(m, partial(self._open, m, inc)):
             return
         m.sessions += 1
         session = m.opening = f"{m.name}.{m.incarnation}.{m.sessions}"
@@ -248,8 +246,7 @@ class LeaseWorld(LinkedWorld[_Member]):
         """One request: to the store and back, or failed (outcome unknown) at the request timeout."""
         if not self.current(m, inc) or m.session != session:
             return
-        if self.now < m.paused_until:
-            self.at(m.paused_until, partial(self._request, m, inc, session, action, lane))
+        if self.held(m, partial(self._request, m, inc, session, action, lane)):
             return
         sent = self.now
         deadline = sent + self.request_timeout
@@ -358,8 +355,7 @@ class LeaseWorld(LinkedWorld[_Member]):
         """The link works again: a session the store ended is LOST (a new one opens); else the watches catch up."""
         if not self.current(m, inc) or m.cut or self.now < self.frozen_until:
             return
-        if self.now < m.paused_until:
-            self.at(m.paused_until, partial(self._reconnect, m, inc))
+        if self.held(m, partial(self._reconnect, m, inc)):
             return
         if not m.session_down and m.session not in self.store.members:
             self._session_lost(m, inc, m.session)

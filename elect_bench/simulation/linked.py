@@ -169,6 +169,13 @@ class LinkedWorld(Generic[M]):
             m.wake_at = INF
             self._turn(m, [])
 
+    def held(self, m: SimMember, retry: Callable[[], None]) -> bool:
+        """Whether `m` is paused now; if so `retry` runs when it resumes (what a paused process was about to do)."""
+        if self.now < m.paused_until:
+            self.at(m.paused_until, retry)
+            return True
+        return False
+
     def current(self, m: SimMember, inc: int) -> bool:
         """`m` is up and still the incarnation `inc` (a restart makes older callbacks stale)."""
         return m.up and m.incarnation == inc

@@ -129,8 +129,7 @@ class NeliWorld(LinkedWorld[_Member]):
         m = self.members[name]
         if not m.up:
             return
-        if self.now < m.paused_until:
-            self.at(m.paused_until, partial(self.stop, name, limit))
+        if self.held(m, partial(self.stop, name, limit)):
             return
         core, membership = m.core, m.membership
         assert core is not None and membership is not None
@@ -294,8 +293,7 @@ class NeliWorld(LinkedWorld[_Member]):
         """The poll loop takes what was fetched: each record `Received`, caught up by the cached high watermark."""
         if not self.current(m, inc):
             return
-        if self.now < m.paused_until:
-            self.at(m.paused_until, partial(self._poll, m, inc))
+        if self.held(m, partial(self._poll, m, inc)):
             return
         m.polling = False
         now = self.now
@@ -312,8 +310,7 @@ class NeliWorld(LinkedWorld[_Member]):
         """The link healed: queued records within their timeout go out, the consumer fetches again."""
         if not self.current(m, inc) or m.cut:
             return
-        if self.now < m.paused_until:
-            self.at(m.paused_until, partial(self._reconnect, m, inc))
+        if self.held(m, partial(self._reconnect, m, inc)):
             return
         queued, m.unsent = m.unsent, []
         for expires, partition, record in queued:
@@ -327,8 +324,7 @@ class NeliWorld(LinkedWorld[_Member]):
         """librdkafka's group heartbeat, every group heartbeat interval while the process runs."""
         if not self.current(m, inc):
             return
-        if self.now < m.paused_until:
-            self.at(m.paused_until, partial(self._group_tick, m, inc))
+        if self.held(m, partial(self._group_tick, m, inc)):
             return
         o = self.options
         if m.joining and self.now - m.join_sent >= o.session_timeout:
