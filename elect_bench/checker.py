@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from elect.contract import Characteristics
 from elect_bench.history import History
 from elect_bench.measures import leaderless, overlaps
 
@@ -65,3 +66,10 @@ def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_
                     found.append(Violation("leaderless", role, start,
                                            f"no leader for {end - start:.3f} s (bound {leaderless_bound:g} s)"))
     return sorted(found, key=lambda v: (v.at, v.role))
+
+
+def check_promise(history: History, promised: Characteristics) -> list[Violation]:
+    """`check` against what an elector promises (its `characteristics`): exclusivity, or a non-exclusive mode's
+    overlap bound where it states one; token order where it has tokens."""
+    return check(history, exclusive=promised.exclusive, tokens=promised.has_token,
+                 max_overlap=None if promised.exclusive else promised.max_overlap)

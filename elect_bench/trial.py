@@ -19,7 +19,7 @@ from typing import Any
 from elect.contract import Characteristics
 from elect.member_reports import TIMED
 from elect_bench.busy import Busy
-from elect_bench.checker import check
+from elect_bench.checker import check_promise
 from elect_bench.faults import Fault, InfraFault, MemberFault
 from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord as Record
@@ -386,7 +386,7 @@ def _measure(spec: TrialSpec, promised: Characteristics, history: History, procs
     spans = [o for r in ivs.values() for o in overlaps(r)]
     result.overlap = sum(e - s for s, e, _ in spans)
     result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)
-    result.violations = [str(v) for v in check(history, exclusive=promised.exclusive, tokens=promised.has_token)]
+    result.violations = [str(v) for v in check_promise(history, promised)]
 
 
 def _failure(exc: Exception, procs: Sequence[MemberProcess]) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from elect_bench.checker import check
+from elect.contract import Characteristics
+from elect_bench.checker import check, check_promise
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import (
     Summary,
@@ -62,6 +64,16 @@ def test_overlap_in_an_exclusive_mode_is_a_violation() -> None:
     assert [(v.kind, v.role, round(v.at, 3)) for v in found] == [("overlap", "r", 6.0)]
     assert "a, b both led for 0.300 s" in str(found[0])
     assert check(h, exclusive=False) == []  # non-exclusive modes may overlap
+
+
+def test_a_non_exclusive_promise_is_held_to_its_overlap_bound() -> None:
+    # NELI full promises overlaps of at most T + one heartbeat interval; the harness checks what each method promises.
+    h = History([acq("a", "r", 1, 1.0), acq("b", "r", 2, 6.0), fen("a", "r", 1, 9.0, 8.5)], end=10.0)
+    full = Characteristics(exclusive=False, max_overlap=2.2, max_failover=None, graceful_handover=True, token="t")
+    assert [v.kind for v in check_promise(h, full)] == ["overlap"]
+    assert "(bound 2.2 s)" in str(check_promise(h, full)[0])
+    assert check_promise(h, replace(full, max_overlap=3.0)) == []
+    assert check_promise(h, replace(full, max_overlap=None)) == []  # no bound stated
 
 
 def test_token_that_did_not_increase_is_a_violation() -> None:
