@@ -4,8 +4,9 @@ The store is the simulator's (`elect_bench.simulation.cas_store.SimStore`): etcd
 `sessions=True` ZooKeeper's (the store deletes a session's keys, role keys too, once it has not heard from it for
 `ttl`, for a core that trusts it to: `Timing.silence_takeover=False`; its renewals here check nothing, so the
 core's own rules are what is tested). Members execute the core's
-actions at once, see every change after `watch_delay`, and keep leaderships the way BaseElector does
-(a deadline fences). `check()` asserts that no two members hold a valid leadership of a role at any step.
+actions at once, see every change after `watch_delay`, and keep leaderships in the simulators' one keeper
+(`elect_bench.simulation.keeper.Keeper`: as BaseElector keeps them, a deadline fences). `check()` asserts that no
+two members hold a valid leadership of a role at any step.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from cas_lease.core import LeaseCore, Timing
 from cas_lease.model import Done, Observation, Snapshot, StoreAction
-from elect.core import Acquire, Extend, ExtendShared, Fence, LeadershipChange, Revoke
+from elect.core import LeadershipChange, Revoke
 from elect.roles import Role
 from elect_bench.simulation.cas_store import SessionGone, SimStore
+from elect_bench.simulation.keeper import Keeper
+from elect_bench.simulation.world import Recorded, lines_of
 
 
 def decide(core: LeaseCore, now: float) -> list[LeadershipChange | StoreAction]:
@@ -42,12 +46,10 @@ class Event:
 class SimMember:
     name: str
     core: LeaseCore
+    keeper: Keeper
     inbox: list[tuple[float, Observation]] = field(default_factory=list)
-    leading: dict[Role, tuple[int, float]] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
     releases: list[tuple[float, Role]] = field(default_factory=list)
     handovers: list[Role] = field(default_factory=list)  # the handover thread's queue: one at a time
-    shared: set[Role] = field(default_factory=set)  # leaderships acquired on the core's shared deadline
     handover_free_at: float = 0.0
     blind: bool = False  # sees nothing of others: no watch events, no snapshots
     alive: bool = True
@@ -55,8 +57,20 @@ class SimMember:
     reachable: bool = True
     revoke_delay: float = 0.0
 
+    @property
+    def leading(self) -> dict[Role, tuple[int, float]]:
+        """Role -> (token, deadline) of the leaderships held, valid or not yet fenced."""
+        return {role: (held.token, held.deadline) for role, held in self.keeper.held.items()}
+
+    @property
+    def events(self) -> list[Event]:
+        """The event lines this member printed, in order."""
+        return [Event(cast(str, line["event"]), cast(Role, line["role"]), cast(int, line["token"]),
+                      cast(float, line["mono"]), cast("float | None", line.get("until")))
+                for line in lines_of(self.keeper.history)]
+
     def held(self) -> set[Role]:
-        return set(self.leading)
+        return set(self.keeper.held)
 
 
 class Sim:
@@ -83,7 +97,7 @@ class Sim:
         roles = list(roles)
         core = LeaseCore(name, session, self.timing, roles, self.now, lease_until=math.inf, weight=weight,
                          max_roles=max_roles)
-        member = SimMember(name, core, revoke_delay=revoke_delay)
+        member = SimMember(name, core, Keeper(name, list[Recorded]()), revoke_delay=revoke_delay)
         self.members[name] = member
         self._broadcast(self.store.open(session, core.record(self.now), self.now)[1])
         for seen in [Snapshot(dict(self.store.roles), dict(self.store.members), self.store.rev)]:
@@ -120,8 +134,8 @@ class Sim:
     def check(self) -> None:
         holders: dict[Role, list[str]] = {}
         for member in self.members.values():
-            for role, (_, deadline) in member.leading.items():
-                if self.now < deadline:
+            for role, held in member.keeper.held.items():
+                if self.now < held.deadline:
                     holders.setdefault(role, []).append(member.name)
         overlap = {r: names for r, names in holders.items() if len(names) > 1}
         assert not overlap, f"two valid leaders at t={self.now}: {overlap}"
@@ -129,10 +143,8 @@ class Sim:
     # ------------------------------------------------------------------------------------------ one member
     def _step(self, m: SimMember) -> None:
         now = self.now
-        for role, (token, deadline) in list(m.leading.items()):  # the DeadlineTimer, on any member
-            if now >= deadline and not m.frozen:
-                del m.leading[role]
-                m.events.append(Event("fenced", role, token, now, deadline))
+        if not m.frozen:  # the DeadlineTimer, on any member
+            for role in m.keeper.expire(now):
                 m.core.lapsed(role, now)
         if not m.alive or m.frozen:
             return
@@ -152,36 +164,17 @@ class Sim:
             m.core.released(role, now)
         if m.handovers and now >= m.handover_free_at:
             role = m.handovers.pop(0)
-            if role in m.leading:
-                token, deadline = m.leading.pop(role)
-                m.events.append(Event("revoked" if now < deadline else "fenced", role, token, now))
+            m.keeper.apply([Revoke(role)], now)
             m.handover_free_at = now + m.revoke_delay
             m.releases.append((m.handover_free_at, role))
         work = decide(m.core, now)
         while work:
             out = work.pop(0)
-            if isinstance(out, Acquire):
-                assert out.role not in m.leading
-                m.leading[out.role] = (out.token, out.deadline)
-                if out.shared:
-                    m.shared.add(out.role)
-                else:
-                    m.shared.discard(out.role)
-                m.events.append(Event("acquired", out.role, out.token, now))
-            elif isinstance(out, Extend):
-                if out.role in m.leading:
-                    token, deadline = m.leading[out.role]
-                    m.leading[out.role] = (token, max(deadline, out.deadline))
-            elif isinstance(out, ExtendShared):  # as BaseElector: every shared leadership still in force
-                for role, (token, deadline) in list(m.leading.items()):
-                    if role in m.shared and now < deadline:
-                        m.leading[role] = (token, max(deadline, out.deadline))
-            elif isinstance(out, Fence):
-                if out.role in m.leading:
-                    token, _ = m.leading.pop(out.role)
-                    m.events.append(Event("fenced", out.role, token, now, out.until))
-            elif isinstance(out, Revoke):
+            if isinstance(out, Revoke):
                 m.handovers.append(out.role)
+            elif isinstance(out, LeadershipChange):
+                for role in m.keeper.apply([out], now).lapsed:
+                    m.core.lapsed(role, now)
             else:
                 self._execute(m, out)
                 work = decide(m.core, now) + work
