@@ -50,10 +50,10 @@ own record. Fast mode waits for the end; full mode, where every member writes ev
 heartbeat interval after its first own record read short of it (an unbounded wait cost seconds of failover
 there). For the same reason a fast-mode leader fences on a fresh claim appended after the record that started
 its leadership, whenever it was sent. Full mode adds one
-rule the paper lacks: its leaders' records carry their token, and a member leading on an older token
-stands down on reading a fresh newer one (`Revoke` if its partition was taken from it in order, else
-`Fence`), and does not take the partition back while that claim stays fresh. The paper's overlap then
-lasts until the old leader reads its successor's first record, not a whole T.
+rule the paper lacks: its leaders' records carry their token, a new leadership publishes one at once, and a
+member leading on an older token stands down on reading a fresh newer one (`Revoke` if its partition was taken
+from it in order, else `Fence`), and does not take the partition back while that claim stays fresh. The paper's
+overlap then lasts until the old leader reads its successor's first record, not a whole T.
 """
 
 from __future__ import annotations
@@ -138,6 +138,7 @@ class _Ownership:
     released: dict[tuple[str, str], float] = field(default_factory=dict)  # fast mode: sender -> its release's `sent`
     last_token: int | None = None  # this ownership's latest token: full mode yields to newer claims only once it led
     behind_since: float = math.inf  # full mode: since when its own records were read short of the partition's end
+    read_at: float = -math.inf  # when a record of the partition was last read
     unled_since: float = -math.inf  # since when it has been owned and not led (assigned, or its leadership ended)
     blind_until: float = -math.inf  # records skipped unread (`Skipped`) may hold claims fresh until then
 
@@ -326,6 +327,9 @@ class NeliCore:
         own = self._owned.get(msg.partition)
         if own is None:
             return
+        if now - own.read_at > 2 * self.interval:  # its reads stalled (a cut, a pause): a wait for the end starts anew
+            own.behind_since = math.inf
+        own.read_at = now
         mine_now = self._mine(hb) and hb.epoch == own.epoch
         if self.mode == "fast" and not self._mine(hb):
             self._contest(own, msg, now)
@@ -342,6 +346,7 @@ class NeliCore:
             own.token, own.deadline, own.since, own.last_token = msg.offset, deadline, now, msg.offset
             own.roles = self._roles_of(msg.partition)
             self._ready.changes += [Acquire(role, msg.offset, deadline) for role in own.roles]
+            self._announce(msg.partition, now)
         elif deadline > own.deadline:
             own.deadline = deadline
             self._ready.changes += [Extend(role, deadline) for role in own.roles]
@@ -361,7 +366,11 @@ class NeliCore:
         knew of is stale, and another owner may have led meanwhile on a later record. Fast mode needs no such rule:
         an own record that old has nearly run out of evidence, and no successor leads before the member's last
         claim is `timeout` old. (Found in simulation: kafka-full, seed 155 of `elect bench sim-neli`, a member
-        resumed from a pause on its own record at offset 115 after another had led on offset 123.)"""
+        resumed from a pause on its own record at offset 115 after another had led on offset 123.) The one interval
+        counts from the first record read short of the end since the member's reads of the partition last stalled for
+        more than two intervals (`_received`): counted from before a cut, it let a member back from the cut lead at
+        once on its own old record, under a token older than one another member took meanwhile (seed 811: 63 after
+        70)."""
         late = self.mode == "full" and now - msg.heartbeat.sent > self.interval
         if msg.caught_up and not late:
             own.behind_since = math.inf
@@ -390,6 +399,18 @@ class NeliCore:
         own.contested_until = max(own.contested_until, sent + self.timeout)
         if own.leading:
             self._fence_now(own, now)
+
+    def _announce(self, partition: int, now: float) -> None:
+        """Full mode: publish a new leadership's claim (a record carrying its token) as it begins, not at the next
+        beat. The owner it succeeds, if the group dropped that one behind its back, leads on until it reads the claim
+        (`_claimed`), extending its leadership on every member's records meanwhile: a claim one beat late costs an
+        interval of overlap, and a successor paused or cut right after it began leaves its claim unwritten for as
+        long, while the third member's records keep the old owner leading (found in simulation: kafka-full, seed
+        4775 of `elect bench sim-neli`, the successor paused 0.1 s after it began, 2.59 s of overlap against the
+        stated T + interval, 2.2 s). Published at once, the claim is in the log ahead of any record sent later than
+        a network delay after the leadership began, which bounds what the old owner can still extend on."""
+        if self.mode == "full" and self._publishing:
+            self._ready.messages.append(Publish(partition, self._full_beat(partition, now)))
 
     def _skipped(self, partition: int, now: float) -> None:
         """Records of `partition` went unread: the rules above hold only for a member that reads every record of

@@ -33,6 +33,12 @@ def own(c: NeliCore, sent: float, epoch: int = 1) -> Heartbeat:
     return Heartbeat(group="g", member=c.member, instance=c.instance, epoch=epoch, sent=sent)
 
 
+def announced(c: NeliCore, partition: int, token: int, sent: float, epoch: int = 1) -> Publish:
+    """The claim a full-mode member publishes as a leadership begins (`NeliCore._announce`)."""
+    return Publish(partition, Heartbeat(group="g", member=c.member, instance=c.instance, epoch=epoch, sent=sent,
+                                        token=token))
+
+
 def taken(c: NeliCore) -> list[Produced]:
     """What the core produced since the last call, changes first (the order the elector handles them in)."""
     ready = c.ready()
@@ -180,13 +186,13 @@ def test_full_mode_publishes_everywhere_and_leads_on_its_own_record() -> None:
     assert assign(c, [2], 0.0) == [Publish(2, own(c, 0.0))]  # at once on assignment, to lead without a round's wait
     assert {o.partition for o in of(tick(c, 0.0), Publish)} == set(range(M))  # type: ignore[attr-defined]
     # no role of (0, 4, 1) rides on partition 2: leading it acquires nothing
-    assert received(c, 2, 30, beat(c, 0.0), 0.1, 0.1) == []
+    assert received(c, 2, 30, beat(c, 0.0), 0.1, 0.1) == [announced(c, 2, 30, 0.1)]
     c2 = core("full", roles=(2, 6), timeout=2.0)
     assign(c2, [2], 0.0)
     # another member's record starts nothing: two members reading it would share its offset as a token
     assert received(c2, 2, 30, beat(c2, 999.0, member="b", instance="b-1", wall=100.0), 0.1, 100.1) == []
     out = received(c2, 2, 31, beat(c2, 0.0), 0.1, 0.1)
-    assert out == [Acquire(2, 31, pytest.approx(2.0)), Acquire(6, 31, pytest.approx(2.0))]
+    assert out == [Acquire(2, 31, pytest.approx(2.0)), Acquire(6, 31, pytest.approx(2.0)), announced(c2, 2, 31, 0.1)]
     # then any group record keeps it alive: another's, sent 0.5 s ago by the wall clock, dates 1.0 on our clock
     assert received(c2, 2, 32, beat(c2, 999.0, member="b", instance="b-1", wall=100.0), 1.5, 100.5) == [
         Extend(2, pytest.approx(3.0)), Extend(6, pytest.approx(3.0))]
@@ -223,7 +229,8 @@ def test_full_mode_a_leader_reading_a_newer_claim_stands_down_and_stays_down_whi
     assert received(c, 2, 41, beat(c, 0.7), 0.8, 0.8) == []
     received(c, 2, 45, claim(c, 1.5, token=35), 1.6, 1.6)  # the claimant still leads: fresh until 3.5
     assert received(c, 2, 50, beat(c, 3.4), 3.45, 3.45) == []
-    assert received(c, 2, 51, beat(c, 3.6), 3.65, 3.65) == [Acquire(2, 51, pytest.approx(5.6))]
+    assert received(c, 2, 51, beat(c, 3.6), 3.65, 3.65) == [
+        Acquire(2, 51, pytest.approx(5.6)), announced(c, 2, 51, 3.65)]
 
 
 def test_full_mode_older_or_stale_claims_change_nothing() -> None:
@@ -240,7 +247,8 @@ def test_full_mode_a_fresh_assignment_is_not_held_back_by_a_claim() -> None:
     c = core("full", roles=(2,), timeout=2.0)
     assign(c, [2], 0.0)
     assert received(c, 2, 30, claim(c, 0.0, token=20), 0.01, 0.01) == []
-    assert received(c, 2, 31, beat(c, 0.0), 0.02, 0.02) == [Acquire(2, 31, pytest.approx(2.0))]
+    assert received(c, 2, 31, beat(c, 0.0), 0.02, 0.02) == [
+        Acquire(2, 31, pytest.approx(2.0)), announced(c, 2, 31, 0.02)]
 
 
 def test_full_mode_a_lagging_member_starts_only_on_a_record_read_at_the_partitions_end() -> None:
@@ -252,7 +260,8 @@ def test_full_mode_a_lagging_member_starts_only_on_a_record_read_at_the_partitio
     assert received(c, 2, 31, claim(c, 0.005, token=31), 0.02, 0.02) == []  # the newer claim is read first
     # its next own record, read at the end, starts it under a token above the claim's (full mode may overlap;
     # its tokens keep their order)
-    assert received(c, 2, 32, beat(c, 0.1), 0.11, 0.11) == [Acquire(2, 32, pytest.approx(2.1))]
+    assert received(c, 2, 32, beat(c, 0.1), 0.11, 0.11) == [
+        Acquire(2, 32, pytest.approx(2.1)), announced(c, 2, 32, 0.11)]
 
 
 def test_full_mode_a_member_that_stays_behind_starts_one_interval_after_its_first_deferral() -> None:
@@ -260,7 +269,41 @@ def test_full_mode_a_member_that_stays_behind_starts_one_interval_after_its_firs
     assign(c, [2], 0.0)
     assert received(c, 2, 30, beat(c, 0.0), 0.01, 0.01, caught_up=False) == []
     assert received(c, 2, 31, beat(c, 0.05), 0.06, 0.06, caught_up=False) == []  # still within the interval
-    assert received(c, 2, 32, beat(c, 0.1), 0.12, 0.12, caught_up=False) == [Acquire(2, 32, pytest.approx(2.1))]
+    assert received(c, 2, 32, beat(c, 0.1), 0.12, 0.12, caught_up=False) == [
+        Acquire(2, 32, pytest.approx(2.1)), announced(c, 2, 32, 0.12)]
+
+
+def test_full_mode_an_own_record_read_late_waits_as_one_read_short_of_the_end() -> None:
+    # kafka-full seed 155 of `elect bench sim-neli` (first model): a member paused with a fetch answer in its socket
+    # resumed and led on its own record, read "at the end" of a stale answer, after another had led on a later one
+    c = core("full", roles=(2,), timeout=2.0)  # interval 0.1
+    assign(c, [2], 0.0)
+    assert received(c, 2, 30, beat(c, 0.0), 0.5, 0.5) == []  # sent 0.5 s ago: the end it knew of is stale
+    assert received(c, 2, 31, beat(c, 0.55), 0.56, 0.56) == [Acquire(2, 31, pytest.approx(2.55)),
+                                                            announced(c, 2, 31, 0.56)]
+
+
+def test_full_mode_the_wait_for_the_end_starts_anew_after_reads_stall() -> None:
+    # kafka-full seed 811: a member read short of the end, was cut off, and back 1.5 s later led at once on its own
+    # old record, the one interval of waiting counted from before the cut, under a token older than another's
+    c = core("full", roles=(2,), timeout=2.0)
+    assign(c, [2], 0.0)
+    assert received(c, 2, 30, beat(c, 0.0), 0.01, 0.01, caught_up=False) == []
+    assert received(c, 2, 33, beat(c, 0.2), 1.5, 1.5, caught_up=False) == []  # after the stall: it waits again
+    assert received(c, 2, 40, claim(c, 1.45, token=35), 1.51, 1.51) == []  # and reads the newer claim first
+    assert c.leading_roles() == frozenset()
+
+
+def test_full_mode_a_new_leadership_claims_its_token_at_once() -> None:
+    # kafka-full seed 4775: a successor paused before its next beat left its claim unwritten, and a dropped owner
+    # led on other members' records for 2.59 s beside it (the stated bound T + interval: 2.2 s)
+    c = core("full", roles=(2,), timeout=2.0)
+    assign(c, [2], 0.0)
+    out = received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
+    assert out == [Acquire(2, 30, pytest.approx(2.0)), announced(c, 2, 30, 0.01)]
+    fast = core("fast", roles=(2,))  # fast mode's owners alone write their partition: nothing to announce
+    assign(fast, [2], 0.0)
+    assert of(received(fast, 2, 30, beat(fast, 0.0), 0.01, 0.01), Publish) == []
 
 
 def test_full_mode_overlap_leads_out_T_after_an_orderly_revoke() -> None:
@@ -303,7 +346,8 @@ def test_full_mode_reassigned_before_release_restarts_with_a_new_token() -> None
     received(c, 2, 30, beat(c, 0.0), 0.01, 0.01)
     revoke(c, [2], 0.5)
     assert of(assign(c, [2], 1.0), Revoke) == [Revoke(2)]
-    assert received(c, 2, 50, beat(c, 1.0, epoch=2), 1.01, 1.01) == [Acquire(2, 50, 3.0)]
+    assert received(c, 2, 50, beat(c, 1.0, epoch=2), 1.01, 1.01) == [
+        Acquire(2, 50, 3.0), announced(c, 2, 50, 1.01, epoch=2)]
 
 
 def test_next_wakeup_covers_heartbeats_and_deadlines() -> None:
