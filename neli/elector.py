@@ -114,20 +114,7 @@ class KafkaElector(BaseElector):
 
     @property
     def characteristics(self) -> Characteristics:
-        o = self.options
-        token = "offset of the own heartbeat record that started the leadership"
-        notes = ("KIP-848 consumer protocol: the session timeout and heartbeat interval are the group's configs, "
-                 "set on the broker by the elector" if o.protocol == "consumer" else
-                 "classic group protocol: the client sets the session timeout, heartbeat interval and assignor")
-        if o.exclusive:
-            return Characteristics(exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=True,
-                                   token=token, notes=notes)
-        # T, plus one heartbeat interval: an owner the group dropped behind its back extends its leadership on its
-        # own records until it reads its successor's first record that carries the successor's token, one of the
-        # successor's heartbeats after it began (found in simulation: kafka-full seeds 62 and 166 of `elect bench
-        # sim-neli`, overlaps of T + 63-90 ms at an interval of 200 ms)
-        return Characteristics(exclusive=False, max_overlap=o.timeout + o.interval, max_failover=None,
-                               graceful_handover=False, token=token, notes=notes)
+        return self.options.characteristics()
 
     # ----------------------------------------------------------------- lifecycle hooks
     def _on_start(self) -> None:

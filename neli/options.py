@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from elect.contract import Characteristics
 from elect.options import port_number, rule
 from elect.secrets import AccessOptions
 from elect.shares import refuse_capacity
@@ -163,6 +164,23 @@ class KafkaOptions(AccessOptions):
     def exclusive(self) -> bool:
         """Fast mode always; full mode when T fences a cut-off owner before it can be replaced."""
         return self.mode == "fast" or self.timeout + self.group_interval < self.session_timeout
+
+    def characteristics(self) -> Characteristics:
+        """What a `kafka://` member with these options promises (`KafkaElector.characteristics`)."""
+        token = "offset of the own heartbeat record that started the leadership"
+        notes = ("KIP-848 consumer protocol: the session timeout and heartbeat interval are the group's configs, "
+                 "set on the broker by the elector" if self.protocol == "consumer" else
+                 "classic group protocol: the client sets the session timeout, heartbeat interval and assignor")
+        if self.exclusive:
+            return Characteristics(exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=True,
+                                   token=token, notes=notes)
+        # T, plus one heartbeat interval: an owner the group dropped behind its back extends its leadership on the
+        # group's records until it reads its successor's claim. A claim that waited for the successor's next beat
+        # made that T + 63-90 ms at an interval of 200 ms (kafka-full seeds 62 and 166 of `elect bench sim-neli`),
+        # and a successor paused before that beat made it 2.59 s at T = 2 s (seed 4775); a leadership now publishes
+        # its claim as it begins (`NeliCore._announce`), which leaves T plus a network delay, within this bound.
+        return Characteristics(exclusive=False, max_overlap=self.timeout + self.interval, max_failover=None,
+                               graceful_handover=False, token=token, notes=notes)
 
     @property
     def bootstrap(self) -> str:

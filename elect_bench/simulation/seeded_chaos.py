@@ -138,8 +138,7 @@ def promise(kind: str, shape: Shape) -> float:
     exclusivity bound T plus one heartbeat interval (`KafkaElector.characteristics.max_overlap`), judged per pair
     (`elect_bench.checker.check`)."""
     if kind in NELI_KINDS:
-        options = kafka_options(kind, shape)[0]
-        return 0.0 if options.exclusive else options.timeout + options.interval
+        return kafka_options(kind, shape)[0].characteristics().max_overlap or 0.0
     return 0.0
 
 
