@@ -444,12 +444,13 @@ def _kvs(response: JSON) -> list[JSON]:
 
 
 def characteristics(options: EtcdOptions) -> Characteristics:
-    """Exclusive while clocks run at one rate; a crashed leader's roles move after about ttl, plus up to
-    one renew interval for the last renewal to be seen."""
+    """Exclusive while clock rates differ by less than `max_drift` (ttl / renew_deadline - 1); a crashed
+    leader's roles move after about ttl, plus up to one renew interval for the last renewal to be seen."""
     return Characteristics(exclusive=True, max_overlap=0.0, max_failover=options.ttl + options.interval,
                            graceful_handover=True,
                            token="etcd revision of the write that gave the role's key its holder",
-                           observes_leaders=True, transfers=True, weights=options.fair)
+                           observes_leaders=True, transfers=True, weights=options.fair,
+                           max_drift=options.max_drift)
 
 
 def timing(options: EtcdOptions) -> Timing:

@@ -749,12 +749,13 @@ def _pseudo_session(name: str) -> str:
 
 
 def characteristics(options: KubernetesOptions) -> Characteristics:
-    """Exclusive while clocks run at one rate; a crashed leader's roles move after about ttl, plus up to one
-    renew interval for the last renewal to be seen."""
+    """Exclusive while clock rates differ by less than `max_drift` (ttl / renew_deadline - 1); a crashed
+    leader's roles move after about ttl, plus up to one renew interval for the last renewal to be seen."""
     return Characteristics(exclusive=True, max_overlap=0.0, max_failover=options.ttl + options.interval,
                            graceful_handover=True,
                            token="the role Lease's leaseTransitions (raised by every holder change)",
-                           observes_leaders=True, transfers=True, weights=options.fair)
+                           observes_leaders=True, transfers=True, weights=options.fair,
+                           max_drift=options.max_drift)
 
 
 def create(options: KubernetesOptions, member: str, roles: tuple[Role, ...]) -> LeaseElector:

@@ -67,6 +67,15 @@ class _LeaseOptions(AccessOptions):
         return self.renew_deadline if self.renew_deadline is not None else self.ttl_seconds * 3 / 4
 
     @property
+    def max_drift(self) -> float:
+        """The clock-rate difference these timings tolerate (`Characteristics.max_drift`): a leader stops
+        renew_deadline after its last renewal began, on its own clock; a contender takes over after ttl of silence
+        from the renewal it saw, on its own (ZooKeeper's server, likewise, after the session timeout on its own).
+        The leader stops first while no clock runs ttl / renew_deadline times as fast as another (client-go's
+        rule; 4/3 at the defaults)."""
+        return self.ttl_seconds / self.deadline - 1
+
+    @property
     def timeout(self) -> float:
         return self.request_timeout if self.request_timeout is not None else self.deadline - self.interval
 

@@ -1238,12 +1238,13 @@ def client_security(options: ZooKeeperOptions, password: str | None, acl: list[A
 
 
 def characteristics(options: ZooKeeperOptions) -> Characteristics:
-    """Exclusive while clocks run at one rate; a crashed leader's roles move once a contender has timed
-    `session_timeout` of its silence from its last renewal seen, bounded here by one renew interval of slack."""
+    """Exclusive while clock rates differ by less than `max_drift` (session_timeout / renew_deadline - 1); a
+    crashed leader's roles move once a contender has timed `session_timeout` of its silence from its last renewal
+    seen, bounded here by one renew interval of slack."""
     return Characteristics(exclusive=True, max_overlap=0.0,
                            max_failover=options.session_timeout + options.interval, graceful_handover=True,
                            token="zxid of the write that gave the role's node its holder", observes_leaders=True,
-                           transfers=True, weights=options.fair)
+                           transfers=True, weights=options.fair, max_drift=options.max_drift)
 
 
 def timing(options: ZooKeeperOptions) -> Timing:

@@ -108,6 +108,10 @@ class Characteristics:
     weights: the options `weight` (a member's capacity: weight 2 leads twice the roles of weight 1) and `max_roles`
     (a soft cap) shape how roles spread (False: the method cannot steer that, and giving either is a ConfigError
     saying why; raft:// with priority zeebe or off is the exception: no weights, but it honours max_roles).
+    max_drift: how far the rates of the clocks involved may differ with the promises above still kept: any clock
+    may run up to 1 + max_drift times as fast as another (a leader's and a contender's, a voter's, or the store's or
+    broker's where it times a session). Derived from the settings (docs/clocks.md); math.inf: one clock for all;
+    None: no bound stated (the promises assume clocks that agree, or rest on wall-clock offsets as well).
     """
 
     exclusive: bool
@@ -119,6 +123,7 @@ class Characteristics:
     observes_leaders: bool = False
     transfers: bool = False
     weights: bool = False
+    max_drift: float | None = None
 
     @property
     def has_token(self) -> bool:
@@ -137,6 +142,7 @@ class Requirements:
     observes_leaders: bool | None = None
     transfers: bool | None = None
     weights: bool | None = None
+    max_drift: float | None = None
 
     @classmethod
     def coerce(cls, value: Requirements | Mapping[str, Any] | None) -> Requirements:
@@ -174,6 +180,9 @@ class Requirements:
             bound = math.inf if have.max_failover is None else have.max_failover
             if bound > self.max_failover:
                 missing.append(f"failover <= {self.max_failover} s (promises {_bound(have.max_failover)})")
+        if self.max_drift is not None and (have.max_drift is None or have.max_drift < self.max_drift):
+            stated = "states no bound" if have.max_drift is None else f"tolerates {have.max_drift:.3g}"
+            missing.append(f"clock rates that differ by up to {self.max_drift:g} ({stated}; docs/clocks.md)")
         if missing:
             raise UnsatisfiedRequirement(f"{scheme}:// as configured does not promise: " + "; ".join(missing))
 

@@ -16,6 +16,7 @@ examples rely on.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -216,7 +217,7 @@ class MemoryElector(BaseElector):
     def characteristics(self) -> Characteristics:
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=0.0, graceful_handover=True,
                                token="per-role counter in the group", observes_leaders=True, transfers=True,
-                               weights=True)
+                               weights=True, max_drift=math.inf)  # one process, one clock
 
     def wanted(self) -> frozenset[Role]:
         return self.roles if self.running else frozenset()  # a draining member contends for nothing

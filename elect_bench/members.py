@@ -21,8 +21,10 @@ from typing import IO, Any, Protocol
 
 from elect import member_reports
 from elect.contract import Elector
+from elect.errors import ConfigError
 from elect.events import Event, parse_line
 from elect.roles import Role
+from elect_bench.fakeclock import FakeClock
 
 Line = dict[str, Any]
 
@@ -241,13 +243,18 @@ class MemberProcess(SignalledProcess):
     Commands (resign, add, remove) travel over stdin. `prefix` runs it inside something else, e.g.
     `ip netns exec HOST`. `restart` starts it again as a new process with the same command line (URL, id,
     roles: the same state on disk), logging on into the same `log` and stderr file. `align_clock`: the member runs
-    on another kernel, and its lines' `mono` are carried onto this machine's clock (`ClockAlignment`).
+    on another kernel, and its lines' `mono` are carried onto this machine's clock (`ClockAlignment`). `fake_clock`:
+    its clock runs at the rate the harness sets (the clock faults), and its lines are read back in real time.
     """
 
     def __init__(self, url: str, member_id: str, roles: Sequence[Role], *, log_dir: Path,
                  extra_args: Sequence[str] = (), prefix: Sequence[str] = (),
                  env: dict[str, str] | None = None, python: str = sys.executable,
-                 command: Sequence[str] | None = None, align_clock: bool = False) -> None:
+                 command: Sequence[str] | None = None, align_clock: bool = False,
+                 fake_clock: FakeClock | None = None) -> None:
+        if fake_clock is not None and align_clock:
+            raise ConfigError("clock faults need members on this machine's kernel (a local placement)",
+                              parameter="faults")
         self.url = url
         self.member_id = member_id
         self.roles = list(roles)
@@ -257,11 +264,12 @@ class MemberProcess(SignalledProcess):
             python, "-m", "elect", "member", url, "--id", member_id, "--control", *extra_args,
             *(["--roles", ",".join(str(r) for r in self.roles)] if self.roles else [])]
         self._argv = [*prefix, *own]
-        self._env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+        self._env = {**os.environ, **(env or {}), **(fake_clock.env() if fake_clock else {}), "PYTHONUNBUFFERED": "1"}
         self.proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self.bad_lines: list[str] = []
         self.clock = ClockAlignment() if align_clock else None
+        self.fake_clock = fake_clock
 
     @property
     def pid(self) -> int:
@@ -271,6 +279,8 @@ class MemberProcess(SignalledProcess):
     def start(self) -> None:
         self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
         life = self.log.begin_life()
+        if self.fake_clock is not None:
+            self.fake_clock.starting()
         with open(self.stderr_path, "a") as stderr:
             self.proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                          text=True, env=self._env, start_new_session=True)
@@ -314,6 +324,8 @@ class MemberProcess(SignalledProcess):
             except ValueError:
                 self.bad_lines.append(raw)
                 continue
+            if self.fake_clock is not None:
+                line = self.fake_clock.to_real(line)
             self.log.append(line if self.clock is None else self.clock.align(line, received))
         self.log.close(life)
 

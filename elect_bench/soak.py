@@ -34,11 +34,18 @@ from elect_bench.faults import Fault, InfraFault, MemberFault
 from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Summary, disruptions, failovers, overlaps
-from elect_bench.members import MemberProcess, led, settle
+from elect_bench.members import led, settle
 from elect_bench.methods import Group, Method, direct
 from elect_bench.suite import load_note, made
 from elect_bench.suite import machine as this_machine
-from elect_bench.trial import Environment, TrialSpec, strike_infrastructure, strike_member, wait_until_time
+from elect_bench.trial import (
+    Environment,
+    TrialSpec,
+    member_process,
+    strike_infrastructure,
+    strike_member,
+    wait_until_time,
+)
 from elect_cluster.waiting import WaitTimeout, wait_until
 
 Progress = Callable[[str], None]
@@ -162,12 +169,9 @@ class _Group:
                       state_dir=str(env.workdir / unique / "state"))
         self.urls = spec.method.member_urls(group, spec.budget, spec.overrides)
         self.reported: set[str] = set()  # the violations the live line has spelled out
-        self.procs = [MemberProcess(self.urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
-                                    prefix=env.placement.prefix(i), python=env.placement.python,
-                                    align_clock=env.placement.separate_clocks,
-                                    extra_args=workload.member_args(i),
-                                    command=spec.method.launch(self.urls[i], i, range(spec.roles),
-                                                               env.placement.python)) for i in ids]
+        fake_clock = any(f.fakes_clock for f in spec.faults)
+        self.procs = [member_process(spec.method, spec.roles, env, unique, self.urls[i], i, workload.member_args(i),
+                                     fake_clock=fake_clock) for i in ids]
         self.role_names = {str(r) for r in range(spec.roles)}
 
     def all_led(self) -> bool:
@@ -293,7 +297,7 @@ def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRec
     did not lead may have lost its leader too (one without a leader only for a moment, a handover under way as the
     next strike came, is not counted)."""
     by_role = history.intervals()
-    struck = [r for r in records if r.kind in fault_kinds.FAULTS]
+    struck = [r for r in records if fault_kinds.known(r.kind) is not None]
     for i, (strike, record) in enumerate(zip(strikes, struck, strict=False)):
         kind = fault_kinds.fault(record.kind)
         until = struck[i + 1].mono if i + 1 < len(struck) else history.end

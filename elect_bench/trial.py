@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from elect.contract import Characteristics
+from elect.errors import ConfigError
 from elect.member_reports import TIMED
 from elect_bench.busy import Busy
 from elect_bench.checker import check_promise
+from elect_bench.fakeclock import FakeClock
 from elect_bench.faults import Fault, InfraFault, MemberFault
 from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord as Record
@@ -151,12 +153,8 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
     try:
         busy.start()
         workload.open(store_host(env.placement) if workload.active else "127.0.0.1")
-        procs += [MemberProcess(urls[i], i, list(range(spec.roles)), log_dir=env.workdir / unique,
-                                prefix=env.placement.prefix(i), python=env.placement.python,
-                                align_clock=env.placement.separate_clocks,
-                                extra_args=workload.member_args(i),
-                                command=spec.method.launch(urls[i], i, range(spec.roles), env.placement.python))
-                  for i in ids]
+        procs += [member_process(spec.method, spec.roles, env, unique, urls[i], i, workload.member_args(i),
+                                 fake_clock=spec.fault.fakes_clock) for i in ids]
         promised = spec.method.promises(urls[ids[0]])
         _reach_steady_state(spec, procs, result, began, progress)
         if spec.rest > 0:
@@ -187,6 +185,32 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
                 busy.stop()
     result.history = history.to_json()
     return result
+
+
+def member_process(method: Method, roles: int, env: Environment, unique: str, url: str, member: str,
+                   extra_args: Sequence[str], *, fake_clock: bool = False) -> MemberProcess:
+    """One member of a trial or soak, as its placement runs it; `fake_clock`: under a clock the harness can change
+    (for faults that need one, `Fault.fakes_clock`: a CPython member only, on this machine's kernel)."""
+    command = method.launch(url, member, range(roles), env.placement.python)
+    clock = None
+    if fake_clock:
+        if command is not None and Path(command[0]).name != Path(env.placement.python).name:
+            raise ConfigError(f"clock faults: {method.name} runs {command[0]}, whose clock cannot be faked (only "
+                              "CPython members and the Python anchors can)", parameter="faults")
+        clock = FakeClock(env.workdir / unique / "clocks" / f"{member}.spec")
+    return MemberProcess(url, member, list(range(roles)), log_dir=env.workdir / unique,
+                         prefix=env.placement.prefix(member), python=env.placement.python,
+                         align_clock=env.placement.separate_clocks, extra_args=extra_args, command=command,
+                         fake_clock=clock)
+
+
+def set_clocks(procs: Sequence[MemberProcess], rates: Mapping[str, float]) -> None:
+    """Run the named members' clocks at the given rates of real time from now on."""
+    for proc in procs:
+        if proc.member_id in rates:
+            if proc.fake_clock is None:
+                raise RuntimeError(f"member {proc.member_id} was not started under a clock the harness can change")
+            proc.fake_clock.set_rate(rates[proc.member_id])
 
 
 def timings(procs: Sequence[MemberProcess]) -> dict[str, list[float]]:
@@ -287,7 +311,9 @@ def strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: 
     read = {p.member_id: len(p.log) for p in survivors}  # lines from before the fault need no look
     waiting = set(held)
     progress(f"{fault} {victim.member_id} (leads {len(held)} roles)")
+    skewed = fault.clocks(victim.member_id, [p.member_id for p in survivors])
     at = time.monotonic()
+    set_clocks(procs, skewed)
     fault.inject(env.placement, victim)
     records.append(Record(at, fault.name, victim.member_id))
 
@@ -305,6 +331,7 @@ def strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: 
     if fault.healed_as is not None:
         wait_until_time(at + spec.hold_for)
         records.append(Record(time.monotonic(), fault.healed_as, victim.member_id))
+        set_clocks(procs, dict.fromkeys(skewed, 1.0))  # the time they lost or gained stays: a rate, not a step
         fault.heal(env.placement, victim)
         if fault.fails_over:
             with contextlib.suppress(WaitTimeout):  # the woken victim reports how its leadership ended
@@ -404,6 +431,8 @@ def _stop(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], pro
         for p in procs:
             with contextlib.suppress(Exception):  # put every member back in a state where it can stop
                 spec.fault.heal(env.placement, p)
+                if p.fake_clock is not None and p.alive:
+                    p.fake_clock.set_rate(1.0)
     for p in procs:
         p.stop(timeout=max(10.0, 5 * spec.budget))
 

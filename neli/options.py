@@ -172,13 +172,20 @@ class KafkaOptions(AccessOptions):
                  "set on the broker by the elector" if self.protocol == "consumer" else
                  "classic group protocol: the client sets the session timeout, heartbeat interval and assignor")
         if self.exclusive:
+            # an owner fences heartbeat_timeout after its last heartbeat, and its consumer beats the group every
+            # group_heartbeat_interval, on its clock; the coordinator gives its partitions away session_timeout
+            # after the last beat, on the broker's: in that order while neither clock runs (T + group interval) /
+            # session as fast as the other
+            drift = self.session_timeout / (self.timeout + self.group_interval) - 1
             return Characteristics(exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=True,
-                                   token=token, notes=notes)
+                                   token=token, notes=notes, max_drift=drift)
         # T, plus one heartbeat interval: an owner the group dropped behind its back extends its leadership on the
         # group's records until it reads its successor's claim. A claim that waited for the successor's next beat
         # made that T + 63-90 ms at an interval of 200 ms (kafka-full seeds 62 and 166 of `elect bench sim-neli`),
         # and a successor paused before that beat made it 2.59 s at T = 2 s (seed 4775); a leadership now publishes
         # its claim as it begins (`NeliCore._announce`), which leaves T plus a network delay, within this bound.
+        # no drift bound: a member dates the others' records by their senders' wall clocks, so the overlap bound
+        # rests on wall-clock offsets as well as rates (docs/clocks.md)
         return Characteristics(exclusive=False, max_overlap=self.timeout + self.interval, max_failover=None,
                                graceful_handover=False, token=token, notes=notes)
 

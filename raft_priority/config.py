@@ -63,6 +63,12 @@ class RaftConfig:
     """Fraction of ET by which the lease window is shorter than ET. It absorbs message-delay skew
     between voters (so the next-in-line's pre-vote is not refused by a voter that heard the last
     heartbeat a little later) and clock-rate drift between nodes."""
+    max_drift: float = 0.0
+    """How much faster than a leader's clock a voter's may run (0.1: 10 %) with leases still disjoint. A leader
+    holds its lease `leader_lease` = W / (1 + max_drift) after the round a majority acknowledged, on its clock;
+    a voter refuses votes for W after it heard that round, on its own. The lease ends first unless the voter's
+    clock runs more than 1 + max_drift times as fast. 0: the clocks must agree (plain Raft's lease assumption);
+    a larger value fences a cut-off leader earlier, and changes nothing else."""
     quiesce: bool = False
     """An idle group stops heartbeating once every follower answered "quiet"; one beat per pair of nodes then
     carries its liveness and lease (`raft_priority.links`), so an idle node's cost does not grow with its
@@ -76,8 +82,10 @@ class RaftConfig:
             raise ValueError("election_timeout and heartbeat_interval must be positive")
         if not 0.0 <= self.lease_margin < 0.5:
             raise ValueError("lease_margin must be in [0, 0.5)")
-        if self.heartbeat_interval * 2 > self.lease_window:
-            raise ValueError("heartbeat_interval must be at most half the lease window")
+        if not 0.0 <= self.max_drift <= 1.0:
+            raise ValueError("max_drift must be in [0, 1]")
+        if self.heartbeat_interval * 2 > self.leader_lease:
+            raise ValueError("heartbeat_interval must be at most half the leader's lease")
         if self.priority_decay < 1:
             raise ValueError("priority_decay must be >= 1")
         if self.decay_interval is not None and self.decay_interval <= 0:
@@ -95,6 +103,12 @@ class RaftConfig:
     def lease_window(self) -> float:
         """W: how long a leader's quorum ack, or a voter's last contact, keeps the lease alive."""
         return self.election_timeout * (1.0 - self.lease_margin)
+
+    @property
+    def leader_lease(self) -> float:
+        """How long a leader's quorum ack keeps its own lease: W shortened for voters' clocks up to `max_drift`
+        faster than its own."""
+        return self.lease_window / (1.0 + self.max_drift)
 
     @property
     def jitter(self) -> float:

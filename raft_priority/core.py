@@ -5,12 +5,12 @@ monotonic clock per node) and randomness from the injected ``random.Random``, so
 a real process and in the deterministic simulator. There is no replicated log: the application may
 supply its log position (:meth:`RaftGroup.set_log_position`) so only an up-to-date member wins.
 
-Leases (check-quorum on): a leader's lease ends ``W`` after the send time of the newest heartbeat
-round a majority acknowledged (``W = lease_window``). A voter that heard a leader, or granted a vote,
-refuses every non-forced (pre-)vote for ``W`` from then, and a restarted member with a past term does
-the same for ``W`` after start. Any later leader needs one of those voters, so it cannot be elected
-before the old lease ends: an ``Acquire`` never precedes the previous leader's ``Revoke`` or its
-``Fence``'s ``until`` (with clocks that run at the same rate, up to ``lease_margin``).
+Leases (check-quorum on): a leader's lease ends ``W / (1 + max_drift)`` after the send time of the newest
+heartbeat round a majority acknowledged (``W = lease_window``, ``leader_lease``). A voter that heard a leader,
+or granted a vote, refuses every non-forced (pre-)vote for ``W`` from then, and a restarted member with a past
+term does the same for ``W`` after start. Any later leader needs one of those voters, so it cannot be elected
+before the old lease ends: an ``Acquire`` never precedes the previous leader's ``Revoke`` or its ``Fence``'s
+``until`` while no voter's clock runs more than ``1 + max_drift`` times as fast as the leader's.
 
 Transfers (TimeoutNow) bypass leases, so the leader revokes first and only then lets the TimeoutNow
 go. If the transfer does not finish, the leader abandons it, announces the abandonment in its
@@ -100,6 +100,7 @@ class RaftGroup:
         "healthy_since",
         "heard",
         "leader",
+        "lease_span",
         "links",
         "log_index",
         "log_term",
@@ -168,7 +169,8 @@ class RaftGroup:
         self.max_priority = spec.max_priority
         self.quorum = spec.quorum
         self.prioritized = config.priority_mode == "zeebe"
-        self.window = config.lease_window if config.check_quorum else INF
+        self.window = config.lease_window if config.check_quorum else INF  # how long a voter refuses votes
+        self.lease_span = config.leader_lease if config.check_quorum else INF  # how long a quorum ack leases
         # the node links' quorum a quiet lease rests on: (the followers that answered quiet, in one order for all
         # groups; how many of them make a quorum with this node), set when the group goes quiet (`_note_quiet`)
         self._shared_key: tuple[tuple[str, ...], int] | None = None
@@ -341,7 +343,7 @@ class RaftGroup:
         key = self._shared_key
         if key is None or not self.quiet or self.state is not RaftState.LEADER:
             return None
-        return key if self.links.quorum(*key) + self.window >= self._lease else None
+        return key if self.links.quorum(*key) + self.lease_span >= self._lease else None
 
     def wake(self, now: float, notify: bool = False) -> None:
         """Leave quiescence: a leader folds what its node links proved into its acks and heartbeats again at
@@ -394,7 +396,7 @@ class RaftGroup:
         q = self.links.quorum(*key)
         if q > self.quorum_ack:
             self.quorum_ack = q
-        lease = q + self.window
+        lease = q + self.lease_span
         return lease if lease > self._lease else self._lease
 
     def _leave_quiet(self) -> None:
@@ -659,7 +661,7 @@ class RaftGroup:
             self.quorum_ack = max(self.acks.values())
         else:
             self.quorum_ack = sorted(self.acks.values(), reverse=True)[need - 1]
-        self._lease = INF if self.window == INF else self.quorum_ack + self.window
+        self._lease = INF if self.lease_span == INF else self.quorum_ack + self.lease_span
 
     def _leader_tick(self, now: float) -> None:
         self._check_lease(now)

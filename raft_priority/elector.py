@@ -102,11 +102,12 @@ def raft_config(options: RaftOptions) -> RaftConfig:
     switches = {"pre_vote": options.pre_vote, "check_quorum": options.check_quorum, "quiesce": options.quiesce}
     if options.priority == "off":
         return RaftConfig.stock(election_timeout=et, heartbeat_interval=hb, election_jitter=options.election_jitter,
-                                **switches)
+                                max_drift=options.max_drift, **switches)
     return RaftConfig(
         election_timeout=et,
         heartbeat_interval=hb,
         **switches,
+        max_drift=options.max_drift,
         priority_mode="zeebe",
         fast_failover=options.uses_fast_failover,
         decay_interval=options.decay_round,
@@ -177,12 +178,13 @@ class RaftElector(BaseElector):
             failover = et + rounds * self.config.decay_round + slack
         if not o.check_quorum:  # a cut-off leader leads on until it hears a newer term: no bound on overlap
             return Characteristics(exclusive=False, max_overlap=None, max_failover=round(failover, 3),
-                                       graceful_handover=True, token="raft term of the role's partition",
+                                   graceful_handover=True, token="raft term of the role's partition",
                                    notes="check_quorum=off: no leader lease", observes_leaders=True, transfers=True,
                                    weights=o.priority == "balanced")
         return Characteristics(exclusive=True, max_overlap=0.0, max_failover=round(failover, 3),
                                graceful_handover=True, token="raft term of the role's partition",
-                               observes_leaders=True, transfers=True, weights=o.priority == "balanced")
+                               observes_leaders=True, transfers=True, weights=o.priority == "balanced",
+                               max_drift=o.max_drift)  # the leader's lease is W / (1 + max_drift): RaftConfig
 
     def _on_start(self) -> None:
         o = self.options
@@ -557,7 +559,7 @@ class RaftElector(BaseElector):
     def _quorum_lease(self, key: tuple[tuple[str, ...], int]) -> tuple[float, float]:
         """(the quorum's newest agreeing node ack, the lease it proves)."""
         acked = self._host().links.quorum(*key)
-        return acked, acked + self.config.lease_window
+        return acked, acked + self.config.leader_lease
 
     def _join_quiet(self, role: Role, p: int, key: tuple[tuple[str, ...], int], given: float) -> bool:
         """Move the leadership of `role` (deadline `given`) onto its quiet quorum's shared deadline, if that is not

@@ -6,7 +6,7 @@ URL before the extra is installed. Durations are seconds.
     raft://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
         &heartbeat_interval=0.1&priority=balanced|zeebe|off&improvements=on|off&data_dir=...
         &election_jitter=0.5&pre_vote=on|off&check_quorum=on|off&quiesce=on|off&ca=CA.crt&cert=ME.crt&key=ME.key
-        &weights=a:2,b:1&max_roles=N
+        &weights=a:2,b:1&max_roles=N&max_drift=0.1
 """
 
 from __future__ import annotations
@@ -131,7 +131,10 @@ class RaftOptions(PeerOptions):
     (`wire_id`), so nodes given different weights do not talk to each other instead of disagreeing about who
     should lead. weight: this node's weight, only as a check against `weights` (a configuration shared with the
     lease methods may say it). max_roles: a soft cap on the roles this node leads, enforced through interest
-    (see raft_priority/elector.py): its own say, needing no agreement.
+    (see raft_priority/elector.py): its own say, needing no agreement. max_drift: how much faster than a leader's
+    clock a voter's may run with leases still disjoint (default 0.1, i.e. 10 %): the leader's lease is the lease
+    window / (1 + max_drift) (`RaftConfig.max_drift`, docs/clocks.md); a larger value fences a cut-off leader
+    earlier. Give every node the same.
     """
 
     replication: int | None = None
@@ -153,6 +156,7 @@ class RaftOptions(PeerOptions):
     pre_vote: bool = True
     check_quorum: bool = True
     quiesce: bool = True
+    max_drift: float = 0.1
     ca: str | None = None
     cert: str | None = None
     key: str | None = None
@@ -222,10 +226,12 @@ class RaftOptions(PeerOptions):
              f"must be 1..{n} (the number of nodes: this one and {len(self.peers)} peers), got {self.replication}")
         rule(self.election_timeout > 0, "election_timeout", "must be > 0")
         rule(self.heartbeat_interval is None or self.heartbeat_interval > 0, "heartbeat_interval", "must be > 0")
+        rule(0 <= self.max_drift <= 1, "max_drift", f"must be 0 to 1 (rate ratios up to 2), got {self.max_drift:g}")
         hb, et = self.heartbeat, self.election_timeout
-        rule(hb * 2 <= 0.9 * et + 1e-12, "heartbeat_interval",
-             f"must be well below election_timeout: at most 0.45 x election_timeout (half the leader lease, "
-             f"which is 0.9 ET), got {hb:g} s with election_timeout {et:g} s")
+        lease = 0.9 / (1 + max(self.max_drift, 0))  # RaftConfig.leader_lease / ET
+        rule(hb * 2 <= lease * et + 1e-12, "heartbeat_interval",
+             f"must be well below election_timeout: at most {lease / 2:.3g} x election_timeout (half the leader "
+             f"lease, which is 0.9 ET / (1 + max_drift)), got {hb:g} s with election_timeout {et:g} s")
         rule(self.decay_interval is None or self.decay_interval >= 0, "decay_interval", "must be >= 0 (0 = ET)")
         rule(self.rebalance_hysteresis is None or self.rebalance_hysteresis >= 0, "rebalance_hysteresis",
              "must be >= 0")

@@ -7,6 +7,7 @@ module of this package: the trial, the measures and the reports ask the fault, n
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class Fault(ABC):
     fails_over: ClassVar[bool] = True
     #: the kind of the record written when the fault is healed after the hold; None: it is never healed
     healed_as: ClassVar[str | None] = None
+    #: the members run under clocks the harness can change (`elect_bench.fakeclock`, `MemberFault.clocks`)
+    fakes_clock: ClassVar[bool] = False
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
@@ -68,6 +71,11 @@ class Fault(ABC):
 
 class MemberFault(Fault):
     """A fault to one member process (the trial picks the victim: the member leading role 0)."""
+
+    def clocks(self, victim: str, others: Sequence[str]) -> Mapping[str, float]:
+        """The members whose clocks run at another rate from the strike until the heal, and at what rate of real
+        time (most kinds: none)."""
+        return {}
 
     @abstractmethod
     def inject(self, placement: Placement, victim: Signalled) -> None:

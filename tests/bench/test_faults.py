@@ -36,11 +36,11 @@ class Member:
 
 
 def test_every_kind_is_registered_by_name() -> None:
-    assert list(FAULTS) == ["infra", "infra-pause", "kill", "stop", "pause", "cut", "cut-in", "cut-out", "lossy",
-                            "slow", "restart", "none"]
+    assert list(FAULTS) == ["drift", "infra", "infra-pause", "kill", "stop", "pause", "cut", "cut-in", "cut-out",
+                            "lossy", "slow", "restart", "none"]
     assert all(fault(name).name == name for name in FAULTS)
     assert fault("kill") == fault("kill") and fault("kill") != fault("stop") and str(fault("cut")) == "cut"
-    with pytest.raises(ConfigError, match="unknown fault 'crash'; known: infra, infra-pause, kill"):
+    with pytest.raises(ConfigError, match="unknown fault 'crash'; known: drift, infra, infra-pause, kill"):
         fault("crash")
 
 
@@ -96,6 +96,7 @@ def test_what_the_measures_may_expect_of_each_kind() -> None:
         "infra": (False, False, True, False, True, True),
         "infra-pause": (False, False, True, False, True, True),
         "none": (False, False, False, False, False, True),
+        "drift": (False, False, False, False, True, False),  # a clock at 0.95 moves nothing: measured as disruption
     }
 
 
@@ -111,7 +112,7 @@ def test_records_are_answered_by_the_registry() -> None:
 
 def test_a_record_says_alone_whether_it_is_a_fault_or_a_healing() -> None:
     healings = {f.healed_as for f in FAULTS.values() if f.healed_as is not None}
-    assert healings == {"resume", "heal", "restarted"} and not healings & set(FAULTS)
+    assert healings == {"resume", "heal", "restarted", "clock-restored"} and not healings & set(FAULTS)
 
 
 class Ghost:

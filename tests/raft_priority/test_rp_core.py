@@ -162,6 +162,31 @@ def test_check_quorum_fences_at_lease_end_even_when_noticed_late() -> None:
     assert b["a"].state is RaftState.FOLLOWER and not b["a"].is_leader(7.0)
 
 
+def test_max_drift_shortens_the_leaders_lease_and_not_the_voters_refusal() -> None:
+    """With max_drift 0.1 the leader's lease is W / 1.1 after the acked round, on its clock, while voters refuse
+    votes for W after they heard it: a voter whose clock runs up to 1.1 times as fast still refuses past the
+    lease's end."""
+    b = elected(RaftConfig.zep006(max_drift=0.1))
+    b.run_to(2.05)  # last heartbeat acked: sent at 2.0
+    b.cut("a", "b")
+    b.cut("a", "c")
+    b.now = 7.0
+    b.out("a", lambda g: g.tick(7.0))
+    assert b.events("fenced") == [("a", "fenced", 1, pytest.approx(2.0 + 0.9 / 1.1))]
+    voter = elected(RaftConfig.zep006(max_drift=0.1))
+    voter.run_to(1.95)
+    voter.crash("a")  # last heartbeat b heard: 1.9
+    voter["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 - 0.01)
+    assert voter["b"].ready().messages == []  # still W = 0.9 on the voter's side
+
+
+def test_max_drift_is_a_fraction_that_leaves_room_for_heartbeats() -> None:
+    with pytest.raises(ValueError, match="max_drift"):
+        RaftConfig.zep006(max_drift=-0.1)
+    with pytest.raises(ValueError, match="half the leader's lease"):
+        RaftConfig.zep006(heartbeat_interval=0.4, max_drift=0.5)  # 2 x 0.4 > 0.9 / 1.5
+
+
 def test_check_quorum_fences_a_cut_off_leader_before_anyone_else_can_win() -> None:
     b = elected()
     b.run_to(2.05)  # last heartbeat acked: sent at 2.0

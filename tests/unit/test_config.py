@@ -102,6 +102,19 @@ def _plugin(**kw: object) -> registry.Plugin:
     return registry.Plugin(**base)  # type: ignore[arg-type]
 
 
+def test_a_clock_rate_tolerance_is_required_like_any_other_promise() -> None:
+    elect.connect("memory://g", require={"max_drift": 0.5})  # one process, one clock
+    have = elect.Characteristics(exclusive=True, max_overlap=0.0, max_failover=1.0, graceful_handover=True,
+                                 token="t", max_drift=1 / 3)
+    elect.Requirements(max_drift=0.3).check("x", have)
+    with pytest.raises(elect.UnsatisfiedRequirement, match=r"clock rates that differ by up to 0.5 \(tolerates 0.333"):
+        elect.Requirements(max_drift=0.5).check("x", have)
+    unstated = elect.Characteristics(exclusive=False, max_overlap=2.0, max_failover=None, graceful_handover=False,
+                                     token="t")
+    with pytest.raises(elect.UnsatisfiedRequirement, match="states no bound"):
+        elect.Requirements(max_drift=0.01).check("x", unstated)
+
+
 def test_member_id_required_where_the_plugin_says_so() -> None:
     with pytest.raises(ConfigError, match="needs a member id"):
         config._spec(_plugin(member_required=True), None, (), {"listen": "h:1"}, None)

@@ -1,0 +1,146 @@
+"""Clock faults: a member process under a clock the harness runs at another rate (`elect_bench.fakeclock`:
+libfaketime and our shim), the fault kinds that use it, and real trials on etcd inside and outside the rate
+bound etcd:// states."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from elect.errors import ConfigError
+from elect_bench.fakeclock import FakeClock
+from elect_bench.faults import FAULTS, MemberFault, fault, kills_process, known
+from elect_bench.methods import METHODS
+from elect_bench.trial import Environment, TrialSpec, run_trial
+from elect_cluster.endpoints import Endpoints
+from elect_cluster.waiting import wait_until
+
+# prints its monotonic time every 0.1 s of its own clock, timed by a lock wait (CPython's sem_clockwait) and a
+# sleep in turn, so both kinds of wait are under the faked clock
+TICKER = """
+import threading, time
+gate = threading.Lock(); gate.acquire()
+for i in range(400):
+    gate.acquire(timeout=0.05) if i % 2 else time.sleep(0.05)
+    print(time.monotonic(), flush=True)
+"""
+
+
+class Child:
+    """A Python child under a fake clock, its lines read back in real time as they arrive."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        clock.starting()
+        self.proc = subprocess.Popen([sys.executable, "-c", TICKER], stdout=subprocess.PIPE, text=True,
+                                     env={**clock.env(), "PATH": "/usr/bin:/bin"})
+        self.clock = clock
+        self.lines: list[tuple[float, float]] = []  # (arrival, the line's mono carried back to real time)
+
+    def read(self, count: int) -> list[tuple[float, float]]:
+        assert self.proc.stdout is not None
+        got = []
+        for _ in range(count):
+            raw = self.proc.stdout.readline()
+            got.append((time.monotonic(), self.clock.to_real({"mono": float(raw)})["mono"]))
+        self.lines += got
+        return got
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def cadence(lines: list[tuple[float, float]]) -> float:
+    """Real seconds per line, over the lines given."""
+    return (lines[-1][0] - lines[0][0]) / (len(lines) - 1)
+
+
+def test_a_faked_clock_runs_at_the_rate_set_and_its_times_read_back_as_real(tmp_path: Path) -> None:
+    child = Child(FakeClock(tmp_path / "m0.spec"))
+    try:
+        wait_until(lambda: (tmp_path / "m0.spec.start").exists(), 10, what="the shim to load")
+        steady = child.read(10)
+        child.clock.set_rate(2.0)
+        child.read(2)  # the waits under way when the rate changed
+        fast = child.read(20)
+        child.clock.set_rate(0.5)
+        child.read(2)
+        slow = child.read(6)
+    finally:
+        child.stop()
+    # 0.05 s of its clock per line: 0.05 s real at rate 1, 0.025 at 2, 0.1 at 0.5 (and the lock wait as the sleep)
+    assert cadence(steady) == pytest.approx(0.05, rel=0.3)
+    assert cadence(fast) == pytest.approx(0.025, rel=0.3)
+    assert cadence(slow) == pytest.approx(0.1, rel=0.3)
+    # its own times, carried back, are when it printed: just before each line arrived, never after
+    assert all(-0.005 < arrived - real < 0.05 for arrived, real in child.lines)
+
+
+def test_a_new_life_starts_at_the_real_rate(tmp_path: Path) -> None:
+    clock = FakeClock(tmp_path / "m0.spec")
+    child = Child(clock)
+    try:
+        wait_until(lambda: (tmp_path / "m0.spec.start").exists(), 10, what="the shim to load")
+        clock.set_rate(3.0)
+        assert clock.rate == 3.0
+    finally:
+        child.stop()
+    again = Child(clock)
+    try:
+        assert clock.rate == 1.0
+        arrived, real = again.read(3)[-1]
+        assert -0.005 < arrived - real < 0.05
+    finally:
+        again.stop()
+
+
+def test_skewed_kinds_are_named_by_their_fault_whose_clocks_and_the_rate() -> None:
+    chosen = fault("pause@leader:0.8")
+    assert isinstance(chosen, MemberFault) and chosen.name == "pause@leader:0.8" and chosen.fakes_clock
+    assert (chosen.healed_as, chosen.fails_over, chosen.kills_process) == ("resume", True, False)
+    assert chosen.clocks("m1", ["m0", "m2"]) == {"m1": 0.8}
+    others = fault("cut@others:1.25")
+    assert others.needs_hosts and others.clocks("m1", ["m0", "m2"]) == {"m0": 1.25, "m2": 1.25}
+    assert fault("pause@leader:0.8") == chosen and chosen != fault("pause@leader:0.9") and chosen != fault("pause")
+    assert "pause@leader:0.8" not in FAULTS and known("pause@leader:0.8") is type(chosen)
+    assert not kills_process("pause@leader:0.8") and known("resume") is None
+    assert fault("drift").clocks("m1", ["m0"]) == {"m1": 0.95}
+
+
+@pytest.mark.parametrize(("name", "error"), [
+    ("kill@leader:0.5", "a killed process has no clock left"),
+    ("infra@leader:0.5", "not a fault to a member"),
+    ("drift@others:2", "not a fault to a member"),
+    ("pause@leader:0", "a clock rate from 0.05 to 20"),
+    ("pause@everyone:2", "unknown fault"),
+])
+def test_skewed_names_that_cannot_be_struck_say_why(name: str, error: str) -> None:
+    with pytest.raises(ConfigError, match=error):
+        fault(name)
+
+
+def test_clocks_of_programs_libc_does_not_time_are_refused(tmp_path: Path, infra: Endpoints) -> None:
+    spec = TrialSpec(METHODS["goneli"], fault("drift"), budget=1.0, members=3, roles=6, hold=2.0)
+    result = run_trial(spec, Environment(infra, tmp_path), 0, "go")
+    assert not result.ok and "whose clock cannot be faked" in (result.error or "")
+
+
+def test_etcd_keeps_its_promise_inside_its_rate_bound_and_overlaps_outside(tmp_path: Path, infra: Endpoints) -> None:
+    """etcd:// states a tolerance of 1/3 (ttl / renew_deadline - 1). A leader whose clock runs at 0.9 (a ratio
+    of 1.11) and is paused past D fences before a contender takes over; at 0.5 (a ratio of 2) it still believes
+    in its lease for about half a second after a contender took the role, and the checker says so."""
+    env = Environment(infra, tmp_path)
+    results = {}
+    for name in ("drift", "pause@leader:0.9", "pause@leader:0.5"):
+        spec = TrialSpec(METHODS["etcd"], fault(name), budget=1.0, members=3, roles=6, hold=2.0)
+        results[name] = run_trial(spec, env, 0, name.replace("@", "-").replace(":", "-"))
+        assert results[name].ok, results[name].error
+    lines = results["pause@leader:0.5"].history["lines"]
+    assert lines and all(abs(line["mono"] - time.monotonic()) < 120 for line in lines)  # real times, not faked
+    assert results["drift"].violations == [] and results["drift"].unrecovered == 0
+    assert results["pause@leader:0.9"].violations == [] and results["pause@leader:0.9"].failover
+    assert results["pause@leader:0.5"].violations and results["pause@leader:0.5"].overlap > 0.2
