@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from elect_bench import envelope, idle, neli
+from elect_bench import drift, envelope, idle, neli
 from elect_bench.envelope import EnvelopeResult
 from elect_bench.idle import IdleResult
 from elect_bench.neli import NeliResult
@@ -199,7 +199,7 @@ def _notes(result: Result) -> list[str]:
     if isinstance(result, NeliResult):
         return [neli.NOTES, "", *neli.step_table(result), *_failures(failed), *_violations(result.run)]
     skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
-    return [DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []),
+    return [*drift.table(result), DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []),
             *([REBALANCE, ""] if _restarted(result) else []), *_anchors(result),
             *(["Not run:", "", *skipped, ""] if skipped else []), *_failures(failed), *_violations(result)]
 

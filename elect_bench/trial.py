@@ -113,6 +113,7 @@ class TrialResult:
     rest_cpu: dict[str, float] = field(default_factory=dict)  # member -> share of one core over the window
     busy: int = 0                                         # CPU-bound processes beside the members
     steps: dict[str, list[float]] = field(default_factory=dict)  # step -> seconds, as the members timed them
+    max_drift: float | None = None                        # the clock-rate difference the method said it tolerates
     history: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -414,6 +415,7 @@ def _measure(spec: TrialSpec, promised: Characteristics, history: History, procs
     result.overlap = sum(e - s for s, e, _ in spans)
     result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)
     result.violations = [str(v) for v in check_promise(history, promised)]
+    result.max_drift = promised.max_drift
 
 
 def _failure(exc: Exception, procs: Sequence[MemberProcess]) -> str:

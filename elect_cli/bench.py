@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 #: the signals that stop a run cleanly (its `finally` blocks stop members, infrastructure and namespaces)
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
-BUNDLED = "default, demo, infra, load, raft, lease, sim, idle, neli, neli-fast, writes, anchors, anchors-load, envelope"
+BUNDLED = ("default, demo, infra, load, raft, lease, sim, idle, neli, neli-fast, writes, anchors, anchors-load, "
+           "envelope, drift")
 
 
 def register(sub: Any) -> None:

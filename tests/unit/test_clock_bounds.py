@@ -38,7 +38,7 @@ def test_methods_whose_promise_rests_on_more_than_rates_state_no_bound(url: str)
 def test_a_configuration_that_does_not_tolerate_the_drift_asked_for_is_refused_at_connect() -> None:
     url = "raft://a@127.0.0.1:7001?peers=b@127.0.0.1:7002,c@127.0.0.1:7003"
     elect.connect(url, member="a", require={"max_drift": 0.1})
-    with pytest.raises(elect.UnsatisfiedRequirement, match="clock rates that differ by up to 0.2"):
+    with pytest.raises(elect.UnsatisfiedRequirement, match=r"clock rates that differ by up to 0\.2"):
         elect.connect(url, member="a", require={"max_drift": 0.2})
     elect.connect(url + "&max_drift=0.2", member="a", require={"max_drift": 0.2})
     with pytest.raises(elect.ConfigError, match="max_drift"):
