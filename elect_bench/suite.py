@@ -328,7 +328,8 @@ def run_cells(scenario: Scenario, cells: list[Cell], env: Environment, progress:
             if len(cell.trials) > i:  # a resumed run has it already
                 continue
             name = f"{cell.method.name} / {cell.fault} / {cell.members} members"
-            unique = f"{_safe(cell.method.name)}-{cell.fault}-{cell.members}-{i}-{int(time.time() * 1000) % 10**8}"
+            stamp = int(time.time() * 1000) % 10**8
+            unique = f"{_safe(cell.method.name)}-{_safe(cell.fault.name)}-{cell.members}-{i}-{stamp}"
 
             def show(status: str, name: str = name, done: int = done) -> None:
                 progress(name, done, total, status)
