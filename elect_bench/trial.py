@@ -195,6 +195,9 @@ def member_process(method: Method, roles: int, env: Environment, unique: str, ur
     command = method.launch(url, member, range(roles), env.placement.python)
     clock = None
     if fake_clock:
+        if not isinstance(env.placement, LocalPlacement):  # a container's process cannot read our spec file
+            raise ConfigError("clock faults run members on this machine (a local placement), not in containers",
+                              parameter="faults")
         if command is not None and Path(command[0]).name != Path(env.placement.python).name:
             raise ConfigError(f"clock faults: {method.name} runs {command[0]}, whose clock cannot be faked (only "
                               "CPython members and the Python anchors can)", parameter="faults")

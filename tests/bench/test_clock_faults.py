@@ -15,7 +15,7 @@ from elect.errors import ConfigError
 from elect_bench.fakeclock import FakeClock
 from elect_bench.faults import FAULTS, MemberFault, fault, kills_process, known
 from elect_bench.methods import METHODS
-from elect_bench.trial import Environment, TrialSpec, run_trial
+from elect_bench.trial import Environment, TrialSpec, member_process, run_trial
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.waiting import wait_until
 
@@ -127,6 +127,22 @@ def test_clocks_of_programs_libc_does_not_time_are_refused(tmp_path: Path, infra
     spec = TrialSpec(METHODS["goneli"], fault("drift"), budget=1.0, members=3, roles=6, hold=2.0)
     result = run_trial(spec, Environment(infra, tmp_path), 0, "go")
     assert not result.ok and "whose clock cannot be faked" in (result.error or "")
+
+
+class Elsewhere:
+    """A placement that is not this machine's processes (containers, say)."""
+
+    python = sys.executable
+    separate_clocks = False
+
+    def prefix(self, member: str) -> list[str]:
+        return []
+
+
+def test_members_in_containers_cannot_have_their_clocks_faked(tmp_path: Path) -> None:
+    env = Environment(None, tmp_path, placement=Elsewhere())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="not in containers"):
+        member_process(METHODS["etcd"], 6, env, "u", "etcd://127.0.0.1:1/p", "m0", [], fake_clock=True)
 
 
 def test_etcd_keeps_its_promise_inside_its_rate_bound_and_overlaps_outside(tmp_path: Path, infra: Endpoints) -> None:
