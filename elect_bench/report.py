@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from elect_bench import drift, envelope, idle, neli
+from elect_bench import drift, envelope, html, idle, neli
 from elect_bench.envelope import EnvelopeResult
 from elect_bench.idle import IdleResult
 from elect_bench.neli import NeliResult
@@ -89,7 +89,7 @@ def _cell(summary: dict[str, Any], key: str, fmt: str) -> str:
 
 
 def text_table(result: Result) -> str:
-    header, body = _table(result)
+    header, body = table_rows(result)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in body]
@@ -97,13 +97,13 @@ def text_table(result: Result) -> str:
 
 
 def markdown_table(result: Result) -> str:
-    header, body = _table(result)
+    header, body = table_rows(result)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines)
 
 
-def _table(result: Result) -> tuple[list[str], list[list[str]]]:
+def table_rows(result: Result) -> tuple[list[str], list[list[str]]]:
     if isinstance(result, SimResult):
         return [title for _, title, _ in simulation.COLUMNS], simulation.rows(result)
     if isinstance(result, ChaosResult):
@@ -146,25 +146,30 @@ def provenance(result: Result) -> str:
             f"(Raft election timeout = lease TTL = Kafka session timeout).{broker}{busy}")
 
 
-def write(result: Result, out: Path, plots: list[Path]) -> tuple[Path, Path]:
-    """results.json and report.md in `out`, the report showing `plots`."""
+def write(result: Result, out: Path, plots: list[Path], *, data_too: bool = True) -> tuple[Path, Path]:
+    """results.json (unless not `data_too`: a report made again from it) and report.md in `out`, the report showing
+    `plots`; for a trials run also report.html."""
     out.mkdir(parents=True, exist_ok=True)
     data = out / "results.json"
-    data.write_text(json.dumps(result.to_json(), indent=1, default=_jsonable))
+    if data_too:
+        data.write_text(json.dumps(result.to_json(), indent=1, default=_jsonable))
     report = out / "report.md"
     if isinstance(result, EnvelopeResult):  # what a reader looks for first, then every cell
-        parts = [f"# {_title(result)}", "", provenance(result), "", "## Which method for me", "",
+        parts = [f"# {title(result)}", "", provenance(result), "", "## Which method for me", "",
                  *envelope.which_method_table(result), *envelope.floor_table(result), *envelope.cost_table(result),
                  "## Every cell", "", envelope.NOTES, "", markdown_table(result), "", *_notes(result)]
     else:
-        parts = [f"# {_title(result)}", "", provenance(result), "", markdown_table(result), "", *_notes(result)]
+        parts = [f"# {title(result)}", "", provenance(result), "", markdown_table(result), "", *_notes(result)]
     for plot in plots:
         parts += [f"![{plot.stem}]({plot.name})", ""]
+    if isinstance(result, RunResult):  # what happened, to explore in a browser
+        html.write(html.of_run(result), out)
+        parts += ["Every trial's timeline, zoomable, and the tables sortable: [report.html](report.html).", ""]
     report.write_text("\n".join(parts))
     return data, report
 
 
-def _title(result: Result) -> str:
+def title(result: Result) -> str:
     if isinstance(result, SimResult):
         return f"elect simulation runs: {result.scenario.name}"
     if isinstance(result, ChaosResult):

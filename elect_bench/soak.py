@@ -29,6 +29,7 @@ from typing import Any
 
 from elect.contract import Characteristics
 from elect_bench import faults as fault_kinds
+from elect_bench import html
 from elect_bench.checker import Violation, check_promise
 from elect_bench.faults import Fault, InfraFault, MemberFault
 from elect_bench.fenced.workload import Workload, store_host
@@ -343,8 +344,8 @@ def markdown(result: SoakResult) -> str:
             "failed starts | overlap s |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for k in result.by_kind():
-        rows.append(f"| {k['fault']} | {k['strikes']} | {_s(k['failover_p50'])} | {_s(k['failover_p99'])} | "
-                    f"{_s(k['failover_max'])} | {k['unrecovered']} | {k['leaderless']} | {k['failed_starts']} | "
+        rows.append(f"| {k['fault']} | {k['strikes']} | {seconds(k['failover_p50'])} | {seconds(k['failover_p99'])} | "
+                    f"{seconds(k['failover_max'])} | {k['unrecovered']} | {k['leaderless']} | {k['failed_starts']} | "
                     f"{k['overlap']:.3f} |")
     parts = [f"# elect soak: {s.method.name}", "",
              f"{made(result.command, result.started, result.seconds, result.machine)} Seed {s.seed} (the same "
@@ -362,13 +363,16 @@ def markdown(result: SoakResult) -> str:
     return "\n".join(parts)
 
 
-def _s(x: float) -> str:
+def seconds(x: float) -> str:
+    """Seconds as the soak's tables print them ("-" for none)."""
     return "-" if math.isnan(x) else f"{x:.3f}"
 
 
 def write(result: SoakResult, out: Path) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     data, report = out / "soak.json", out / "soak.md"
-    data.write_text(json.dumps(result.to_json(), indent=1))
+    as_json = result.to_json()
+    data.write_text(json.dumps(as_json, indent=1))
     report.write_text(markdown(result))
+    html.write(html.of_soak(as_json), out)
     return data, report

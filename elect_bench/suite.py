@@ -23,14 +23,14 @@ from typing import Any
 from elect import registry
 from elect.errors import ConfigError, MissingExtra, UnknownScheme
 from elect_bench import anchors
-from elect_bench.faults import Fault
+from elect_bench.faults import Fault, fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
 from elect_bench.measures import Summary, mean
 from elect_bench.metering import Router
 from elect_bench.methods import Method, method_spec
 from elect_bench.placement import DockerPlacement, NetnsPlacement
 from elect_bench.relays import Meter
-from elect_bench.scenario import Scenario
+from elect_bench.scenario import Scenario, load
 from elect_bench.trial import Environment, TrialResult, TrialSpec, run_trial
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.local import LocalCluster
@@ -122,6 +122,21 @@ class RunResult:
 
     def summaries(self) -> list[dict[str, Any]]:
         return [c.summary(self.scenario.budget) for c in self.cells]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        """A run as `to_json` wrote it (results.json), to report again (`elect report`)."""
+        chosen = load({k: v for k, v in data["scenario"].items() if k != "kind"})
+        cells: dict[tuple[str, str, int], Cell] = {}
+        for raw in data.get("trials", []):
+            trial = TrialResult.from_json(raw)
+            key = (trial.method, trial.fault, trial.members)
+            if key not in cells:
+                cells[key] = Cell(method_spec(trial.method), fault(trial.fault), trial.members)
+            cells[key].trials.append(trial)
+        return cls(chosen, list(cells.values()), dict(data.get("skipped", {})), str(data["command"]),
+                   float(data["started"]), float(data["seconds"]), dict(data["machine"]),
+                   str(data.get("kafka_broker", "")), list(data.get("load", [])))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -11,7 +11,7 @@ from elect.errors import ElectError, InfrastructureUnavailable
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from elect_cli import bench, certs, demo, member, schemes, soak, watch
+    from elect_cli import bench, certs, demo, member, report, schemes, soak, watch
 
     parser = argparse.ArgumentParser(prog="elect", description="Leader election per role, and a harness that "
                                      "measures how each method hands over when things fail.")
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.register(sub)
     demo.register(sub)
     soak.register(sub)
+    report.register(sub)
     certs.register(sub)
     try:
         from elect_cli import cluster as cluster_commands
