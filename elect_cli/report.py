@@ -1,9 +1,9 @@
 """`elect report OUT`: write OUT's reports again from the data a run left there, with this version's code.
 
-A trials run (`elect bench`, `elect demo`: OUT/results.json) gets report.md, report.html and its plots; a soak
-(`elect soak`: OUT/soak.json) gets report.html. The data is read, never rewritten: what was measured stays, what
-the reports show of it may change. A run whose results.json was stripped of its trials' histories shows no
-timelines.
+A trials run (`elect bench`, `elect demo`: OUT/results.json) gets report.md, report.html and its plots
+(`--html`: report.html only); a soak (`elect soak`: OUT/soak.json) gets report.html. The data is read, never
+rewritten: what was measured stays, what the reports show of it may change. A run whose results.json was stripped
+of its trials' histories shows no timelines.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("report", help="write a run's report.md / report.html again from its results",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", type=Path, help="the directory a run wrote (results.json or soak.json)")
+    p.add_argument("--html", action="store_true", help="write report.html only (leave report.md and the plots)")
     p.set_defaults(run=run)
 
 
@@ -35,10 +36,17 @@ def run(args: argparse.Namespace) -> int:
     if not results.is_file():
         raise ConfigError(f"{out} has neither results.json nor soak.json", parameter="out")
     data = _read(results)
-    if "trials" not in data or "summary" not in data:
-        raise ConfigError(f"{results} is not a trials run (`elect report` renders trials runs and soaks; a "
-                          "simulation, envelope or idle run keeps the report it was written with)", parameter="out")
-    result = RunResult.from_json(data)
+    try:
+        if "cells" in data.get("scenario", {}):  # a NELI run's scenario: its trials are reported by it
+            raise ConfigError("a NELI run", parameter="out")
+        result = RunResult.from_json(data)
+    except (ConfigError, KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{results} is not the results of a trials run ({exc}): `elect report` renders trials "
+                          "runs and soaks; the other kinds keep the report they were written with",
+                          parameter="out") from None
+    if args.html:
+        print(f"wrote {html.write(html.of_run(result), out)}")
+        return 0
     pictures = plots.draw(result, out)
     _, md = report.write(result, out, pictures, data_too=False)
     print(f"wrote {md}, {out / 'report.html'}" + (f" and {len(pictures)} plots" if pictures else ""))

@@ -68,10 +68,12 @@ def page(title: str, made: str, sections: list[str], data: dict[str, Any]) -> st
         f"<script>{(_HERE / 'report.js').read_text()}</script>", "</body></html>"])
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A sortable table (click a header)."""
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]], zoom: Sequence[str] | None = None) -> str:
+    """A sortable table (click a header); `zoom`: per row, `TIMELINE@TIME` to show on a click of the row."""
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    opens = [f'<tr data-zoom="{html.escape(z)}">' for z in zoom] if zoom is not None else ["<tr>"] * len(rows)
+    body = "".join(tr + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   for tr, row in zip(opens, rows, strict=True))
     rows_html = f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
     return f'<div class="wide"><table class="sortable">{rows_html}</table></div>'
 
@@ -85,6 +87,9 @@ def _violations(items: Sequence[str], key: str) -> str:
         out.append(f"<li>{html.escape(text)}{link}</li>")
     return f'<ul class="violations">{"".join(out)}</ul>' if out else ""
 
+
+#: Timelines per cell of a trials run (besides those with violations): a page of a thousand trials stays light.
+SHOWN = 3
 
 HINT = ('<p class="hint">Timelines: the wheel zooms, a drag pans, a double click shows the whole; hover a bar for the '
         "member, its token and how the leadership ended.</p>")
@@ -107,10 +112,11 @@ def of_run(result: RunResult) -> str:
     sections += [f'<h2>Failover CDF: {html.escape(str(c["fault"]))}</h2><div id="chart-{i}"></div>'
                  for i, c in enumerate(charts)]
     trials: list[dict[str, Any]] = []
-    sections += ["<h2>Trials</h2>", HINT]
+    sections += ["<h2>Trials</h2>", HINT, f'<p class="hint">Per cell the first {SHOWN} trials, and every trial the '
+                 "checker found a violation in.</p>"]
     for cell in result.cells:
-        for t in cell.trials:
-            if not t.history or not t.history.get("lines"):
+        for n, t in enumerate(cell.trials):
+            if not t.history or not t.history.get("lines") or (n >= SHOWN and not t.violations):
                 continue
             key = f"trial-{len(trials)}"
             label = f"{t.method} / {t.fault} / trial {t.trial}"
@@ -128,11 +134,11 @@ def of_soak(data: dict[str, Any]) -> str:
     history = History.from_json(data["history"])
     kinds = [[k["fault"], k["strikes"], *(soak.seconds(k[f]) for f in ("failover_p50", "failover_p99",
                                                                        "failover_max")),
-              k["unrecovered"], k["leaderless"], k["failed_starts"], f"{k['overlap']:.3f}"]
-             for k in data["by_kind"]]
+              k.get("unrecovered", 0), k.get("leaderless", 0), k.get("failed_starts", 0), f"{k.get('overlap', 0):.3f}"]
+             for k in data["by_kind"]]  # .get: a soak.json of an older version lacks the columns added since
     schedule = [[s["index"], s["fault"], s["target"], f"{s['at'] - history.start:.3f}", len(s["failover"]),
-                 soak.seconds(max(s["failover"], default=float("nan"))), s["unrecovered"], s["leaderless"],
-                 f"{s['overlap']:.3f}"] for s in data["strikes"]]
+                 soak.seconds(max(s["failover"], default=float("nan"))), s.get("unrecovered", 0),
+                 s.get("leaderless", 0), f"{s.get('overlap', 0):.3f}"] for s in data["strikes"]]
     key = "soak"
     sections = ["<h2>Faults by kind</h2>",
                 table(["fault", "strikes", "failover p50", "p99", "max", "unrecovered roles", "leaderless",
@@ -140,9 +146,9 @@ def of_soak(data: dict[str, Any]) -> str:
                 f"<h2>Violations: {len(data['violations'])}</h2>",
                 _violations([v["violation"] for v in data["violations"]], key),
                 "<h2>Timeline</h2>", HINT, f'<div id="{key}"></div>',
-                "<h2>Strikes</h2>",
+                "<h2>Strikes</h2>", '<p class="hint">Click a strike to see it on the timeline.</p>',
                 table(["#", "fault", "member", "at s", "roles moved", "failover max", "unrecovered", "leaderless",
-                       "overlap s"], schedule)]
+                       "overlap s"], schedule, zoom=[f"{key}@{s['at']}" for s in data["strikes"]])]
     made = suite.made(data["command"], data["started"], data["seconds"], data["machine"])
     return page(f"elect soak: {data['method']}", made, sections,
                 {"charts": [], "trials": [timeline(history, key, "the whole soak")]})

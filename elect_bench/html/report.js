@@ -114,6 +114,8 @@ class Timeline {
       laneOf[l.role][1] = i;
       el("text", {x: left - 4, y: top + i * lane + 10, "text-anchor": "end", class: "lane-label"}, s, `role ${l.role} · ${l.member}`);
     });
+    const seen = t.faults.filter(f => x(f.at) >= left && x(f.at) <= W - right).length;
+    let labelled = -Infinity;  // a label only where it has room: a soak's thousand strikes, zoomed out, are lines
     for (const f of t.faults) {
       if (f.healed !== null) {  // a fault that is never healed (a kill, a stop) is a moment, not a span
         const [p, q] = clip(f.at, f.healed);
@@ -121,8 +123,12 @@ class Timeline {
       }
       const px = x(f.at);
       if (px >= left && px <= W - right) {
-        el("line", {x1: px, x2: px, y1: top - 4, y2: top + rows * lane, class: "fault-at"}, s);
-        el("text", {x: px + 3, y: top - 6, class: "axis"}, s, `${f.kind} ${f.target}`);
+        el("line", {x1: px, x2: px, y1: top - 4, y2: top + rows * lane, class: "fault-at",
+                    "stroke-opacity": seen > 40 ? 0.3 : 1}, s);
+        if (px - labelled > 90) {
+          el("text", {x: px + 3, y: top - 6, class: "axis"}, s, `${f.kind} ${f.target}`);
+          labelled = px;
+        }
       }
     }
     t.lanes.forEach((l, i) => {
@@ -150,7 +156,7 @@ document.querySelectorAll("table.sortable").forEach(sortable);
 DATA.charts.forEach((chart, i) => cdf(chart, document.getElementById(`chart-${i}`)));
 const TIMELINES = {};
 DATA.trials.forEach(trial => { TIMELINES[trial.id] = new Timeline(trial, document.getElementById(trial.id)); });
-document.querySelectorAll("a[data-zoom]").forEach(a => a.addEventListener("click", e => {
+document.querySelectorAll("[data-zoom]").forEach(a => a.addEventListener("click", e => {
   e.preventDefault();
   const [id, at] = a.dataset.zoom.split("@"), line = TIMELINES[id], t = parseFloat(at) - line.t.start;
   line.zoomTo(t - 3, t + 3);
