@@ -84,6 +84,7 @@ class ElectorSpec:
         return self.plugin.scheme
 
     def create(self) -> Elector:
+        """Build (not start) the elector; `UnsatisfiedRequirement` if it does not promise what `require` asks."""
         elector = self.plugin.create(self.options, self.member, self.roles)
         self.require.check(self.scheme, elector.characteristics)
         return elector

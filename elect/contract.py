@@ -161,6 +161,7 @@ class Requirements:
         return cls(**{k: options.coerce(v, hints[k], f"require.{k}") for k, v in value.items()})
 
     def check(self, scheme: str, have: Characteristics) -> None:
+        """Raise `UnsatisfiedRequirement`, naming every missing promise, unless `have` promises all of these."""
         missing: list[str] = []
         if self.exclusive and not have.exclusive:
             missing.append("exclusive leadership (this configuration is non-exclusive)")
@@ -204,7 +205,8 @@ class Running(ABC):
 
     @property
     @abstractmethod
-    def cancelled(self) -> bool: ...
+    def cancelled(self) -> bool:
+        """Whether `cancel` was called."""
 
     @abstractmethod
     def cancel(self, timeout: float | None = None) -> bool:
@@ -232,13 +234,17 @@ class Elector(ABC):
 
     @property
     @abstractmethod
-    def characteristics(self) -> Characteristics: ...
+    def characteristics(self) -> Characteristics:
+        """What this configuration promises (`Characteristics`), known before `start`."""
 
     @abstractmethod
-    def start(self) -> None: ...
+    def start(self) -> None:
+        """Join the group and contend for the roles; raises `InfrastructureUnavailable` (or `AccessRefused`) if the
+        store, broker or peers cannot be reached within the connect timeout."""
 
     @abstractmethod
-    def stop(self, timeout: float | None = None) -> None: ...
+    def stop(self, timeout: float | None = None) -> None:
+        """Hand every role led over (`Revoked`, blocking callbacks waited for up to `timeout`) and leave."""
 
     @abstractmethod
     def subscribe(self, callback: Callback) -> Unsubscribe:
@@ -301,7 +307,8 @@ class Elector(ABC):
         """The roles this member contends for."""
 
     @abstractmethod
-    def add_roles(self, roles: Iterable[Role]) -> None: ...
+    def add_roles(self, roles: Iterable[Role]) -> None:
+        """Contend for `roles` as well (a role already contended for is left as it is)."""
 
     @abstractmethod
     def remove_roles(self, roles: Iterable[Role]) -> None:

@@ -29,6 +29,7 @@ class Event:
     kind: ClassVar[EventKind]
 
     def to_dict(self) -> dict[str, Any]:
+        """The event as its JSON line's fields (`to_line`), times rounded to microseconds."""
         line: dict[str, Any] = {
             "ts": round(self.ts, 6),
             "mono": round(self.mono, 6),
@@ -74,6 +75,7 @@ class Fenced(Event):
     kind: ClassVar[EventKind] = "fenced"
 
     def to_dict(self) -> dict[str, Any]:
+        """The event's fields, with `until`: when the leadership ended by the member's own deadline."""
         line = super().to_dict()
         line["until"] = round(self.until, 6)
         return line

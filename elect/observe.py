@@ -33,6 +33,7 @@ class LeaderChanged:
     ts: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
+        """The change as a JSON line's fields (`elect member --observe` prints them)."""
         return {"ts": round(self.ts, 6), "mono": round(self.mono, 6), "member": self.member, "role": str(self.role),
                 "leader": self.leader, "token": self.token}
 

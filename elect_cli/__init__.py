@@ -11,7 +11,7 @@ from elect.errors import ElectError, InfrastructureUnavailable
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from elect_cli import bench, certs, demo, member, report, schemes, soak, watch
+    from elect_cli import bench, certs, demo, docs, member, report, schemes, soak, watch
 
     parser = argparse.ArgumentParser(prog="elect", description="Leader election per role, and a harness that "
                                      "measures how each method hands over when things fail.")
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.register(sub)
     soak.register(sub)
     report.register(sub)
+    docs.register(sub)
     certs.register(sub)
     try:
         from elect_cli import cluster as cluster_commands

@@ -1,0 +1,76 @@
+"""`elect docs [serve|build]`: the documentation site (MkDocs, mkdocs.yml at the checkout's root), and the MkDocs
+hook that writes its configuration reference from the schemes' own option tables and docstrings at build time,
+the same `elect schemes SCHEME` prints, so the reference cannot drift from the code.
+
+MkDocs with the Material theme and mkdocstrings rather than Sphinx: the docs are Markdown already (README,
+docs/*.md, the reports the harness writes), and mkdocstrings reads the same docstrings Sphinx would."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from elect import options, registry
+from elect.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+
+CONFIG = Path(__file__).resolve().parents[1] / "mkdocs.yml"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("docs", help="serve or build the documentation site (from a checkout)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", nargs="?", choices=["serve", "build"], default="serve")
+    p.add_argument("--out", default="site", help="where `build` writes the site (default: site/)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not CONFIG.is_file():
+        raise ConfigError(f"the docs are built from a checkout of elect: {CONFIG} is missing", parameter="action")
+    words = ["serve"] if args.action == "serve" else ["build", "--strict", "--site-dir", str(Path(args.out).resolve())]
+    return subprocess.call([sys.executable, "-m", "mkdocs", *words, "--config-file", str(CONFIG)])
+
+
+def configuration_page() -> str:
+    """The configuration reference: per scheme its URL form, its options (name, type, default) and what they do."""
+    lines = ["# Configuration reference", "",
+             "Every scheme's options, as `elect schemes SCHEME` prints them; this page is written from the code when "
+             "the site is built. An option is a URL query parameter (`etcd://127.0.0.1:2379/elect?ttl=0.5`), a key "
+             "of a YAML or dict configuration beside `elector:` (see [Getting started](getting-started.md)), or a "
+             "keyword of `elect.connect`. Durations are seconds; `on`/`off`, `true`/`false` and `500ms` are "
+             "understood. Every configuration may add `require:` (see `elect.Requirements` in the "
+             "[API](api.md)).", ""]
+    for scheme, plugin in sorted(registry.plugins().items()):
+        lines += [f"## {scheme}://", "", plugin.summary + ".", ""]
+        if plugin.url_parts:
+            parts = ", ".join(f"the URL's {part} is `{option}`" for part, option in plugin.url_parts.items())
+            lines += [f"In a URL, {parts}.", ""]
+        lines += ["| option | type | default |", "| --- | --- | --- |"]
+        lines += [f"| `{name}` | `{tp}` | `{default}` |" for name, tp, default in options.describe(plugin.options)]
+        lines += [""]
+        for cls in _option_classes(plugin.options):
+            doc = inspect.getdoc(cls) or ""
+            lines += [f"*{cls.__name__}*: " + doc.replace("\n\n", "\n\n") if doc else "", ""]
+    return "\n".join(lines)
+
+
+def _option_classes(cls: type[Any]) -> list[type[Any]]:
+    """The options dataclasses a scheme's options are made of, most specific first."""
+    return [c for c in cls.__mro__ if dataclasses.is_dataclass(c) and c.__module__.split(".")[0] != "builtins"]
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """MkDocs hook: add the generated configuration reference to the site."""
+    from mkdocs.structure.files import File
+
+    files.append(File.generated(config, "configuration.md", content=configuration_page()))
+    return files
