@@ -57,7 +57,8 @@ def test_a_page_opens_in_a_browser_without_errors(site: Path) -> None:
     driver_path = shutil.which("chromedriver")
     assert driver_path, "chromedriver is missing: ./setup installs Debian's chromium-driver"
     chosen = Options()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1280,1000"):
         chosen.add_argument(flag)
     chosen.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=chosen, service=Service(driver_path))
