@@ -163,10 +163,16 @@ def write(result: Result, out: Path, plots: list[Path], *, data_too: bool = True
     for plot in plots:
         parts += [f"![{plot.stem}]({plot.name})", ""]
     if isinstance(result, RunResult):  # what happened, to explore in a browser
-        html.write(html.of_run(result), out)
+        html.write(html_page(result), out)
         parts += ["Every trial's timeline, zoomable, and the tables sortable: [report.html](report.html).", ""]
     report.write_text("\n".join(parts))
     return data, report
+
+
+def html_page(result: RunResult) -> str:
+    """report.html of a trials run: its timelines under the title, provenance and table of report.md."""
+    header, body = table_rows(result)
+    return html.of_run(result, title(result), provenance(result), header, body)
 
 
 def title(result: Result) -> str:

@@ -37,7 +37,7 @@ from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Summary, disruptions, failovers, overlaps
 from elect_bench.members import led, settle
 from elect_bench.methods import Group, Method, direct
-from elect_bench.suite import load_note, made
+from elect_bench.suite import load_note, made, seconds
 from elect_bench.suite import machine as this_machine
 from elect_bench.trial import (
     Environment,
@@ -361,11 +361,6 @@ def markdown(result: SoakResult) -> str:
     for i, v in enumerate(result.violations):
         parts += [f"- {v}", "", "```", *(json.dumps(line) for line in result.evidence.get(i, [])), "```", ""]
     return "\n".join(parts)
-
-
-def seconds(x: float) -> str:
-    """Seconds as the soak's tables print them ("-" for none)."""
-    return "-" if math.isnan(x) else f"{x:.3f}"
 
 
 def write(result: SoakResult, out: Path) -> tuple[Path, Path]:

@@ -170,6 +170,11 @@ def load_note(loads: Sequence[float], cpus: int) -> str:
             f"max {ordered[-1]:.1f} over {len(ordered)} samples.")
 
 
+def seconds(x: float) -> str:
+    """Seconds as the soak's tables print them: three decimals, "-" for none (NaN)."""
+    return "-" if math.isnan(x) else f"{x:.3f}"
+
+
 def made(command: str, started: float, seconds: float, machine: dict[str, Any]) -> str:
     """How, when and where a run was made: the opening of every kind of run's provenance."""
     return (f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                           "runs and soaks; the other kinds keep the report they were written with",
                           parameter="out") from None
     if args.html:
-        print(f"wrote {html.write(html.of_run(result), out)}")
+        print(f"wrote {html.write(report.html_page(result), out)}")
         return 0
     pictures = plots.draw(result, out)
     _, md = report.write(result, out, pictures, data_too=False)

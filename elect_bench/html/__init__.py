@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from elect_bench.faults import known
 from elect_bench.history import History
 from elect_bench.measures import leaderless, overlaps
+from elect_bench.suite import made, seconds
 
 if TYPE_CHECKING:
     from elect_bench.suite import RunResult
@@ -52,9 +54,7 @@ def _first_lead(intervals: Sequence[Any]) -> float:
 
 
 def _is_fault(kind: str) -> bool:
-    from elect_bench.faults import known  # the registry says whether a record's kind is a fault or a healing
-
-    return known(kind) is not None
+    return known(kind) is not None  # the registry says whether a record's kind is a fault or a healing
 
 
 def page(title: str, made: str, sections: list[str], data: dict[str, Any]) -> str:
@@ -95,11 +95,9 @@ HINT = ('<p class="hint">Timelines: the wheel zooms, a drag pans, a double click
         "member, its token and how the leadership ended.</p>")
 
 
-def of_run(result: RunResult) -> str:
-    """The page of a trials run (`elect bench`, `elect demo`)."""
-    from elect_bench import report
-
-    header, rows = report.table_rows(result)
+def of_run(result: RunResult, title: str, made: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """The page of a trials run (`elect bench`, `elect demo`), with the title, provenance and summary table its
+    Markdown report has (`elect_bench.report.html_page`)."""
     budget = result.scenario.budget
     charts: list[dict[str, Any]] = []
     for fault in result.scenario.faults:
@@ -122,22 +120,20 @@ def of_run(result: RunResult) -> str:
             label = f"{t.method} / {t.fault} / trial {t.trial}"
             trials.append(timeline(History.from_json(t.history), key, label))
             sections += [f"<h3>{html.escape(label)}</h3>", _violations(t.violations, key), f'<div id="{key}"></div>']
-    return page(report.title(result), report.provenance(result), sections, {"charts": charts, "trials": trials})
+    return page(title, made, sections, {"charts": charts, "trials": trials})
 
 
 
 def of_soak(data: dict[str, Any]) -> str:
     """The page of a soak (`elect soak`), from its soak.json: the faults by kind, violations linked to their moment,
     one timeline of the whole soak, and the strike schedule."""
-    from elect_bench import soak, suite  # soak imports this module: the other way round at call time
-
     history = History.from_json(data["history"])
-    kinds = [[k["fault"], k["strikes"], *(soak.seconds(k[f]) for f in ("failover_p50", "failover_p99",
+    kinds = [[k["fault"], k["strikes"], *(seconds(k[f]) for f in ("failover_p50", "failover_p99",
                                                                        "failover_max")),
               k.get("unrecovered", 0), k.get("leaderless", 0), k.get("failed_starts", 0), f"{k.get('overlap', 0):.3f}"]
              for k in data["by_kind"]]  # .get: a soak.json of an older version lacks the columns added since
     schedule = [[s["index"], s["fault"], s["target"], f"{s['at'] - history.start:.3f}", len(s["failover"]),
-                 soak.seconds(max(s["failover"], default=float("nan"))), s.get("unrecovered", 0),
+                 seconds(max(s["failover"], default=float("nan"))), s.get("unrecovered", 0),
                  s.get("leaderless", 0), f"{s.get('overlap', 0):.3f}"] for s in data["strikes"]]
     key = "soak"
     sections = ["<h2>Faults by kind</h2>",
@@ -149,8 +145,8 @@ def of_soak(data: dict[str, Any]) -> str:
                 "<h2>Strikes</h2>", '<p class="hint">Click a strike to see it on the timeline.</p>',
                 table(["#", "fault", "member", "at s", "roles moved", "failover max", "unrecovered", "leaderless",
                        "overlap s"], schedule, zoom=[f"{key}@{s['at']}" for s in data["strikes"]])]
-    made = suite.made(data["command"], data["started"], data["seconds"], data["machine"])
-    return page(f"elect soak: {data['method']}", made, sections,
+    provenance = made(data["command"], data["started"], data["seconds"], data["machine"])
+    return page(f"elect soak: {data['method']}", provenance, sections,
                 {"charts": [], "trials": [timeline(history, key, "the whole soak")]})
 
 

@@ -16,7 +16,7 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from elect_bench import html
+from elect_bench import html, report
 from elect_bench.faults import fault
 from elect_bench.history import History
 from elect_bench.methods import METHODS
@@ -59,7 +59,7 @@ def test_a_trials_timelines_draw_every_leadership(tmp_path: Path, infra: Endpoin
     assert trial.ok, trial.error
     result = RunResult(load({"methods": ["etcd"], "faults": ["pause"], "trials": 1}),
                        [Cell(METHODS["etcd"], fault("pause"), 3, [trial])], {}, "pytest", 0.0, 1.0, machine())
-    page = html.write(html.of_run(result), tmp_path / "out")
+    page = html.write(report.html_page(result), tmp_path / "out")
     assert "<script src" not in page.read_text() and "<link" not in page.read_text()  # nothing to fetch
     browser.get(page.as_uri())
     intervals = sum(len(ivs) for ivs in History.from_json(trial.history).intervals().values())
