@@ -5,15 +5,12 @@ tables sortable, a violation's link zooming its timeline; the screenshots are ke
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _browser import chromium, errors, screenshot
 from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from elect_bench import html, report
@@ -25,31 +22,15 @@ from elect_bench.suite import Cell, RunResult, machine
 from elect_bench.trial import Environment, TrialSpec, run_trial
 from elect_cluster.endpoints import Endpoints
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
 
 @pytest.fixture
 def browser() -> Iterator[webdriver.Chrome]:
-    driver_path = shutil.which("chromedriver")
-    assert driver_path, "chromedriver is missing: ./setup installs Debian's chromium-driver"
-    options = Options()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1400"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(driver_path))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def bars(driver: webdriver.Chrome, key: str) -> int:
     return int(driver.execute_script(f"return document.querySelectorAll('svg[data-trial=\"{key}\"] .bar').length"))
-
-
-def errors(driver: webdriver.Chrome) -> list[dict[str, Any]]:
-    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
 def test_a_trials_timelines_draw_every_leadership(tmp_path: Path, infra: Endpoints,
@@ -75,8 +56,7 @@ def test_a_trials_timelines_draw_every_leadership(tmp_path: Path, infra: Endpoin
                            "{deltaY: -100, clientX: 600, clientY: 50, bubbles: true, cancelable: true}))")
     assert browser.execute_script(ticks) != before  # the wheel zoomed in: the axis shows other times
     assert errors(browser) == []
-    ARTIFACTS.mkdir(exist_ok=True)
-    browser.save_screenshot(str(ARTIFACTS / "report-trial.png"))
+    screenshot(browser, "report-trial.png")
 
 
 def test_a_soaks_violations_link_to_their_moment(tmp_path: Path, browser: webdriver.Chrome) -> None:
@@ -104,5 +84,4 @@ def test_a_soaks_violations_link_to_their_moment(tmp_path: Path, browser: webdri
                                     ".map(t => t.textContent)")
     assert "15 s" not in labels and any(label.startswith("1") for label in labels)  # zoomed to 1 s +- 3 s
     assert errors(browser) == []
-    ARTIFACTS.mkdir(exist_ok=True)
-    browser.save_screenshot(str(ARTIFACTS / "report-soak.png"))
+    screenshot(browser, "report-soak.png")

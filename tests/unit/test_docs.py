@@ -7,15 +7,12 @@ from __future__ import annotations
 import inspect
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from _browser import chromium, errors, screenshot
 
 import elect
 from elect import options, registry
@@ -54,19 +51,8 @@ def test_every_public_name_is_in_the_api_reference_with_a_docstring(site: Path) 
 
 
 def test_a_page_opens_in_a_browser_without_errors(site: Path) -> None:
-    driver_path = shutil.which("chromedriver")
-    assert driver_path, "chromedriver is missing: ./setup installs Debian's chromium-driver"
-    chosen = Options()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1000"):
-        chosen.add_argument(flag)
-    chosen.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=chosen, service=Service(driver_path))
-    try:
+    with chromium(height=1000) as driver:
         driver.get((site / "methods" / "raft" / "index.html").as_uri())
-        assert "Raft with priority-decay election" in driver.title or "raft://" in driver.page_source
-        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []  # nothing fetched, no errors
-        (ROOT / "test-artifacts").mkdir(exist_ok=True)
-        driver.save_screenshot(str(ROOT / "test-artifacts" / "docs-raft.png"))
-    finally:
-        driver.quit()
+        assert "raft://" in driver.page_source
+        assert errors(driver) == []  # nothing fetched from the network, no failing script
+        screenshot(driver, "docs-raft.png")
