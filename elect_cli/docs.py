@@ -68,9 +68,33 @@ def _option_classes(cls: type[Any]) -> list[type[Any]]:
     return [c for c in cls.__mro__ if dataclasses.is_dataclass(c) and c.__module__.split(".")[0] != "builtins"]
 
 
+def reports_page(docs: Path) -> str:
+    """Every committed run's report under docs/results, newest first, with the line that says how it was made."""
+    lines = ["# Every committed report", "",
+             "Each run the figures on these pages come from, as its command wrote it: `report.md` (a soak's `soak.md`) "
+             "and, where the run is a trials run or a soak, `report.html` to explore its timelines. Newest first by "
+             "the date in its provenance line.", ""]
+    found = []
+    for report in sorted((docs / "results").rglob("*.md")):
+        if report.name not in ("report.md", "soak.md"):
+            continue
+        text = report.read_text(errors="replace").splitlines()
+        title = next((t.lstrip("# ") for t in text if t.startswith("# ")), report.parent.name)
+        made = next((t for t in text if t.startswith("Command:")), "")
+        when = made.split(" — ", 1)[1][:16] if " — " in made else ""
+        relative = report.relative_to(docs).as_posix()
+        page = report.parent / "report.html"
+        extra = f" · [report.html]({page.relative_to(docs).as_posix()})" if page.is_file() else ""
+        found.append((when, f"- [{relative.removeprefix('results/').rsplit('/', 1)[0]}]({relative}){extra}: "
+                            f"{title}{f' ({when} UTC)' if when else ''}"))
+    lines += [entry for _, entry in sorted(found, key=lambda f: f[0], reverse=True)]
+    return "\n".join(lines) + "\n"
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """MkDocs hook: add the generated configuration reference to the site."""
+    """MkDocs hook: add the generated pages (the configuration reference, the list of committed reports)."""
     from mkdocs.structure.files import File
 
     files.append(File.generated(config, "configuration.md", content=configuration_page()))
+    files.append(File.generated(config, "reports.md", content=reports_page(Path(config.docs_dir))))
     return files

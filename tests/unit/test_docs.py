@@ -38,6 +38,12 @@ def test_the_configuration_reference_lists_every_option_of_every_scheme(site: Pa
         assert not missing, f"{scheme}: {missing}"
 
 
+def test_every_committed_report_is_listed(site: Path) -> None:
+    page = (site / "reports" / "index.html").read_text()
+    committed = [p for p in (ROOT / "docs" / "results").rglob("*.md") if p.name in ("report.md", "soak.md")]
+    assert committed and all(p.parent.relative_to(ROOT / "docs" / "results").as_posix() in page for p in committed)
+
+
 def test_every_public_name_is_in_the_api_reference_with_a_docstring(site: Path) -> None:
     page = (site / "api" / "index.html").read_text()
     for name in elect.__all__:
