@@ -23,9 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out),
-                          "--config-file", str(ROOT / "mkdocs.yml")], capture_output=True, text=True,
-                         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
+    run = subprocess.run([sys.executable, "-m", "elect", "docs", "build", "--out", str(out)],  # mkdocs --strict
+                         capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return out
 
