@@ -1,14 +1,19 @@
 /* Completes libfaketime for a member process whose clock the harness runs at another rate (elect_bench/fakeclock).
  *
  * libfaketime (Debian's 0.9.10) fakes clock_gettime, sleeps and the relative timeouts of poll/epoll/select, but
- * not sem_clockwait, where CPython waits for a lock with a timeout (threading.Lock, Event, Condition, queue): the
- * deadline it passes is on the faked clock, which the kernel does not know, so the wait never ends. Here the wait
- * is re-expressed on the real clock: the faked time left, divided by the rate the harness wrote in the spec file.
- * At load it also writes the real wall time to SPEC.start: libfaketime scales time from its own start, and the
- * harness needs that instant to change the rate later without a jump.
+ * its waits on an absolute deadline are wrong or missing: sem_clockwait (where CPython waits for a lock with a
+ * timeout: threading.Lock, Event, Condition, queue) is not wrapped, so a deadline on the faked clock, which the
+ * kernel does not know, never comes; its sem_timedwait mis-scales the deadline under a rate; and its
+ * pthread_cond_timedwait returns at once on a condition variable of CLOCK_REALTIME (librdkafka's: its threads then
+ * spin). Here every such wait is re-expressed on the real clock: the faked time left, divided by the rate the
+ * harness wrote in the spec file, from the real now, and handed to glibc's own clock-taking wait. A condition
+ * variable's clock is recorded when it is initialised. At load the shim also writes the real wall time to
+ * SPEC.start: libfaketime scales time from its own start, and the harness needs that instant to change the rate
+ * later without a jump.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,11 +53,8 @@ __attribute__((constructor)) static void record_start(void) {
     }
 }
 
-typedef int (*sem_clockwait_fn)(sem_t *, clockid_t, const struct timespec *);
-
-int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *abstime) {
-    static sem_clockwait_fn next;
-    if (!next) next = (sem_clockwait_fn)dlsym(RTLD_NEXT, "sem_clockwait");
+/* The real deadline, on `clock`, of a wait until `abstime` on the faked `clock`. */
+static struct timespec real_deadline(clockid_t clock, const struct timespec *abstime) {
     struct timespec faked, real, deadline;
     clock_gettime(clock, &faked); /* through libfaketime */
     syscall(SYS_clock_gettime, clock, &real);
@@ -61,5 +63,81 @@ int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *abstime) {
     long long at = (long long)real.tv_sec * NS + real.tv_nsec + (long long)(left / spec_rate());
     deadline.tv_sec = at / NS;
     deadline.tv_nsec = at % NS;
-    return next(sem, clock, &deadline);
+    return deadline;
+}
+
+typedef int (*sem_clockwait_fn)(sem_t *, clockid_t, const struct timespec *);
+
+static sem_clockwait_fn glibc_sem_clockwait(void) {
+    static sem_clockwait_fn next;
+    if (!next) next = (sem_clockwait_fn)dlsym(RTLD_NEXT, "sem_clockwait"); /* libfaketime has none: glibc's */
+    return next;
+}
+
+int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *abstime) {
+    struct timespec deadline = real_deadline(clock, abstime);
+    return glibc_sem_clockwait()(sem, clock, &deadline);
+}
+
+int sem_timedwait(sem_t *sem, const struct timespec *abstime) {
+    struct timespec deadline = real_deadline(CLOCK_REALTIME, abstime);
+    return glibc_sem_clockwait()(sem, CLOCK_REALTIME, &deadline);
+}
+
+/* Condition variables: the clock each was initialised with (CLOCK_REALTIME unless its attributes say otherwise),
+ * in a small open-addressed table keyed by address; one not found (a static initialiser) is CLOCK_REALTIME. */
+#define CONDS 4096
+static pthread_cond_t *cond_keys[CONDS];
+static clockid_t cond_clocks[CONDS];
+
+static size_t cond_slot(const pthread_cond_t *cond) { return ((size_t)cond >> 4) % CONDS; }
+
+static clockid_t cond_clock(const pthread_cond_t *cond) {
+    size_t slot = cond_slot(cond);
+    for (size_t i = 0; i < CONDS; i++, slot = (slot + 1) % CONDS) {
+        pthread_cond_t *key = __atomic_load_n(&cond_keys[slot], __ATOMIC_ACQUIRE);
+        if (key == cond) return cond_clocks[slot];
+        if (key == NULL) break;
+    }
+    return CLOCK_REALTIME;
+}
+
+typedef int (*cond_init_fn)(pthread_cond_t *, const pthread_condattr_t *);
+typedef int (*cond_clockwait_fn)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
+
+int pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr) {
+    static cond_init_fn next;
+    if (!next) next = (cond_init_fn)dlvsym(RTLD_NEXT, "pthread_cond_init", "GLIBC_2.3.2");
+    clockid_t clock = CLOCK_REALTIME;
+    if (attr) pthread_condattr_getclock(attr, &clock);
+    size_t slot = cond_slot(cond);
+    for (size_t i = 0; i < CONDS; i++, slot = (slot + 1) % CONDS) {
+        pthread_cond_t *key = __atomic_load_n(&cond_keys[slot], __ATOMIC_ACQUIRE);
+        if (key == cond) { cond_clocks[slot] = clock; break; }
+        pthread_cond_t *empty = NULL;
+        if (key == NULL) {
+            cond_clocks[slot] = clock;
+            if (__atomic_compare_exchange_n(&cond_keys[slot], &empty, cond, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+                break;
+        }
+    }
+    return next(cond, attr);
+}
+
+static cond_clockwait_fn glibc_cond_clockwait(void) {
+    static cond_clockwait_fn next;
+    if (!next) next = (cond_clockwait_fn)dlsym(RTLD_NEXT, "pthread_cond_clockwait"); /* libfaketime has none */
+    return next;
+}
+
+int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *abstime) {
+    clockid_t clock = cond_clock(cond);
+    struct timespec deadline = real_deadline(clock, abstime);
+    return glibc_cond_clockwait()(cond, mutex, clock, &deadline);
+}
+
+int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                           const struct timespec *abstime) {
+    struct timespec deadline = real_deadline(clock, abstime);
+    return glibc_cond_clockwait()(cond, mutex, clock, &deadline);
 }
