@@ -4,6 +4,7 @@ bound etcd:// states."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import time
@@ -31,21 +32,21 @@ for i in range(400):
 
 
 class Child:
-    """A Python child under a fake clock, its lines read back in real time as they arrive."""
+    """A Python child under a fake clock, its lines read back as they arrive."""
 
     def __init__(self, clock: FakeClock) -> None:
         clock.starting()
         self.proc = subprocess.Popen([sys.executable, "-c", TICKER], stdout=subprocess.PIPE, text=True,
                                      env={**clock.env(), "PATH": "/usr/bin:/bin"})
         self.clock = clock
-        self.lines: list[tuple[float, float]] = []  # (arrival, the line's mono carried back to real time)
+        self.lines: list[tuple[float, float, float]] = []  # (arrival, its own clock, carried back to real time)
 
-    def read(self, count: int) -> list[tuple[float, float]]:
+    def read(self, count: int) -> list[tuple[float, float, float]]:
         assert self.proc.stdout is not None
         got = []
         for _ in range(count):
-            raw = self.proc.stdout.readline()
-            got.append((time.monotonic(), self.clock.to_real({"mono": float(raw)})["mono"]))
+            faked = float(self.proc.stdout.readline())
+            got.append((time.monotonic(), faked, self.clock.to_real({"mono": faked})["mono"]))
         self.lines += got
         return got
 
@@ -54,9 +55,9 @@ class Child:
         self.proc.wait()
 
 
-def cadence(lines: list[tuple[float, float]]) -> float:
-    """Real seconds per line, over the lines given."""
-    return (lines[-1][0] - lines[0][0]) / (len(lines) - 1)
+def rate(lines: list[tuple[float, float, float]]) -> float:
+    """Its clock's seconds per real second over the lines given (a busy machine delays both alike)."""
+    return (lines[-1][1] - lines[0][1]) / (lines[-1][0] - lines[0][0])
 
 
 def test_a_faked_clock_runs_at_the_rate_set_and_its_times_read_back_as_real(tmp_path: Path) -> None:
@@ -66,18 +67,20 @@ def test_a_faked_clock_runs_at_the_rate_set_and_its_times_read_back_as_real(tmp_
         steady = child.read(10)
         child.clock.set_rate(2.0)
         child.read(2)  # the waits under way when the rate changed
-        fast = child.read(20)
+        fast = child.read(30)
         child.clock.set_rate(0.5)
         child.read(2)
-        slow = child.read(6)
+        slow = child.read(8)
     finally:
         child.stop()
-    # 0.05 s of its clock per line: 0.05 s real at rate 1, 0.025 at 2, 0.1 at 0.5 (and the lock wait as the sleep)
-    assert cadence(steady) == pytest.approx(0.05, rel=0.3)
-    assert cadence(fast) == pytest.approx(0.025, rel=0.3)
-    assert cadence(slow) == pytest.approx(0.1, rel=0.3)
-    # its own times, carried back, are when it printed: just before each line arrived, never after
-    assert all(-0.005 < arrived - real < 0.05 for arrived, real in child.lines)
+    assert rate(steady) == pytest.approx(1.0, rel=0.1)
+    assert rate(fast) == pytest.approx(2.0, rel=0.1)
+    assert rate(slow) == pytest.approx(0.5, rel=0.1)
+    # its waits (a lock's timeout, a sleep) ran on its clock: about 0.05 s of it per line, at every rate
+    gaps = sorted(b[1] - a[1] for a, b in itertools.pairwise(fast))
+    assert 0.045 < gaps[len(gaps) // 2] < 0.1
+    # its own times, carried back, are when it printed: before each line arrived, never after
+    assert all(-0.005 < arrived - real < 0.5 for arrived, _, real in child.lines)
 
 
 def test_a_new_life_starts_at_the_real_rate(tmp_path: Path) -> None:
@@ -92,8 +95,8 @@ def test_a_new_life_starts_at_the_real_rate(tmp_path: Path) -> None:
     again = Child(clock)
     try:
         assert clock.rate == 1.0
-        arrived, real = again.read(3)[-1]
-        assert -0.005 < arrived - real < 0.05
+        arrived, _, real = again.read(3)[-1]
+        assert -0.005 < arrived - real < 0.5
     finally:
         again.stop()
 
@@ -147,16 +150,17 @@ def test_members_in_containers_cannot_have_their_clocks_faked(tmp_path: Path) ->
 
 def test_etcd_keeps_its_promise_inside_its_rate_bound_and_overlaps_outside(tmp_path: Path, infra: Endpoints) -> None:
     """etcd:// states a tolerance of 1/3 (ttl / renew_deadline - 1). A leader whose clock runs at 0.9 (a ratio
-    of 1.11) and is paused past D fences before a contender takes over; at 0.5 (a ratio of 2) it still believes
-    in its lease for about half a second after a contender took the role, and the checker says so."""
+    of 1.11) and is paused past D fences before a contender takes over; at 0.3 (a ratio of 3.3) it still believes
+    in its lease for about 1.5 s after a contender took the role (its 0.75 s deadline is 2.5 s of real time), and
+    the checker says so (a margin that a contender slowed by a busy machine does not close)."""
     env = Environment(infra, tmp_path)
     results = {}
-    for name in ("drift", "pause@leader:0.9", "pause@leader:0.5"):
+    for name in ("drift", "pause@leader:0.9", "pause@leader:0.3"):
         spec = TrialSpec(METHODS["etcd"], fault(name), budget=1.0, members=3, roles=6, hold=2.0)
         results[name] = run_trial(spec, env, 0, name.replace("@", "-").replace(":", "-"))
         assert results[name].ok, results[name].error
-    lines = results["pause@leader:0.5"].history["lines"]
+    lines = results["pause@leader:0.3"].history["lines"]
     assert lines and all(abs(line["mono"] - time.monotonic()) < 120 for line in lines)  # real times, not faked
     assert results["drift"].violations == [] and results["drift"].unrecovered == 0
     assert results["pause@leader:0.9"].violations == [] and results["pause@leader:0.9"].failover
-    assert results["pause@leader:0.5"].violations and results["pause@leader:0.5"].overlap > 0.2
+    assert results["pause@leader:0.3"].violations and results["pause@leader:0.3"].max_overlap > 0.5
