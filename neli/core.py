@@ -135,6 +135,7 @@ class _Ownership:
     # fast mode: another member's heartbeats here are fresh until then; full mode: a newer leader's claim
     contested_until: float = -math.inf
     claims: dict[tuple[str, str], float] = field(default_factory=dict)  # fast mode: other sender -> fresh until
+    claimed: dict[tuple[str, str], float] = field(default_factory=dict)  # fast mode: sender -> its newest claim sent
     released: dict[tuple[str, str], float] = field(default_factory=dict)  # fast mode: sender -> its release's `sent`
     last_token: int | None = None  # this ownership's latest token: full mode yields to newer claims only once it led
     behind_since: float = math.inf  # full mode: since when its own records were read short of the partition's end
@@ -440,12 +441,15 @@ class NeliCore:
         sender = (hb.member, hb.instance)
         if hb.released:
             own.released[sender] = max(own.released.get(sender, -math.inf), hb.sent)
-            own.claims.pop(sender, None)
-            own.contested_until = max(own.claims.values(), default=-math.inf)
+            if own.claimed.get(sender, -math.inf) <= hb.sent:  # a claim sent after the release (read before it,
+                own.claims.pop(sender, None)                   # the log's order not the send order) still stands
+                own.claimed.pop(sender, None)
+                own.contested_until = max(own.claims.values(), default=-math.inf)
             return
         if hb.sent <= own.released.get(sender, -math.inf):
             return  # a claim its sender has given up
         sent = now - max(0.0, wall - hb.wall)
+        own.claimed[sender] = max(own.claimed.get(sender, -math.inf), hb.sent)
         own.claims[sender] = max(own.claims.get(sender, -math.inf), sent + self.timeout)
         own.contested_until = max(own.contested_until, sent + self.timeout)
         later = own.token is not None and msg.offset > own.token and sent + self.timeout > now

@@ -153,3 +153,12 @@ def test_elect_bench_runs_neli_chaos_and_writes_its_report(tmp_path: Path) -> No
     assert [s["method"] for s in data["summary"]] == ["kafka-fast", "kafka-full-848"]
     assert all(s["seeds"] == 4 and s["violating"] == 0 for s in data["summary"])
     assert "Kafka broker" in (out / "report.md").read_text()
+
+
+def test_a_release_read_after_a_newer_claim_of_its_sender_does_not_end_that_claim() -> None:
+    """Found by the 100,000-seed run of kafka-fast-848 (seed 98208): after a broker freeze the log held m1's claim on
+    a partition (sent at 7.381 s, a new epoch) before its release of the previous epoch (sent at 7.377 s). Reading
+    the release, m0 dropped all of m1's claim, newer record included, and led on its own next record while m1 led:
+    1 ms of overlap on two roles, until m1 read m0's record. A release now ends only the claims sent before it
+    (`NeliCore._contest`, `_Ownership.claimed`)."""
+    assert chaos("kafka-fast-848", 98208).violations == ()
