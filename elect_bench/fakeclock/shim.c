@@ -3,13 +3,15 @@
  * libfaketime (Debian's 0.9.10) fakes clock_gettime, sleeps and the relative timeouts of poll/epoll/select, but
  * its waits on an absolute deadline are wrong or missing: sem_clockwait (where CPython waits for a lock with a
  * timeout: threading.Lock, Event, Condition, queue) is not wrapped, so a deadline on the faked clock, which the
- * kernel does not know, never comes; its sem_timedwait mis-scales the deadline under a rate; and its
- * pthread_cond_timedwait returns at once on a condition variable of CLOCK_REALTIME (librdkafka's: its threads then
- * spin). Here every such wait is re-expressed on the real clock: the faked time left, divided by the rate the
- * harness wrote in the spec file, from the real now, and handed to glibc's own clock-taking wait. A condition
- * variable's clock is recorded when it is initialised. At load the shim also writes the real wall time to
- * SPEC.start: libfaketime scales time from its own start, and the harness needs that instant to change the rate
- * later without a jump.
+ * kernel does not know, never comes; its sem_timedwait mis-scales the deadline under a rate; its
+ * pthread_cond_timedwait returns at once on a condition variable of CLOCK_REALTIME; and C11's cnd_timedwait
+ * (glibc's own, where librdkafka's threads wait) is wrapped by nobody, so the kernel gets the faked deadline as it
+ * is: with the faked clock behind the real one every short wait ends at once (the thread spins), ahead of it
+ * every wait lasts the difference longer (a group heartbeat goes out late). Here every such wait is re-expressed
+ * on the real clock: the faked time left, divided by the rate the harness wrote in the spec file, from the real
+ * now, and handed to glibc's own clock-taking wait. A condition variable's clock is recorded when it is
+ * initialised. At load the shim also writes the real wall time to SPEC.start: libfaketime scales time from its
+ * own start, and the harness needs that instant to change the rate later without a jump.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,4 +143,14 @@ int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid
                            const struct timespec *abstime) {
     struct timespec deadline = real_deadline(clock, abstime);
     return glibc_cond_clockwait()(cond, mutex, clock, &deadline);
+}
+
+/* C11 threads (glibc's cnd_timedwait, on TIME_UTC: the wall clock). */
+typedef int (*cnd_timedwait_fn)(cnd_t *, mtx_t *, const struct timespec *);
+
+int cnd_timedwait(cnd_t *cond, mtx_t *mutex, const struct timespec *abstime) {
+    static cnd_timedwait_fn next;
+    if (!next) next = (cnd_timedwait_fn)dlsym(RTLD_NEXT, "cnd_timedwait");
+    struct timespec deadline = real_deadline(CLOCK_REALTIME, abstime);
+    return next(cond, mutex, &deadline);
 }

@@ -5,8 +5,10 @@ bound etcd:// states."""
 from __future__ import annotations
 
 import itertools
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,19 +22,31 @@ from elect_bench.trial import Environment, TrialSpec, member_process, run_trial
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.waiting import wait_until
 
-# prints its monotonic time every 0.1 s of its own clock, timed by a lock wait (CPython's sem_clockwait) and a
-# sleep in turn, so both kinds of wait are under the faked clock
+# prints its monotonic time every 0.1 s of its own clock, timed in turn by a sleep, a lock wait (CPython's
+# sem_clockwait) and a C11 condition-variable wait (librdkafka's cnd_timedwait, its deadline on the wall clock), so
+# every kind of wait is under the faked clock; ctypes.CDLL(None) finds the process's symbols, the shim's first
 TICKER = """
-import threading, time
+import ctypes, threading, time
+class timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+libc = ctypes.CDLL(None)
+cnd, mtx = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
+libc.cnd_init(cnd); libc.mtx_init(mtx, 0); libc.mtx_lock(mtx)
 gate = threading.Lock(); gate.acquire()
 for i in range(400):
-    gate.acquire(timeout=0.05) if i % 2 else time.sleep(0.05)
+    if i % 3 == 0:
+        time.sleep(0.05)
+    elif i % 3 == 1:
+        gate.acquire(timeout=0.05)
+    else:
+        at = time.time() + 0.05
+        libc.cnd_timedwait(cnd, mtx, ctypes.byref(timespec(int(at), int(at % 1 * 1e9))))
     print(time.monotonic(), flush=True)
 """
 
-
 class Child:
-    """A Python child under a fake clock, its lines read back as they arrive."""
+    """A Python child under a fake clock, its lines read back as they arrive (a reader thread, so a wait that
+    never ends fails the test at a deadline instead of hanging it)."""
 
     def __init__(self, clock: FakeClock) -> None:
         clock.starting()
@@ -40,13 +54,23 @@ class Child:
                                      env={**clock.env(), "PATH": "/usr/bin:/bin"})
         self.clock = clock
         self.lines: list[tuple[float, float, float]] = []  # (arrival, its own clock, carried back to real time)
+        self._arrived: queue.Queue[tuple[float, str]] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for text in self.proc.stdout:
+            self._arrived.put((time.monotonic(), text))
 
     def read(self, count: int) -> list[tuple[float, float, float]]:
-        assert self.proc.stdout is not None
-        got = []
+        got: list[tuple[float, float, float]] = []
         for _ in range(count):
-            faked = float(self.proc.stdout.readline())
-            got.append((time.monotonic(), faked, self.clock.to_real({"mono": faked})["mono"]))
+            try:
+                arrived, text = self._arrived.get(timeout=10.0)
+            except queue.Empty:
+                raise AssertionError(f"no line from the child in 10 s after {len(self.lines + got)}") from None
+            faked = float(text)
+            got.append((arrived, faked, self.clock.to_real({"mono": faked})["mono"]))
         self.lines += got
         return got
 
@@ -81,6 +105,27 @@ def test_a_faked_clock_runs_at_the_rate_set_and_its_times_read_back_as_real(tmp_
     assert 0.045 < gaps[len(gaps) // 2] < 0.1
     # its own times, carried back, are when it printed: before each line arrived, never after
     assert all(-0.005 < arrived - real < 0.5 for arrived, _, real in child.lines)
+
+
+def test_waits_last_their_time_with_the_faked_clock_behind_or_ahead_of_the_real_one(tmp_path: Path) -> None:
+    # After a slow spell the member's clock is behind the real one, after a fast one ahead, both at rate 1 again (a
+    # soak's victim after its drift). A wait whose deadline went to the kernel as the faked time (librdkafka's, before
+    # the shim wrapped cnd_timedwait) ended at once behind (its threads spun at 130 % CPU) and lasted the difference
+    # longer ahead (its group heartbeats went out late): each must last its 0.05 s of real time either way.
+    child = Child(FakeClock(tmp_path / "m0.spec"))
+    try:
+        wait_until(lambda: (tmp_path / "m0.spec.start").exists(), 10, what="the shim to load")
+        for spell in (0.25, 4.0):
+            child.clock.set_rate(spell)
+            child.read(12)
+            child.clock.set_rate(1.0)
+            child.read(2)  # the waits under way when the rate changed
+            steady = child.read(15)
+            gaps = [b[0] - a[0] for a, b in itertools.pairwise(steady)]
+            assert min(gaps) > 0.03, (spell, gaps)  # none ended at once (the machine may delay, never hurry, one)
+            assert sorted(gaps)[len(gaps) // 2] < 0.2, (spell, gaps)
+    finally:
+        child.stop()
 
 
 def test_a_new_life_starts_at_the_real_rate(tmp_path: Path) -> None:
