@@ -12,6 +12,11 @@
  * now, and handed to glibc's own clock-taking wait. A condition variable's clock is recorded when it is
  * initialised. At load the shim also writes the real wall time to SPEC.start: libfaketime scales time from its
  * own start, and the harness needs that instant to change the rate later without a jump.
+ *
+ * libfaketime re-reads the spec (FAKETIME_NO_CACHE) into process-wide variables, the offset and the rate one after
+ * the other, while other threads read the clock: a thread could compute with the new rate and the old offset, a
+ * jump of the rate change times the time since load (tens of seconds after a few minutes at 1.05; a leadership's
+ * deadline or a heartbeat's send time with it). The shim takes one lock around every clock read it passes on.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -21,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +60,41 @@ __attribute__((constructor)) static void record_start(void) {
         fprintf(out, "%lld.%09ld\n", (long long)now.tv_sec, now.tv_nsec);
         fclose(out);
     }
+}
+
+/* Clock reads, one at a time through libfaketime (a recursive lock: a signal handler may read the clock while its
+ * thread holds it). */
+static pthread_mutex_t clock_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
+typedef int (*gettimeofday_fn)(struct timeval *, void *);
+typedef time_t (*time_fn)(time_t *);
+
+int clock_gettime(clockid_t clock, struct timespec *now) {
+    static clock_gettime_fn next;
+    if (!next) next = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
+    pthread_mutex_lock(&clock_lock);
+    int done = next(clock, now);
+    pthread_mutex_unlock(&clock_lock);
+    return done;
+}
+
+int gettimeofday(struct timeval *now, void *zone) {
+    static gettimeofday_fn next;
+    if (!next) next = (gettimeofday_fn)dlsym(RTLD_NEXT, "gettimeofday");
+    pthread_mutex_lock(&clock_lock);
+    int done = next(now, zone);
+    pthread_mutex_unlock(&clock_lock);
+    return done;
+}
+
+time_t time(time_t *now) {
+    static time_fn next;
+    if (!next) next = (time_fn)dlsym(RTLD_NEXT, "time");
+    pthread_mutex_lock(&clock_lock);
+    time_t done = next(now);
+    pthread_mutex_unlock(&clock_lock);
+    return done;
 }
 
 /* The real deadline, on `clock`, of a wait until `abstime` on the faked `clock`. */

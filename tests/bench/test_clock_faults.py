@@ -128,6 +128,49 @@ def test_waits_last_their_time_with_the_faked_clock_behind_or_ahead_of_the_real_
         child.stop()
 
 
+# reads its monotonic clock in three threads at once for 8 s and prints the largest step any thread saw between two
+# of its reads, forwards or backwards
+READERS = """
+import threading, time
+def read(steps):
+    prev = time.monotonic(); end = prev + 8; forward = backward = 0.0
+    while prev < end:
+        now = time.monotonic()
+        forward, backward = max(forward, now - prev), max(backward, prev - now)
+        prev = now
+    steps.append((forward, backward))
+steps = []
+threads = [threading.Thread(target=read, args=(steps,)) for _ in range(3)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(max(f for f, _ in steps), max(b for _, b in steps), flush=True)
+"""
+
+
+def test_a_rate_change_never_makes_a_thread_clock_jump(tmp_path: Path) -> None:
+    # libfaketime re-reads the spec into process-wide variables, offset and rate one after the other: a thread that
+    # read the clock meanwhile computed with the new rate and the old offset, a jump of the rate change times the
+    # time since load (6.4 s here before the shim locked its clock reads; a soak's member got 36.7 s at 1.05)
+    clock = FakeClock(tmp_path / "m0.spec")
+    clock.starting()
+    child = subprocess.Popen([sys.executable, "-c", READERS], stdout=subprocess.PIPE, text=True,
+                             env={**clock.env(), "PATH": "/usr/bin:/bin"})
+    try:
+        wait_until(lambda: (tmp_path / "m0.spec.start").exists(), 10, what="the shim to load")
+        began = time.monotonic()
+        wait_until(lambda: time.monotonic() > began + 4, 10, interval=0.1, what="time since load")  # a tear: >= 4 s
+        for i in range(100):
+            clock.set_rate(2.0 if i % 2 == 0 else 1.0)
+            time.sleep(0.01)  # the harness's pace of rate changes, not a wait for a condition
+        assert child.stdout is not None
+        forward, backward = (float(x) for x in child.stdout.readline().split())
+    finally:
+        child.kill()
+        child.wait()
+    assert forward < 2.0  # a thread descheduled on a busy machine, at rate 2; a tear is twice that
+    assert backward < 0.01  # a rate change may meet a read in flight by a few microseconds of rate difference
+
+
 def test_a_new_life_starts_at_the_real_rate(tmp_path: Path) -> None:
     clock = FakeClock(tmp_path / "m0.spec")
     child = Child(clock)
