@@ -19,8 +19,8 @@ Both variants of the paper share the machine and differ in three rules:
   blocking callback holds the successor back); full mode with T above the exclusivity bound keeps
   leading until its evidence is T old, the paper's overlap that avoids a gap.
 
-A fast-mode owner leads only once every other member's heartbeats on its partition are `timeout` old (a member
-the group dropped may not have noticed yet). After an orderly handover that wait is needless, and it was most of
+A fast-mode owner leads only once every other member's heartbeats on its partition are `claim_timeout` old (a
+member the group dropped may not have noticed yet). After an orderly handover that wait is needless, and it was most of
 a graceful handover (0.6-0.7 s of a 1 s session, where the group itself moves the partition in 0.1 s): so a
 member that gives a partition up in order publishes a `released` record there once the partition's `Revoke` is
 out (the driver publishes after it has applied the changes, the Revoked callbacks included), and a successor
@@ -29,7 +29,7 @@ expired behind its back) publishes nothing: a successor waits it out as before.
 
 Every rule above assumes the member reads each of its partitions' records in order, none left out: a claim
 never read holds nobody back. The driver checks that offsets follow on (`Skipped` when they jump: librdkafka moved
-its position, as an offset reset does) and the member then treats the partition as contested for `timeout`.
+its position, as an offset reset does) and the member then treats the partition as contested for `claim_timeout`.
 
 A partition is led from the first evidence after its assignment until `evidence + timeout` passes
 without newer evidence. Evidence is dated by when it was *sent*, so records that sat in a frozen
@@ -151,18 +151,24 @@ class _Ownership:
 class NeliCore:
     """The NELI state of one member for one group.
 
-    `timeout` is fast mode's heartbeat timeout or full mode's threshold T. `overlap` (full mode above
+    `timeout` is fast mode's heartbeat timeout or full mode's threshold T; `claim_timeout` (fast mode, default
+    `timeout`) how long another member's heartbeat holds an owner back, longer than `timeout` by the clock-rate and
+    wall-clock differences tolerated (`KafkaOptions.claim_timeout`). `overlap` (full mode above
     the exclusivity bound) keeps leading after an orderly revoke until the evidence is `timeout` old;
     the `Revoke` then comes `release_margin` before that, ahead of the elector's own deadline timer.
     Every input first fences the leaderships whose deadline has passed, so nothing is decided on them.
     """
 
     def __init__(self, *, group: str, member: str, instance: str, mode: Mode, partitions: int, interval: float,
-                 timeout: float, overlap: bool = False, release_margin: float = 0.1, roles: Iterable[Role] = ()):
+                 timeout: float, claim_timeout: float | None = None, overlap: bool = False,
+                 release_margin: float = 0.1, roles: Iterable[Role] = ()):
         if mode == "fast" and overlap:
             raise ValueError("fast mode is exclusive; overlap is a full-mode behaviour")
         self.group, self.member, self.instance, self.mode = group, member, instance, mode
         self.partitions, self.interval, self.timeout = partitions, interval, timeout
+        self.claim_timeout = timeout if claim_timeout is None else claim_timeout
+        if self.claim_timeout < timeout:
+            raise ValueError("claim_timeout below timeout would let an owner lead while another still may")
         self.overlap, self.release_margin = overlap, release_margin
         self._roles: list[Role] = list(dict.fromkeys(roles))
         self._owned: dict[int, _Ownership] = {}
@@ -421,7 +427,7 @@ class NeliCore:
         own = self._owned.get(partition)
         if own is None:
             return
-        own.blind_until = max(own.blind_until, now + self.timeout)
+        own.blind_until = max(own.blind_until, now + self.claim_timeout)
         if own.leading:
             self._fence_now(own, now)
 
@@ -450,9 +456,9 @@ class NeliCore:
             return  # a claim its sender has given up
         sent = now - max(0.0, wall - hb.wall)
         own.claimed[sender] = max(own.claimed.get(sender, -math.inf), hb.sent)
-        own.claims[sender] = max(own.claims.get(sender, -math.inf), sent + self.timeout)
-        own.contested_until = max(own.contested_until, sent + self.timeout)
-        later = own.token is not None and msg.offset > own.token and sent + self.timeout > now
+        own.claims[sender] = max(own.claims.get(sender, -math.inf), sent + self.claim_timeout)
+        own.contested_until = max(own.contested_until, sent + self.claim_timeout)
+        later = own.token is not None and msg.offset > own.token and sent + self.claim_timeout > now
         if own.leading and (sent >= own.since or later):
             self._fence_now(own, now)
 

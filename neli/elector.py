@@ -135,10 +135,8 @@ class KafkaElector(BaseElector):
             except (ElectError, KafkaException) as exc:
                 log.warning("neli: %s: no parking topic (%s); resign will leave the group instead", self.member, exc)
         self._membership = Membership(o.rejoin, o.session_timeout, can_park=self._parking_topic is not None)
-        self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance, mode=o.mode,
-                              partitions=self.partitions, interval=o.interval, timeout=o.timeout,
-                              overlap=not o.exclusive, release_margin=max(2 * o.poll, min(0.1, o.timeout / 4)),
-                              roles=self.roles)
+        self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance,
+                              partitions=self.partitions, roles=self.roles, **o.core_settings())
         self._producer = Producer(self._producer_config())
         self._consumer = self._new_consumer()
         # the loop waits in the consumer's poll (its callbacks, which step the core, run inside it) and turns at

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from elect.contract import Characteristics
 from elect.options import port_number, rule
@@ -143,6 +143,32 @@ class KafkaOptions(AccessOptions):
         return self.heartbeat_timeout or self.session_timeout * (0.75 if self.mode == "fast" else 2.0)
 
     @property
+    def max_drift(self) -> float | None:
+        """The clock-rate difference an exclusive configuration tolerates (`Characteristics.max_drift`): an owner
+        fences `timeout` after its last heartbeat and beats the group every `group_interval`, on its clock; the
+        coordinator gives its partitions away `session_timeout` after the last beat, on the broker's; in that order
+        while neither clock runs (T + g) / S as fast as the other (docs/clocks.md). None: full mode above the
+        bound, whose records are dated by wall clocks."""
+        return self.session_timeout / (self.timeout + self.group_interval) - 1 if self.exclusive else None
+
+    @property
+    def claim_timeout(self) -> float:
+        """Fast mode: how long another member's heartbeat holds an owner back, `timeout` stretched by `max_drift`.
+        The other member leads until its own record is `timeout` old on its clock, and the owner dates that record
+        by the two members' wall clocks: waiting exactly `timeout` left no margin, so a contender whose clock ran
+        5 % fast led 28 ms before the other fenced (the kafka-fast-848 drift soak). Stretched, the wait holds for
+        rates `1 + max_drift` apart or wall clocks `timeout x max_drift` apart (0.13 s at a 1 s session), the
+        same tolerance the coordinator's path has. Full mode: `timeout`."""
+        drift = self.max_drift
+        return self.timeout * (1 + drift) if self.mode == "fast" and drift is not None else self.timeout
+
+    def core_settings(self) -> dict[str, Any]:
+        """The `NeliCore` settings these options give (the elector and the simulator build the same core)."""
+        return {"mode": self.mode, "interval": self.interval, "timeout": self.timeout,
+                "claim_timeout": self.claim_timeout, "overlap": not self.exclusive,
+                "release_margin": max(2 * self.poll, min(0.1, self.timeout / 4))}
+
+    @property
     def poll(self) -> float:
         """The longest block in one poll: 50 ms, or half the heartbeat interval where that is shorter (a budget
         of 100 ms publishes every 10 ms, from the poll loop)."""
@@ -172,13 +198,8 @@ class KafkaOptions(AccessOptions):
                  "set on the broker by the elector" if self.protocol == "consumer" else
                  "classic group protocol: the client sets the session timeout, heartbeat interval and assignor")
         if self.exclusive:
-            # an owner fences heartbeat_timeout after its last heartbeat, and its consumer beats the group every
-            # group_heartbeat_interval, on its clock; the coordinator gives its partitions away session_timeout
-            # after the last beat, on the broker's: in that order while neither clock runs (T + group interval) /
-            # session as fast as the other
-            drift = self.session_timeout / (self.timeout + self.group_interval) - 1
             return Characteristics(exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=True,
-                                   token=token, notes=notes, max_drift=drift)
+                                   token=token, notes=notes, max_drift=self.max_drift)
         # T, plus one heartbeat interval: an owner the group dropped behind its back extends its leadership on the
         # group's records until it reads its successor's claim. A claim that waited for the successor's next beat
         # made that T + 63-90 ms at an interval of 200 ms (kafka-full seeds 62 and 166 of `elect bench sim-neli`),

@@ -156,10 +156,8 @@ class NeliWorld(LinkedWorld[_Member]):
         m.incarnation += 1
         m.paused_until = m.blocked_until = -INF
         m.heard_at = self.now
-        m.core = NeliCore(group=o.group_id, member=m.name, instance=f"{m.name}.{m.incarnation}", mode=o.mode,
-                          partitions=self.partitions, interval=o.interval, timeout=o.timeout,
-                          overlap=not o.exclusive, release_margin=max(2 * o.poll, min(0.1, o.timeout / 4)),
-                          roles=m.roles)
+        m.core = NeliCore(group=o.group_id, member=m.name, instance=f"{m.name}.{m.incarnation}",
+                          partitions=self.partitions, roles=m.roles, **o.core_settings())
         m.membership = Membership(o.rejoin, o.session_timeout, can_park=False)
         io: FunctionIO[Publish, None] = FunctionIO(apply=partial(self._apply, m),
                                                    send=lambda out, now: self._send(m, out), halted=_raise,

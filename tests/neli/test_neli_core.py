@@ -390,6 +390,24 @@ def test_fast_owner_waits_for_another_claim_to_go_quiet_before_it_leads() -> Non
     assert out == [Acquire(0, 9, pytest.approx(11.2))]
 
 
+def test_fast_another_members_claim_holds_an_owner_back_for_claim_timeout_not_timeout() -> None:
+    # a leads until its own record sent at 10.0 is timeout (0.6) old on its clock: 10.6. b dates a's record by the
+    # two wall clocks; waiting exactly timeout left no margin (b's clock 5 % fast led 28 ms before a fenced, in the
+    # kafka-fast-848 drift soak), so b waits claim_timeout (0.7): a's wall clock may be 0.1 s behind b's, here
+    # 0.08, and b still leads only after a stopped
+    c = NeliCore(group="g", member="b", instance="b-1", mode="fast", partitions=M, interval=0.1, timeout=0.6,
+                 claim_timeout=0.7, roles=(0,))
+    assign(c, [0], 10.0)
+    assert received(c, 0, 5, beat(c, 9.92, member="a", instance="a-1"), 10.02, 10.02) == []  # sent 10.0 really
+    assert received(c, 0, 6, beat(c, 10.0), 10.03, 10.03) == []
+    assert received(c, 0, 8, beat(c, 10.55), 10.56, 10.56) == []  # a's record is "0.64 old": a leads until 10.6
+    out = received(c, 0, 9, beat(c, 10.63), 10.64, 10.64)
+    assert out == [Acquire(0, 9, pytest.approx(11.23))]  # after 10.6, when a fenced
+    with pytest.raises(ValueError, match="claim_timeout"):
+        NeliCore(group="g", member="b", instance="b-1", mode="fast", partitions=M, interval=0.1, timeout=0.6,
+                 claim_timeout=0.5)
+
+
 def test_fast_old_records_of_a_departed_owner_do_not_delay_acquisition() -> None:
     # on assignment the tail of the partition is read: a dead owner's records, sent long ago
     c = core(member="b", roles=(0,))
