@@ -19,8 +19,9 @@ cut-off owner fences itself before the coordinator can expire its session and gi
 group can still hand k to a second member while the first has not learned it lost k (measured here:
 the embedded broker once gave a live member's partitions away without revoking them), ownership is
 checked on the partition itself: an owner that reads another member's heartbeat on k fences at once if
-it leads, and nobody acquires k until the other's heartbeats are heartbeat_timeout old (their age from
-the sender's wall clock). A contested partition stays unled until the group settles; never led twice.
+it leads, and nobody acquires k until the other's heartbeats are heartbeat_timeout x (1 + max_drift) old
+(their age from the sender's wall clock; the margin covers the clocks' rates and offsets, docs/clocks.md).
+A contested partition stays unled until the group settles; never led twice.
 The log's order is not the send order (a broker frozen for seconds appends what its sockets held, every
 sender's, in any order), so an owner leads only on an own heartbeat read at k's end as last fetched, and
 a leader fences on a fresh heartbeat of another member appended after the one its leadership began on.

@@ -440,8 +440,9 @@ class NeliCore:
         this member's revoke). Nobody leads on a contested claim: a leader fences at once on a claim sent after its
         leadership began or appended after the record that began it (and fresh: the log's order is not the send
         order, so a claim sent earlier may still land later, its sender leading on it), and an owner acquires only
-        once the other's heartbeats are `timeout` old. The record's age comes from its sender's wall clock (as in
-        full mode); a sender whose clock runs ahead only makes the wait longer. A sender's `released` record ends its
+        once the other's heartbeats are `claim_timeout` old. The record's age comes from its sender's wall clock (as
+        in full mode); a sender whose clock runs ahead only makes the wait longer, and `claim_timeout` over `timeout`
+        is the margin for one that runs behind or slower. A sender's `released` record ends its
         claim: its records sent before it (on its own clock, whatever order they are read in) hold nobody back."""
         hb, wall = msg.heartbeat, msg.wall
         sender = (hb.member, hb.instance)
