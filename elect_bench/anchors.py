@@ -55,6 +55,16 @@ PROMISES: dict[str, Characteristics] = {
         exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="raft term",
         notes="sofa-jraft 1.4.1, one group per partition with election priorities; no transfer back to a "
               "returning higher-priority member; its leader lease is not exposed to the application"),
+    "ratis": Characteristics(
+        exclusive=True, max_overlap=0.0, max_failover=None, graceful_handover=False, token="raft term",
+        notes="Apache Ratis 3.1.3 (gRPC), one server per member hosting a group per partition, with peer "
+              "priorities: a voter refuses a lower-priority candidate (RATIS-1033) and a leader hands leadership "
+              "back to a caught-up higher-priority follower (checkPeersForYieldingLeader, RATIS-1266/1770); its "
+              "leader lease serves linearizable reads only and is not exposed to the application; a cut-off leader "
+              "steps down on its own after 2D to 4D without a quorum, a frozen one only once it runs again; a "
+              "frozen or cut-off top-priority member delays its successor (candidates wait out its vote); the "
+              "graceful stop raises the target's priority (Ratis transfers only to a highest-priority peer), so "
+              "a member restarted after it gets no hand-back"),
 }
 
 
@@ -131,7 +141,7 @@ def command(url: str, member: str, roles: Sequence[int | str], python: str) -> l
                   for flag, default in (("lease-duration", "15"), ("renew-deadline", "10"), ("retry-period", "2"))]
         return [python, str(ROOT / "k8s-python" / "k8s_python_member.py"), *common, "--kubeconfig", query["kubeconfig"],
                 "--namespace", parts.path.strip("/"), "--prefix", query.get("prefix", "elect-anchor"), *timing]
-    if name == "jraft":
+    if name in ("jraft", "ratis"):  # the two Java multi-raft adapters take the same flags
         return [*program(name), *common, "--listen", parts.netloc.split("@", 1)[1], "--peers", query["peers"],
                 "--election-timeout-ms", query.get("election_timeout_ms", "1000"),
                 "--data-dir", query["data_dir"], *(["--priorities", query["priorities"]]

@@ -247,17 +247,27 @@ def _goneli(group: Group, params: Mapping[str, str]) -> dict[str, str]:
     return {i: f"goneli://{_hosts(group, i, 'kafka', 'kafka')}/{group.unique}?{_q(params)}" for i in group.ids}
 
 
-def _jraft(group: Group, params: Mapping[str, str]) -> dict[str, str]:
-    """sofa-jraft members: one port each (all groups share it), our balanced priorities, state under the
-    group's state directory."""
-    ports = dict(zip(group.ids, free_ports(len(group.ids)), strict=True))
-    where = {i: f"{group.address(i)}:{ports[i]}" for i in group.ids}
-    order = assign_priorities(list(group.ids), group.roles, len(group.ids))
-    priorities = ";".join(f"{p}=" + ">".join(sorted(ranks, key=lambda m: -ranks[m])) for p, ranks in enumerate(order))
-    state = group.state_dir or tempfile.mkdtemp(prefix="elect-jraft-")
-    return {i: f"jraft://{i}@{where[i]}?" + _q({
-        "peers": ",".join(f"{p}@{where[p]}" for p in group.ids if p != i), "priorities": priorities,
-        "data_dir": f"{state}/{i}", **params}) for i in group.ids}
+def _java_raft(scheme: str) -> Callable[[Group, Mapping[str, str]], dict[str, str]]:
+    """Members of a Java multi-raft anchor (sofa-jraft, Apache Ratis): one port each (all of a member's groups
+    share it), our balanced priorities as each role's order of members, state under the group's state directory.
+    The two adapters take the same flags; each turns the order into its library's priority values."""
+
+    def build(group: Group, params: Mapping[str, str]) -> dict[str, str]:
+        ports = dict(zip(group.ids, free_ports(len(group.ids)), strict=True))
+        where = {i: f"{group.address(i)}:{ports[i]}" for i in group.ids}
+        order = assign_priorities(list(group.ids), group.roles, len(group.ids))
+        priorities = ";".join(f"{p}=" + ">".join(sorted(ranks, key=lambda m: -ranks[m]))
+                              for p, ranks in enumerate(order))
+        state = group.state_dir or tempfile.mkdtemp(prefix=f"elect-{scheme}-")
+        return {i: f"{scheme}://{i}@{where[i]}?" + _q({
+            "peers": ",".join(f"{p}@{where[p]}" for p in group.ids if p != i), "priorities": priorities,
+            "data_dir": f"{state}/{i}", **params}) for i in group.ids}
+
+    return build
+
+
+_jraft = _java_raft("jraft")
+_ratis = _java_raft("ratis")
 
 
 def _secured(build: Callable[[Group, Mapping[str, str]], dict[str, str]],
@@ -356,4 +366,6 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            _k8s_python, struck=KUBERNETES_STRUCK),
     Method("jraft", "jraft", "anchor: sofa-jraft, a group per partition, our balanced priorities (ET = D)", (),
            lambda b: {"election_timeout_ms": str(round(b * 1000))}, _jraft),
+    Method("ratis", "ratis", "anchor: Apache Ratis, a group per partition on one server, our balanced priorities "
+           "(election timeout in [D, 2D])", (), lambda b: {"election_timeout_ms": str(round(b * 1000))}, _ratis),
 ]}

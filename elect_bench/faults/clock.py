@@ -4,8 +4,8 @@
 Each exclusive method fences a leader on its own clock and times its silence on others' (or the store's): that is
 safe only while the rates agree within the bound the method states (`Characteristics.max_drift`). Members run under
 a faked clock for these (`elect_bench.fakeclock`): every elect method and the Python anchors (kazoo, k8s-python). The
-Go anchors (etcd-election, goneli, client-go) read the clock without libc and the Java one (jraft) waits in ways
-libfaketime does not all wrap, so a trial refuses them.
+Go anchors (etcd-election, goneli, client-go) read the clock without libc and the Java ones (jraft, ratis) wait in
+ways libfaketime does not all wrap, so a trial refuses them.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ def _double_acquires(lines: list[Line]) -> list[Line]:
     return bad
 
 
-@pytest.mark.parametrize("method", ["kazoo", "etcd-election", "goneli", "jraft", "client-go", "k8s-python"])
+@pytest.mark.parametrize("method", ["kazoo", "etcd-election", "goneli", "jraft", "ratis", "client-go",
+                                    "k8s-python"])
 def test_an_anchor_prints_well_formed_lines_and_hands_roles_over(method: str, request: pytest.FixtureRequest,
                                                                  tmp_path: Path) -> None:
     chosen = METHODS[method]
