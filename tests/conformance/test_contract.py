@@ -490,7 +490,10 @@ def test_a_returning_member_gets_its_roles_back_within_the_rebalance_limit(group
             counts["a"] + counts["c"] == len(roles) and counts["a"] < share
     wait_until(settled, 4 * impl.timeout, what="the returning member leading roles again")
     _holds([keeper, back], lambda: led([keeper, back]).get("c", 0) >= 2, 2.0)
-    taken = sorted(line["mono"] for line in back.log.lines if line["event"] == "acquired" and line["mono"] >= began)
+    taken = [line for line in back.log.lines if line["event"] == "acquired" and line["mono"] >= began]
     assert len(taken) >= 2, back.log.lines
-    gaps = [b - a for a, b in itertools.pairwise(taken) if b - a > 0.05]  # roles of one partition: together
-    assert gaps and min(gaps) >= 0.9 * window, (taken, gaps)
+    # the limit is on the keeper's hand-backs, timed as it gives each up: the returning member's acquisitions after
+    # them come a variable while later (a busy CI: 2.23 s then 1.79 s apart for hand-backs 2 s apart)
+    shed = sorted(line["mono"] for line in keeper.log.lines if line["event"] == "revoked" and line["mono"] >= began)
+    gaps = [b - a for a, b in itertools.pairwise(shed) if b - a > 0.05]  # roles of one partition: together
+    assert gaps and min(gaps) >= 0.9 * window, (shed, gaps)
