@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from elect.contract import Characteristics
 from elect.options import port_number, rule
@@ -28,6 +28,17 @@ _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 CLASSIC_FLOOR = 1.0
 """The shortest session an exclusive member on the classic group protocol accepts (see `KafkaOptions`)."""
 DEFAULT_PARTITIONS = 12  # divisible by 1, 2, 3, 4 and 6 members, so small groups share roles evenly
+
+
+class CoreSettings(TypedDict):
+    """The `NeliCore` arguments that follow from a member's options (typed, so `NeliCore(**settings)` is checked)."""
+
+    mode: Mode
+    interval: float
+    timeout: float
+    claim_timeout: float
+    overlap: bool
+    release_margin: float
 
 
 @dataclass(frozen=True)
@@ -162,7 +173,7 @@ class KafkaOptions(AccessOptions):
         drift = self.max_drift
         return self.timeout * (1 + drift) if self.mode == "fast" and drift is not None else self.timeout
 
-    def core_settings(self) -> dict[str, Any]:
+    def core_settings(self) -> CoreSettings:
         """The `NeliCore` settings these options give (the elector and the simulator build the same core)."""
         return {"mode": self.mode, "interval": self.interval, "timeout": self.timeout,
                 "claim_timeout": self.claim_timeout, "overlap": not self.exclusive,
