@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -65,7 +66,7 @@ def contend(member: str, role: str, name: str, namespace: str, lease: int, renew
             stopping.wait(retry)
 
 
-def main() -> int:
+def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--id", required=True)
     p.add_argument("--roles", required=True, help="comma-separated role names")
@@ -95,8 +96,12 @@ def main() -> int:
         held = sorted(_leading)
     for role in held:  # the application stops leading; the client cannot release: the Leases stay held
         emit(args.id, role, "revoked")
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # not sys.exit: the role threads are daemons inside the client's HTTP calls, and an interpreter finalizing
+    # under them can abort (SIGABRT, seen in CI) on a stream lock one of them holds; nothing is left to clean up
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
