@@ -361,7 +361,7 @@ class RaftGroup:
                     if a > acks[p]:
                         acks[p] = a
                     if a > seen[p]:
-                        seen[p] = a
+                        self._hear(p, a)  # a primary back from the dead may be first heard here
                 self.hb_due = now
             self._forget_quiet_peers()  # followers answering quiet again are counted afresh
         elif self.quiet:
@@ -767,9 +767,7 @@ class RaftGroup:
         if self.state is not RaftState.LEADER or m.term != self.term:
             return
         p = m.src
-        if now - self.heard[p] > self.cfg.ack_gap:
-            self.healthy_since[p] = now
-        self.heard[p] = now
+        self._hear(p, now)
         self.positions[p] = (m.last_log_term, m.last_log_index)
         if m.quiet != (p in self.quiet_peers):
             self._note_quiet(p, m.quiet, now)
@@ -783,6 +781,15 @@ class RaftGroup:
                     self._acquire()  # the transfer was abandoned
         if p == self.transfer_to and not self.timeout_sent and self._caught_up(p):
             self._send_timeout_now()
+
+    def _hear(self, p: str, at: float) -> None:
+        """Follower ``p`` was heard from at ``at``: after a gap longer than `ack_gap` (or never heard this term) its
+        rebalancing hysteresis starts again from here. Every way word of a follower reaches the leader goes through
+        this, so none can leave the hysteresis unstarted (a wake folding a node-link ack in did, and the group was
+        never handed back to its returning primary)."""
+        if at - self.heard[p] > self.cfg.ack_gap:
+            self.healthy_since[p] = at
+        self.heard[p] = at
 
     def _note_quiet(self, p: str, quiet: bool, now: float) -> None:
         """Follower ``p`` answered (not) quiet: keep the links' digest for it in step, and go quiet once every live

@@ -223,3 +223,31 @@ def test_a_capped_primary_loses_to_an_interested_node_and_beats_an_uninterested_
     assert b["a"].transfer_leadership("b", 2.5)
     b.run_to(10.0)
     assert b.leaders() == ["b"]  # and is not handed back, although a's priority is higher
+
+
+def test_a_primary_that_wakes_a_quiet_group_is_rebalanced_to_after_the_hysteresis() -> None:
+    """The leader of a group that went quiet while its primary `a` was dead learns of `a` again when `a`'s vote
+    request wakes it: if `a`'s node had acked the leader's node by then (beats for other groups), waking folds
+    that ack into what the leader heard of `a`. That first word must start `a`'s hysteresis, as a first
+    heartbeat answer does; it did not, so the group was never handed back (CI, 2026-11-29: a restarted primary
+    got one partition of two back)."""
+    cfg = RaftConfig.zep006(rebalance=True, rebalance_hysteresis=3.0, quiesce=True)
+    b = Bench(P3, cfg)
+    b.crash("a")
+
+    def run_to(t: float) -> None:  # b's node links ack every heartbeat interval, as a host's would
+        while b.now < t:
+            for peer in ("a", "c"):
+                if peer not in b.down:
+                    b["b"].links.ack(peer, b.now)
+            b.run_to(min(t, b.now + cfg.heartbeat_interval))
+
+    run_to(5.0)
+    assert b.leaders() == ["b"] and b["b"].quiet  # quiet without a
+    b.restart("a")
+    # a's node answers b's node's beats (for other groups) from now on, before this group times out at a
+    run_to(5.0 + cfg.election_timeout + 0.05)
+    assert not b["b"].quiet and b.leaders() == ["b"]  # woken by a's pre-vote, refused: b's lease holds
+    woke = b.now
+    run_to(woke + cfg.rebalance_hysteresis + 0.5)
+    assert b.leaders() == ["a"]
