@@ -63,8 +63,9 @@ PROMISES: dict[str, Characteristics] = {
               "leader lease serves linearizable reads only and is not exposed to the application; a cut-off leader "
               "steps down on its own after 2D to 4D without a quorum, a frozen one only once it runs again; a "
               "frozen or cut-off top-priority member delays its successor (candidates wait out its vote); the "
-              "graceful stop raises the target's priority (Ratis transfers only to a highest-priority peer), so "
-              "a member restarted after it gets no hand-back"),
+              "graceful stop raises the target's priority (Ratis transfers only to a highest-priority peer) and "
+              "the adapter's new leader puts the balanced priorities back after leading 3D, so a member "
+              "restarted after it gets its partitions back"),
 }
 
 

@@ -46,6 +46,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -107,14 +108,23 @@ public final class Main {
         final String member;
         final String name;
         final RaftGroupId groupId;
+        final Map<String, Integer> configured; // peer id -> the priority our balanced order gives it
         private boolean leading;
         private long token;
         private boolean closed;
+        private long leadingSince; // System.nanoTime() of the acquired line
+        final AtomicBoolean restoring = new AtomicBoolean(false);
 
-        Role(String member, String name, RaftGroupId groupId) {
+        Role(String member, String name, RaftGroupId groupId, Map<String, Integer> configured) {
             this.member = member;
             this.name = name;
             this.groupId = groupId;
+            this.configured = configured;
+        }
+
+        /** How long this member has led the role, in ms; -1 when it does not. */
+        synchronized long ledForMs() {
+            return leading && !closed ? TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - leadingSince) : -1;
         }
 
         /** This member's division of the role's group, or null before the server made it. */
@@ -154,6 +164,7 @@ public final class Main {
                 }
                 leading = true;
                 token = term;
+                leadingSince = System.nanoTime();
                 emit(member, name, "acquired", term);
             }
         }
@@ -360,12 +371,14 @@ public final class Main {
         for (String r : a.roles) {
             List<String> order = a.priorities == null ? List.of() : a.priorities.getOrDefault(r, List.of());
             List<RaftPeer> peers = new ArrayList<>();
+            Map<String, Integer> configured = new HashMap<>();
             for (Map.Entry<String, String> m : members.entrySet()) {
+                configured.put(m.getKey(), priorityValue(order, m.getKey()));
                 peers.add(RaftPeer.newBuilder().setId(m.getKey()).setAddress(m.getValue())
-                    .setPriority(priorityValue(order, m.getKey())).build());
+                    .setPriority(configured.get(m.getKey())).build());
             }
             RaftGroupId gid = groupId(r);
-            byGroup.put(gid, new Role(a.id, r, gid));
+            byGroup.put(gid, new Role(a.id, r, gid, configured));
             groups.put(gid, RaftGroup.valueOf(gid, peers));
         }
         List<Role> roles = new ArrayList<>(byGroup.values());
@@ -423,9 +436,62 @@ public final class Main {
             url.append("&election_timeout_ms=").append(a.electionTimeoutMs);
             System.err.println("elect member: " + a.id + " started on " + url);
             System.err.flush();
+            ScheduledExecutorService restorer = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "restore-priorities");
+                t.setDaemon(true);
+                return t;
+            });
+            restorer.scheduleWithFixedDelay(() -> {
+                try {
+                    restorePriorities(server, roles, a.electionTimeoutMs);
+                } catch (RuntimeException e) { // else the executor drops the task without a word
+                    log("restoring priorities: " + e);
+                }
+            }, a.electionTimeoutMs, a.electionTimeoutMs, TimeUnit.MILLISECONDS);
         }
 
         new CountDownLatch(1).await(); // the signal handler ends the process
+    }
+
+    /**
+     * Put back the priorities our balanced order gave a group, once this member has led it for 3D (the hysteresis
+     * raft:// rebalances after): a graceful stop raised its target's priority in the group's configuration (the
+     * only way Ratis transfers to it), and left as it is, the stopped member, back, would tie with it and get
+     * nothing back (a leader yields only to a strictly higher priority). By 3D the member that stopped has
+     * exited; once restored, Ratis' own yield hands the group back when that member returns and catches up.
+     */
+    private static void restorePriorities(RaftServer server, List<Role> roles, int electionTimeoutMs) {
+        if (STOPPING.get()) {
+            return;
+        }
+        for (Role role : roles) {
+            RaftServer.Division division = role.division();
+            if (division == null || role.ledForMs() < 3L * electionTimeoutMs || role.restoring.get()) {
+                continue;
+            }
+            Collection<RaftPeer> current = division.getRaftConf().getCurrentPeers();
+            List<RaftPeer> peers = new ArrayList<>();
+            boolean differs = false;
+            for (RaftPeer p : current) {
+                int want = role.configured.getOrDefault(p.getId().toString(), p.getPriority());
+                differs |= want != p.getPriority();
+                peers.add(RaftPeer.newBuilder(p).setPriority(want).build());
+            }
+            if (!differs || !role.restoring.compareAndSet(false, true)) {
+                continue;
+            }
+            try {
+                server.setConfigurationAsync(new SetConfigurationRequest(CLIENT, server.getId(), role.groupId,
+                    CALLS.incrementAndGet(), peers)).whenComplete((reply, e) -> {
+                        role.restoring.set(false);
+                        log("role " + role.name + ": priorities restored: " + (e != null ? e
+                            : reply.isSuccess() ? "done" : String.valueOf(reply.getException())));
+                    });
+            } catch (IOException | RuntimeException e) {
+                role.restoring.set(false);
+                log("role " + role.name + ": restoring priorities: " + e);
+            }
+        }
     }
 
     /** Graceful stop: hand each led group to its best live peer, close the server, exit 0. */
