@@ -16,7 +16,7 @@ from elect_bench.simulation import chaos_runner
 from elect_bench.simulation.chaos_runner import ChaosScenario
 from elect_bench.simulation.seeded_chaos import LEASE_KINDS, chaos, replay
 
-SEEDS = 300  # per store: 5-10 s each on an idle machine (`elect bench sim-lease` runs as many as asked)
+SEEDS = 200  # per store: 4-7 s each on an idle machine (`elect bench sim-lease` runs as many as asked)
 
 
 @pytest.mark.parametrize("kind", LEASE_KINDS)
