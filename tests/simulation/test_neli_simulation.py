@@ -18,7 +18,9 @@ from elect_bench.simulation.kafka_group import Assigned, GroupCoordinator, Rebal
 from elect_bench.simulation.seeded_chaos import NELI_KINDS, Shape, chaos, kafka_options, promise, replay, strike
 from neli.core import NeliCore
 
-SEEDS = 100  # per kind, so 300 per method (three kinds each): 4-8 s each on an idle machine with two workers (`elect bench sim-neli` runs as many as asked)
+# per kind, so 300 per method (three kinds each): 4-8 s each on an idle machine with two workers
+# (`elect bench sim-neli` runs as many as asked)
+SEEDS = 100
 
 
 @pytest.mark.parametrize("kind", NELI_KINDS)
