@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -129,6 +130,7 @@ class PeerLink:
         self.sent = 0
         self.dropped = 0
         self.connected = False
+        self._quick_closes = 0  # streams in a row the peer closed within QUICK of their start
         self._cond = threading.Condition()
         self._pending: deque[bytes] = deque()
         self._closed = False
@@ -184,6 +186,7 @@ class PeerLink:
                     return
                 self._generation += 1
                 generation = self._generation
+            began = time.monotonic()
             try:
                 # wait_for_ready: the call starts once the channel connects (channel backoff applies)
                 with self._cond:
@@ -192,7 +195,7 @@ class PeerLink:
             except grpc.RpcError as exc:
                 code = exc.code() if isinstance(exc, grpc.Call) else None
                 details = (exc.details() if isinstance(exc, grpc.Call) else None) or ""
-                self._explain(code, details)
+                self._explain(code, details, time.monotonic() - began)
                 if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
                     log.debug("raft link to %s: %s", self.peer, exc)
             except ValueError:  # the channel was closed under us
@@ -210,20 +213,30 @@ class PeerLink:
 
     _TLS_WORDS = ("ssl", "tls", "handshake", "certificate", "peer name")
 
-    def _explain(self, code: grpc.StatusCode | None, details: str) -> None:
+    #: A stream the peer closes within this long of its start counts as closed at once; QUICK_CLOSES of them in a
+    #: row are what a TLS server does to a plaintext client. One is not: a peer killed mid-stream closes it too.
+    QUICK = 0.5
+    QUICK_CLOSES = 3
+
+    def _explain(self, code: grpc.StatusCode | None, details: str, lived: float) -> None:
         """Say once per reason why the peer would not take this node's batches: it refused this node's identity,
         the TLS handshake failed (no certificate, another CA, a certificate that does not name the peer), or, in
-        plaintext, the peer closed every connection at once (a TLS server does that to a plaintext client)."""
+        plaintext, the peer closed every connection at once (a TLS server does that to a plaintext client).
+        ``lived``: how long the stream that failed had run."""
         me = f"raft://{self.node}" if self.node else "raft"
         if code is grpc.StatusCode.PERMISSION_DENIED:
             self.refused = details
             self._once.warn(details, f"{me}: {self.peer} refused this node: {details}")
-        elif code is grpc.StatusCode.UNAVAILABLE and any(w in details.lower() for w in self._TLS_WORDS):
+            return
+        if code is grpc.StatusCode.UNAVAILABLE and any(w in details.lower() for w in self._TLS_WORDS):
             self.refused = f"TLS with {self.peer} failed: {details}"
             self._once.warn(details, f"{me}: TLS with {self.peer} at {self.address} failed (a certificate not "
                                      f"signed by the cluster's CA, or not naming {self.peer}?): {details}")
-        elif self.tls is None and code is grpc.StatusCode.UNAVAILABLE and any(
-                w in details.lower() for w in ("socket closed", "connection reset", "end of tcp stream")):
+            return
+        closed = code is grpc.StatusCode.UNAVAILABLE and any(
+            w in details.lower() for w in ("socket closed", "connection reset", "end of tcp stream"))
+        self._quick_closes = self._quick_closes + 1 if closed and lived < self.QUICK else 0
+        if self.tls is None and self._quick_closes >= self.QUICK_CLOSES:
             self.refused = f"{self.peer} closed the connection at once"
             self._once.warn("plaintext", f"{me}: {self.peer} at {self.address} closes every connection at once: "
                                          "if the cluster uses mutual TLS, give this node ca=, cert= and key=")

@@ -119,6 +119,8 @@ def test_sigkill_of_a_leader_moves_each_of_its_partitions(make_cluster: type[Clu
         line = next(x for p in survivors if (x := acquired_after(p, r, at)) is not None)
         assert line["token"] > tokens[r]
     assert len(c.settled()) == P
+    for p in survivors:  # a peer killed mid-stream is not a TLS server refusing plaintext: no hint about TLS
+        assert "closes every connection at once" not in p.stderr_path.read_text(errors="replace")
 
 
 def test_restarted_node_rejoins_without_disturbing_healthy_leaders(make_cluster: type[Cluster]) -> None:
