@@ -311,9 +311,9 @@ def test_a_leader_keeps_its_quiet_lease_while_a_restarted_member_rejoins() -> No
     moves groups between the links' digests), and its groups, awake again at 8.53 s, count no ack of n2's to their
     heartbeats before the lease ends at 8.90 s. A lead: from 8.2 s n2's set of groups it follows n1 quietly flips
     between [1, 4, 7, 10] and [0, 1, 4, 6, 7, 10] (0 and 6: n0's, which n1 stopped leading quietly as n0 returned),
-    so the two links' digests keep disagreeing and the mismatch counters never reach their limits. One lapse of this kind was seen in a
-    real run too: elect bench rebalance-anchors of 2026-11-29, trial 24, a member fenced 0.82 s after partitions
-    were handed back to it."""
+    so the two links' digests keep disagreeing and the mismatch counters never reach their limits. One lapse of
+    this kind was seen in a real run too: elect bench rebalance-anchors of 2026-11-29, trial 24, a member fenced
+    0.82 s after partitions were handed back to it."""
     from raft_priority.elector import raft_config
     from raft_priority.options import RaftOptions
 
