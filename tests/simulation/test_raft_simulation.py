@@ -301,31 +301,3 @@ def test_the_electors_interest_and_caps_run_in_simulation() -> None:
     assert sum(ns == ["n0"] for ns in leaders.values()) == 1
     assert check(History(lines_of(sim.history)), exclusive=True) == []
 
-
-@pytest.mark.xfail(strict=True, reason="a bug found 2026-11-29, not fixed yet: see the docstring")
-def test_a_leader_keeps_its_quiet_lease_while_a_restarted_member_rejoins() -> None:
-    """raft://'s own configuration at ET = 1 s (`raft_config` of default options), 3 nodes, 12 partitions, a network of
-    0.2-20 ms with 2 % of messages 0.3 s late: n0 is killed, restarted 3 s later, and nothing else happens. Seed 601:
-    n1, leading its own partitions 7 and 10 quietly with n2, fences itself on both 1.7 s after n0's restart and leads
-    them again 1 s later under a new term. n1's node link stops counting n2's acks at 8.08 s (while n0's return
-    moves groups between the links' digests), and its groups, awake again at 8.53 s, count no ack of n2's to their
-    heartbeats before the lease ends at 8.90 s. A lead: from 8.2 s n2's set of groups it follows n1 quietly flips
-    between [1, 4, 7, 10] and [0, 1, 4, 6, 7, 10] (0 and 6: n0's, which n1 stopped leading quietly as n0 returned),
-    so the two links' digests keep disagreeing and the mismatch counters never reach their limits. One lapse of
-    this kind was seen in a real run too: elect bench rebalance-anchors of 2026-11-29, trial 24, a member fenced
-    0.82 s after partitions were handed back to it."""
-    from raft_priority.elector import raft_config
-    from raft_priority.options import RaftOptions
-
-    cfg = raft_config(RaftOptions(listen="127.0.0.1:1", peers=("b@127.0.0.1:2", "c@127.0.0.1:3"), partitions=12))
-    seed = 601
-    sim = ex.build(3, 12, 3, cfg, seed=seed,
-                   network=NetworkModel(delay_min=0.0002, delay_max=0.02, spike_probability=0.02, spike_delay=0.3))
-    ex.settle(sim, 10.0)
-    sim.run_until(sim.now + 2 + (seed % 7) * 0.13)
-    sim.crash("n0")
-    sim.run_until(sim.now + 3.0)
-    sim.restart("n0")
-    mark = len(sim.history)
-    sim.run_until(sim.now + 12.0)
-    assert [(r.node, r.change) for r in sim.history[mark:] if isinstance(r.change, Fence)] == []
