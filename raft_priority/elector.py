@@ -43,7 +43,6 @@ quiet partitions, whose leaderships share one deadline per peer set: of the node
 from __future__ import annotations
 
 import logging
-import math
 import random
 import threading
 import time
@@ -67,10 +66,10 @@ from raft_priority.messages import HardState, Message
 from raft_priority.options import RaftOptions
 from raft_priority.outbox import Outbox
 from raft_priority.priorities import assign_priorities
+from raft_priority.renewals import Renewals
 from raft_priority.storage import HardStateLog
 
 log = logging.getLogger("elect.raft")
-INF = math.inf
 
 Action = Callable[[float], None]
 
@@ -84,16 +83,6 @@ class _Handover:
     deadline: float
     action: Action | None  # None: release the group's held TimeoutNow
     started: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class _Quiet:
-    """The leaderships of the quiet partitions whose leases rest on one node-link quorum
-    (`RaftGroup.shared_lease`): they follow one `SharedDeadline`, renewed once for all of them (`_sweep`)."""
-
-    key: tuple[tuple[str, ...], int]
-    deadline: SharedDeadline
-    roles: dict[Role, int] = field(default_factory=dict)  # role -> its partition
 
 
 def raft_config(options: RaftOptions) -> RaftConfig:
@@ -147,12 +136,8 @@ class RaftElector(BaseElector):
         self._store: HardStateLog | None = None
         self.transport: Transport | None = None
         # driver-thread state
-        self._leased: dict[Role, tuple[int, float]] = {}  # leaderships on a deadline of their own: (partition, lease)
-        self._quiet: dict[tuple[tuple[str, ...], int], _Quiet] = {}
-        self._quiet_of: dict[Role, _Quiet] = {}  # leaderships following a quiet quorum's shared deadline
-        self._quiet_on: dict[int, set[Role]] = {}  # ... by partition
+        self._renewals: Renewals[SharedDeadline] | None = None
         self._handovers: list[_Handover] = []
-        self._lapsed_leading: set[int] = set()  # see `_resume`
         self._stopping = False
         self._next_sweep = 0.0
         # Renew role deadlines in steps of a quarter lease: a leader's lease end trails "now + lease" by
@@ -200,6 +185,7 @@ class RaftElector(BaseElector):
             if self.member in prios:
                 host.add_group(GroupSpec(p, prios), now, states.get(p))
         self.host = host
+        self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on, self._quantum)
         host.recount(now)
         for p in host.groups:
             self._set_interest(p, now)
@@ -444,21 +430,16 @@ class RaftElector(BaseElector):
         """Tell the host how many roles this node contends for on partition ``p`` (its standing follows)."""
         self._host().set_roles(p, len(self._roles_on(p)), now)
 
+    def _renewing(self) -> Renewals[SharedDeadline]:
+        assert self._renewals is not None
+        return self._renewals
+
     def _take(self, role: Role, p: int, term: int, lease: float) -> None:
-        self._forget(role)
-        self._acquire(role, term, None if lease == INF else lease)
-        self._leased[role] = (p, lease)
+        self._renewing().take(role, p, term, lease)
 
     def _forget(self, role: Role) -> None:
         """Stop renewing the leadership of `role` (it ended, or starts again)."""
-        self._leased.pop(role, None)
-        quiet = self._quiet_of.pop(role, None)
-        if quiet is not None:
-            p = quiet.roles.pop(role)
-            on = self._quiet_on[p]
-            on.discard(role)
-            if not on:
-                del self._quiet_on[p]
+        self._renewing().forget(role)
 
     def _hand_over(self, role: Role) -> threading.Event | None:
         """Begin the orderly end of `role`'s leadership (`Revoked`): no sweep renews it from here on."""
@@ -519,77 +500,9 @@ class RaftElector(BaseElector):
         self._handovers = still
 
     def _sweep(self, now: float) -> None:
-        """Renew leaderships' deadlines from the leases (the host hands partitions this node does not want to
-        followers that do: `raft_priority.interest`).
-
-        A leadership of a partition led aloud is renewed on its own, from its group's lease. Once the group is
-        quiet its lease rests on the node links (`RaftGroup.shared_lease`), as does every other quiet group's with
-        the same peers, so its leaderships join that quorum's `SharedDeadline` and are renewed with one step
-        whatever their number: at rest, a sweep costs the same for ten partitions as for ten thousand."""
-        host = self._host()
-        groups = host.groups
-        quantum = self._quantum
-        woke = host.links.woke
-        while woke:
-            self._wake(woke.pop())
-        if self._lapsed_leading:
-            self._resume(now)
-        for quiet in self._quiet.values():
-            if quiet.roles:
-                self._renew_quiet(quiet, now)
-        renewed: set[int] = set()
-        leases: dict[int, float] = {}  # per partition, computed once per sweep
-        for role, (p, given) in list(self._leased.items()):
-            group = groups[p]
-            key = group.shared_lease()
-            if key is not None and self._join_quiet(role, p, key, given):
-                continue
-            lease = leases.get(p)
-            if lease is None:
-                lease = leases[p] = group.lease_until
-            if lease >= given + quantum and lease != INF:
-                if self._extend(role, lease):
-                    self._leased[role] = (p, lease)
-                    if p not in renewed:  # once per partition, however many roles it carries
-                        renewed.add(p)
-                        self._renewed(now - group.quorum_ack)
-                else:
-                    self._leased.pop(role, None)
-
-    def _quorum_lease(self, key: tuple[tuple[str, ...], int]) -> tuple[float, float]:
-        """(the quorum's newest agreeing node ack, the lease it proves)."""
-        acked = self._host().links.quorum(*key)
-        return acked, acked + self.config.leader_lease
-
-    def _join_quiet(self, role: Role, p: int, key: tuple[tuple[str, ...], int], given: float) -> bool:
-        """Move the leadership of `role` (deadline `given`) onto its quiet quorum's shared deadline, if that is not
-        earlier; True if it moved."""
-        quiet = self._quiet.get(key)
-        if quiet is None or not quiet.roles:  # nobody follows it: start it afresh at what the quorum proves now
-            deadline = SharedDeadline(f"{self.member} quiet with {','.join(key[0])}", self._quorum_lease(key)[1])
-            quiet = self._quiet[key] = _Quiet(key, deadline)
-        if quiet.deadline.until < given or not self._share(role, quiet.deadline):
-            return False
-        del self._leased[role]
-        quiet.roles[role] = p
-        self._quiet_of[role] = quiet
-        self._quiet_on.setdefault(p, set()).add(role)
-        return True
-
-    def _renew_quiet(self, quiet: _Quiet, now: float) -> None:
-        """Renew every leadership following `quiet` at once, a quantum at a time as the others."""
-        acked, lease = self._quorum_lease(quiet.key)
-        if lease >= quiet.deadline.until + self._quantum and self._renew_shared(quiet.deadline, lease):
-            self._renewed(now - acked)
-
-    def _wake(self, p: int) -> None:
-        """Partition `p`'s lease no longer rests on its quorum (`Links.woke`: the group woke or stepped down): its
-        leaderships go back to deadlines of their own, keeping the shared deadline they had (within its lease)."""
-        for role in self._quiet_on.pop(p, ()):
-            quiet = self._quiet_of.pop(role)
-            del quiet.roles[role]
-            if self._extend(role, quiet.deadline.until):
-                self._leased[role] = (p, quiet.deadline.until)
+        """Renew leaderships' deadlines from the leases (`raft_priority.renewals`; the host hands partitions this node
+        does not want to followers that do: `raft_priority.interest`)."""
+        self._renewing().sweep(now)
 
     def _apply_roles(self, added: tuple[Role, ...], removed: tuple[Role, ...], now: float) -> list[threading.Event]:
         host = self._host()
@@ -634,35 +547,13 @@ class RaftElector(BaseElector):
 
     def _lapsed(self, role: Role, now: float) -> None:
         """A leadership's deadline passed on this node's clock while the core may still lead."""
-        self._forget(role)
         p = partition_of(role, self.options.partitions)
-        g = self._host().groups.get(p)
-        if g is not None and g.is_leader(now) and p not in self._giving_up:
-            # The application was told Fenced; let another node lead under a newer term.
+        if self._renewing().lapsed(role, p, now):
             self._give_up(p, now)
-        elif g is not None and g.state is RaftState.LEADER and g.serving:
-            self._lapsed_leading.add(p)
-
-    def _resume(self, now: float) -> None:
-        """Partitions whose leaderships lapsed while their group's lease had run out as well, and whose group this
-        node still leads: a quiet leader is not ticked, so it does not step down when its node acks stall; it leads
-        on under the same term once they count again. Then no other leader can have been elected meanwhile (the
-        lease holds again: a quorum was quiet under it all along), so its roles are led again under the same token,
-        as a lease method resumes a claim it finds still standing. A group that stepped down instead leaves the set
-        (whoever wins next acquires as usual)."""
-        groups = self._host().groups
-        for p in list(self._lapsed_leading):
-            g = groups.get(p)
-            if g is None or g.state is not RaftState.LEADER or not g.serving or p in self._giving_up or self._stopping:
-                self._lapsed_leading.discard(p)
-            elif g.is_leader(now):
-                self._lapsed_leading.discard(p)
-                for role in self._roles_on(p):
-                    if role not in self._leased and role not in self._quiet_of and self.leadership(role) is None:
-                        self._take(role, p, g.term, g.lease_until)
 
     def _begin_stop(self, now: float) -> None:
         self._stopping = True
+        self._renewing().stopping = True
         for p, g in self._host().groups.items():
             if g.state is RaftState.LEADER and p not in self._giving_up:
                 self._give_up(p, now)
@@ -671,6 +562,36 @@ class RaftElector(BaseElector):
         if self._handovers:
             return False
         return all(g.state is not RaftState.LEADER for g in self._host().groups.values())
+
+
+class _Leaderships:
+    """`Keeping` for `Renewals`: the elector's leaderships (`BaseElector`), renewed on its driver thread."""
+
+    __slots__ = ("elector",)
+
+    def __init__(self, elector: RaftElector) -> None:
+        self.elector = elector
+
+    def acquire(self, role: Role, token: int, deadline: float | None) -> None:
+        self.elector._acquire(role, token, deadline)
+
+    def extend(self, role: Role, deadline: float) -> bool:
+        return self.elector._extend(role, deadline)
+
+    def shared(self, name: str, until: float) -> SharedDeadline:
+        return SharedDeadline(name, until)
+
+    def share(self, role: Role, shared: SharedDeadline) -> bool:
+        return self.elector._share(role, shared)
+
+    def renew_shared(self, shared: SharedDeadline, until: float) -> bool:
+        return self.elector._renew_shared(shared, until)
+
+    def renewed(self, seconds: float) -> None:
+        self.elector._renewed(seconds)
+
+    def holds(self, role: Role) -> bool:
+        return self.elector.leadership(role) is not None
 
 
 def create(options: RaftOptions, member: str, roles: tuple[Role, ...]) -> RaftElector:

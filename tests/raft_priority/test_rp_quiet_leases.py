@@ -53,8 +53,9 @@ class Renewal:
 
 def _renewal(e: RaftElector) -> Renewal:
     def look(now: float) -> Renewal:
-        shared = {id(q.deadline) for q in e._quiet_of.values()}
-        return Renewal(frozenset(e._leased), frozenset(e._quiet_of), len(shared))
+        renewals = e._renewing()
+        shared = renewals.shared_by()
+        return Renewal(frozenset(renewals.leased), frozenset(shared), len({id(d) for d in shared.values()}))
     assert e.driver is not None
     return e.driver.call(look, timeout=5)
 
