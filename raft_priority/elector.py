@@ -139,11 +139,6 @@ class RaftElector(BaseElector):
         self._renewals: Renewals[SharedDeadline] | None = None
         self._handovers: list[_Handover] = []
         self._stopping = False
-        self._next_sweep = 0.0
-        # Renew role deadlines in steps of a quarter lease: a leader's lease end trails "now + lease" by
-        # up to a heartbeat period plus the ack delay; the deadline trails the lease by at most a step.
-        self._quantum = self.config.lease_window / 4
-        self._sweep_every = min(options.heartbeat / 2, self.config.lease_window / 16)
 
     # ------------------------------------------------------------------ contract
 
@@ -185,7 +180,7 @@ class RaftElector(BaseElector):
             if self.member in prios:
                 host.add_group(GroupSpec(p, prios), now, states.get(p))
         self.host = host
-        self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on, self._quantum)
+        self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on)
         host.recount(now)
         for p in host.groups:
             self._set_interest(p, now)
@@ -342,10 +337,10 @@ class RaftElector(BaseElector):
 
     def _on_ready(self, ready: Ready[Message, HardState], now: float) -> None:
         """Apply each change of a partition's group to every role of that partition. The core emits no
-        Extend: `_sweep` renews the deadlines from the groups' leases."""
+        Extend: `Renewals` renews the deadlines from the groups' leases."""
         for c in ready.changes:
             if isinstance(c, ExtendShared):
-                continue  # a Raft core renews through `_sweep`, never by this change
+                continue  # a Raft core renews through `Renewals`, never by this change
             p = cast(int, c.role)  # a Raft core's role is its group: the partition
             roles = self._roles_on(p)
             if isinstance(c, Acquire):
@@ -391,10 +386,8 @@ class RaftElector(BaseElector):
         TimeoutNows that are due go out (the elector closes the transport and the log once the driver stopped)."""
         if self._handovers:
             self._run_handovers(now)
-        if now >= self._next_sweep:
-            self._next_sweep = now + self._sweep_every
-            self._sweep(now)
-        extra = now + 0.01 if self._handovers else self._next_sweep
+        next_sweep = self._renewing().tick(now)
+        extra = now + 0.01 if self._handovers else next_sweep
         return min(extra, self._require_outbox().send_due(now))
 
     # ------------------------------------------------------------------ internals (driver thread)
@@ -468,15 +461,9 @@ class RaftElector(BaseElector):
 
     def _transfer_action(self, p: int, to: str | None, pin: bool = False) -> Action:
         def act(now: float) -> None:
-            host = self._host()
-            g = host.groups[p]
             if not self._stopping:
                 self._giving_up.discard(p)
-            if g.state is not RaftState.LEADER or not g.serving:
-                return
-            target = to if to is not None else self._best_successor(p, now)
-            if target is None or not host.transfer(p, target, now, pin):
-                host.resign(p, now)
+            self._host().hand_on(p, now, to, pin)
 
         return act
 
@@ -498,11 +485,6 @@ class RaftElector(BaseElector):
             else:
                 h.action(now)
         self._handovers = still
-
-    def _sweep(self, now: float) -> None:
-        """Renew leaderships' deadlines from the leases (`raft_priority.renewals`; the host hands partitions this node
-        does not want to followers that do: `raft_priority.interest`)."""
-        self._renewing().sweep(now)
 
     def _apply_roles(self, added: tuple[Role, ...], removed: tuple[Role, ...], now: float) -> list[threading.Event]:
         host = self._host()

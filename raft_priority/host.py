@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from elect.budget import HandoverBudget
 from elect.core import Ready
 from raft_priority.config import GroupSpec, RaftConfig
-from raft_priority.core import RaftGroup
+from raft_priority.core import RaftGroup, RaftState
 from raft_priority.interest import Interest, Standing, standing_of
 from raft_priority.links import Links
 from raft_priority.messages import NODE, HardState, Message, NodeBeat, NodeBeatAck
@@ -189,6 +189,16 @@ class NodeHost:
         ok = g.transfer_leadership(to, now, pin)
         self._arm(g)
         return ok
+
+    def hand_on(self, group: int, now: float, to: str | None = None, pin: bool = False) -> None:
+        """Stop leading `group`, if this node leads it: a transfer to `to` (else to the best live successor,
+        `Interest.best_successor`) or, with nobody to take it, a resignation."""
+        g = self.groups[group]
+        if g.state is not RaftState.LEADER or not g.serving:
+            return
+        target = to if to is not None else self.interest.best_successor(g, now)
+        if target is None or not self.transfer(group, target, now, pin):
+            self.resign(group, now)
 
     def set_log_position(self, group: int, last_index: int, last_term: int, now: float | None = None) -> None:
         g = self.groups[group]

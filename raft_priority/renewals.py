@@ -73,17 +73,23 @@ class _Quiet(Generic[S]):
 
 class Renewals(Generic[S]):
     """The leaderships node `member` renews from its groups' leases (see the module). `roles_on(p)`: the roles the
-    node contends for on partition `p`; `quantum`: how far a lease must have moved on before a deadline follows.
+    node contends for on partition `p`.
     `resume=False` leaves lapsed roles of a group the node still leads unled (the design before 50d4eea, which a soak
     found leaving roles leaderless for minutes), to show what `_resume` prevents."""
 
-    def __init__(self, member: str, host: NodeHost, keeping: Keeping[S], roles_on: Callable[[int], list[Role]],
-                 quantum: float, *, resume: bool = True) -> None:
+    def __init__(self, member: str, host: NodeHost, keeping: Keeping[S], roles_on: Callable[[int], list[Role]], *,
+                 resume: bool = True) -> None:
         self.member = member
         self.host = host
         self.keeping = keeping
         self.roles_on = roles_on
-        self.quantum = quantum
+        config = host.config
+        self.quantum = config.lease_window / 4
+        """Deadlines move in steps of a quarter lease: a leader's lease end trails "now + lease" by up to a heartbeat
+        period plus the ack delay; the deadline trails the lease by at most a step."""
+        self.every = min(config.heartbeat_interval / 2, config.lease_window / 16)
+        """How often `tick` sweeps."""
+        self.next_sweep = 0.0
         self.stopping = False
         """Set once the node hands everything over: nothing is resumed from then on."""
         self.leased: dict[Role, tuple[int, float]] = {}  # leaderships on a deadline of their own: (partition, lease)
@@ -113,6 +119,13 @@ class Renewals(Generic[S]):
     def shared_by(self) -> dict[Role, S]:
         """The leaderships following a quiet quorum's shared deadline, each with that deadline."""
         return {role: quiet.deadline for role, quiet in self._quiet_of.items()}
+
+    def tick(self, now: float) -> float:
+        """Sweep if one is due; when the next one is."""
+        if now >= self.next_sweep:
+            self.next_sweep = now + self.every
+            self.sweep(now)
+        return self.next_sweep
 
     def sweep(self, now: float) -> None:
         """Renew every leadership from its lease (see the module)."""

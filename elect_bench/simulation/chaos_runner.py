@@ -1,8 +1,9 @@
-"""`elect bench sim-lease`, `elect bench sim-neli`: many seeds of simulated chaos per lease or NELI method, each
-judged by the real checker.
+"""`elect bench sim-lease`, `elect bench sim-neli`, `elect bench sim-raft`: many seeds of simulated chaos per lease,
+NELI or Raft method, each judged by the real checker.
 
 Every seed is one schedule of faults (`elect_bench.simulation.seeded_chaos`) against a simulated group running the
-real core and driver (a simulated etcd, ZooKeeper or Kafka broker); a seed that breaks a promise is listed with what
+real core and driver (against a simulated etcd, ZooKeeper or Kafka broker; Raft's nodes with their electors' policy
+over simulated links); a seed that breaks a promise is listed with what
 broke, so anyone can replay it (`replay(method, seed)`). Seeds run in worker processes whose string hashing is fixed
 (see `elect_bench.simulation.seeded_chaos`); results are taken in seed order, so they do not depend on the number of
 workers.
@@ -18,11 +19,14 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from elect.errors import ConfigError
+from elect_bench.faults.base import Fault
 from elect_bench.simulation.seeded_chaos import (
     FAULTS,
     KINDS,
     LEASE_KINDS,
     NELI_KINDS,
+    RAFT_FAULTS,
+    RAFT_KINDS,
     Outcome,
     Shape,
     chaos,
@@ -154,8 +158,13 @@ def provenance(result: ChaosResult) -> str:
             f"{s.first_seed}..{s.first_seed + s.seeds - 1}): {s.shape.members} members, {s.shape.roles} roles, "
             f"TTL (session timeout) {s.shape.ttl:g} s, {s.shape.faults} faults per seed over "
             f"{s.shape.duration:g} s, drawn from "
-            f"{', '.join(f.name for f in FAULTS)}; every role must be led again within "
+            f"{', '.join(f.name for f in _faults(s.methods))}; every role must be led again within "
             f"{bounds} s of the heal (per method, in order).")
+
+
+def _faults(methods: tuple[str, ...]) -> tuple[type[Fault], ...]:
+    """The faults drawn: Raft has no server to freeze."""
+    return RAFT_FAULTS if all(m in RAFT_KINDS for m in methods) else FAULTS
 
 
 def _simulated(methods: tuple[str, ...]) -> str:
@@ -165,6 +174,10 @@ def _simulated(methods: tuple[str, ...]) -> str:
     if any(m in NELI_KINDS for m in methods):
         what.append("the NELI core and driver against a simulated Kafka broker (its group coordinator and partition "
                     "logs; the -eager kinds use the classic protocol's range assignor)")
+    if any(m in RAFT_KINDS for m in methods):
+        what.append("raft:// nodes, their election cores and their electors' renewal policy (raft_priority.renewals), "
+                    "over simulated links (in order, 2 % of batches 50 ms late), a partition per role, the "
+                    "TTL as the election timeout (raft has no infra-pause; its cuts are one way or both)")
     return " and ".join(what)
 
 

@@ -14,7 +14,8 @@ from functools import cache, partial
 from elect_bench.faults.member import Kill
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import failovers
-from elect_bench.simulation.world import NetworkModel, Simulation, lines_of
+from elect_bench.simulation.recorded import lines_of
+from elect_bench.simulation.world import NetworkModel, Simulation
 from raft_priority.config import RaftConfig
 from raft_priority.priorities import assign_priorities
 
@@ -59,11 +60,15 @@ def build(
     network: NetworkModel | None = None,
     start_jitter: float = 0.1,
     ack_delay: float = 0.0,
+    electors: bool = False,
+    resume: bool = True,
 ) -> Simulation:
-    """A simulation of `nodes` nodes hosting `partitions` groups of `replication` (`ack_delay`: see `Simulation`)."""
+    """A simulation of `nodes` nodes hosting `partitions` groups of `replication` (`ack_delay`, `electors`, `resume`:
+    see `Simulation`)."""
     names = [f"n{i}" for i in range(nodes)]
     assignment = _assignment(nodes, partitions, replication, strategy)
-    return Simulation(assignment, config, seed, network, nodes=names, start_jitter=start_jitter, ack_delay=ack_delay)
+    return Simulation(assignment, config, seed, network, nodes=names, start_jitter=start_jitter, ack_delay=ack_delay,
+                      electors=electors, resume=resume)
 
 
 @cache

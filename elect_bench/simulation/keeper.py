@@ -1,10 +1,11 @@
 """A simulated member's leaderships, kept as `elect.base.BaseElector` keeps them: the one keeper of every simulated
 world whose core hands its changes to an elector (the lease and NELI worlds; Raft's world reads its nodes).
 
-Each leadership lasts until its deadline (shared ones moved on together by `ExtendShared`) and is fenced by the
-member's own timer when that passes; a fence never outlives the deadline (a paused member notices late, and its
+Each leadership lasts until its deadline (shared ones moved on together by `ExtendShared`, or following one
+`SharedDeadline` as a Raft node's quiet partitions do: `share`, `renew_shared`) and is fenced by the member's own
+timer when that passes; a fence never outlives the deadline (a paused member notices late, and its
 leadership ended at the deadline all the same). Every change that prints an event line is recorded as `Recorded`
-in the world's history, which `elect_bench.simulation.world.lines_of` turns into the lines a member prints.
+in the world's history, which `elect_bench.simulation.recorded.lines_of` turns into the lines a member prints.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from elect.core import Acquire, Extend, ExtendShared, Fence, LeadershipChange, Revoke
+from elect.deadlines import SharedDeadline
 from elect.roles import Role
-from elect_bench.simulation.world import Recorded
+from elect_bench.simulation.recorded import Recorded
 
 INF = math.inf
 
@@ -25,6 +27,12 @@ class Held:
     token: int
     deadline: float
     shared: bool
+    follows: SharedDeadline | None = None
+    """The deadline this leadership follows instead of its own (`Keeper.share`)."""
+
+    def until(self) -> float:
+        follows = self.follows
+        return self.deadline if follows is None else follows.until
 
 
 @dataclass(slots=True)
@@ -51,32 +59,85 @@ class Keeper:
         out = Applied()
         for change in changes:
             if isinstance(change, Acquire):
-                self.held[change.role] = Held(change.token, INF if change.deadline is None else change.deadline,
-                                              change.shared)
-                self.history.append(Recorded(self.name, now, change))
+                self.acquire(change.role, change.token, change.deadline, now, change.shared)
             elif isinstance(change, Extend):
-                held = self.held.get(change.role)
-                if held is not None and now < held.deadline:
-                    held.deadline = max(held.deadline, change.deadline)
-                else:
+                if not self.extend(change.role, change.deadline, now):
                     out.lapsed.append(change.role)
             elif isinstance(change, ExtendShared):
                 for held in self.held.values():
                     if held.shared and now < held.deadline:
                         held.deadline = max(held.deadline, change.deadline)
             elif isinstance(change, Revoke):
-                if self.held.pop(change.role, None) is not None:
-                    self.history.append(Recorded(self.name, now, change))
+                self.revoke(change.role, now, change.reason)
                 out.revoked.append(change.role)
             else:
                 self.fence(change.role, change.until, now, change.reason)
         return out
 
+    def acquire(self, role: Role, token: int, deadline: float | None, now: float, shared: bool = False) -> None:
+        """Lead `role` under `token` (`BaseElector._acquire`): a leadership in force under the same token is extended
+        instead; one that lapsed unnoticed is fenced at its deadline first."""
+        held = self.held.get(role)
+        if held is not None and now >= held.until():
+            self.fence(role, now, now, "deadline")
+            held = None
+        if held is not None and held.token == token:
+            if deadline is not None:
+                self.extend(role, deadline, now)
+            return
+        until = INF if deadline is None else deadline
+        self.held[role] = Held(token, until, shared)
+        self.history.append(Recorded(self.name, now, Acquire(role, token, until, shared)))
+
+    def extend(self, role: Role, deadline: float, now: float) -> bool:
+        """Move the deadline of a leadership in force, on a deadline of its own from here (`BaseElector._extend`);
+        False if there is none in force (one that lapsed unnoticed is fenced at its deadline)."""
+        held = self.held.get(role)
+        if held is None:
+            return False
+        until = held.until()
+        if now >= until:
+            self.fence(role, now, now, "deadline")
+            return False
+        held.deadline, held.follows = max(until, deadline), None
+        return True
+
+    def share(self, role: Role, shared: SharedDeadline, now: float) -> bool:
+        """Let the leadership of `role` follow `shared` (`BaseElector._share`): refused for one not in force, and
+        where `shared` ends before its own deadline."""
+        held = self.held.get(role)
+        if held is None or now >= held.until():
+            return False
+        if held.follows is not shared and shared.until < held.until():
+            return False
+        held.follows = shared
+        return True
+
+    @staticmethod
+    def renew_shared(shared: SharedDeadline, until: float, now: float) -> bool:
+        """Move `shared` on (`BaseElector._renew_shared`); False if it had passed (its leaderships lapsed)."""
+        if now >= shared.until:
+            return False
+        shared.until = max(shared.until, until)
+        return True
+
+    def revoke(self, role: Role, now: float, reason: str = "") -> None:
+        """The orderly end of `role` (`BaseElector._begin_revoke`): Revoked, or Fenced at its deadline if it had
+        lapsed unnoticed."""
+        held = self.held.get(role)
+        if held is None:
+            return
+        if now >= held.until():
+            self.fence(role, now, now, "deadline")
+            return
+        del self.held[role]
+        self.history.append(Recorded(self.name, now, Revoke(role, reason)))
+
     def fence(self, role: Role, until: float, now: float, reason: str) -> None:
         """End `role` now (`BaseElector._fence`): at `until` or at its deadline, whichever came first."""
         held = self.held.pop(role, None)
         if held is not None:
-            self.history.append(Recorded(self.name, now, Fence(role, min(until, held.deadline), reason)))
+            self.history.append(Recorded(self.name, now, Fence(role, min(until, held.until()), reason)))
 
     def fence_all(self, now: float, reason: str) -> None:
         for role in sorted(self.held, key=str):
@@ -84,15 +145,15 @@ class Keeper:
 
     def expire(self, now: float) -> list[Role]:
         """The deadline timer: fence every leadership whose deadline has passed; the roles fenced."""
-        due = sorted((role for role, held in self.held.items() if now >= held.deadline), key=str)
+        due = sorted((role for role, held in self.held.items() if now >= held.until()), key=str)
         for role in due:
-            deadline = self.held.pop(role).deadline
+            deadline = self.held.pop(role).until()
             self.history.append(Recorded(self.name, now, Fence(role, deadline, "deadline")))
         return due
 
     def next_deadline(self) -> float:
-        return min((h.deadline for h in self.held.values()), default=INF)
+        return min((h.until() for h in self.held.values()), default=INF)
 
     def leading(self, now: float) -> list[Role]:
         """The roles this member believes it leads at `now` (by its own deadlines)."""
-        return [role for role, held in self.held.items() if now < held.deadline]
+        return [role for role, held in self.held.items() if now < held.until()]

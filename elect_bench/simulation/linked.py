@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 from elect.driver import Driver
 from elect.roles import Role
 from elect_bench.simulation.keeper import Keeper
-from elect_bench.simulation.world import Recorded
+from elect_bench.simulation.recorded import Recorded
 
 INF = math.inf
 

@@ -140,17 +140,18 @@ def core_config(method: str, shape: Shape, budget: float) -> tuple[Any, str]:
     of that method would be given."""
     from raft_priority.elector import raft_config
 
-    options = _member_options(method, shape, budget)
+    options = member_options(method, shape, budget)
     return raft_config(options), options.strategy
 
 
 def acks_after(method: str, shape: Shape, budget: float) -> float:
     """How long a member of `method` lets heartbeat acknowledgements wait to ride along with its next batch to the
     same peer (`RaftOptions.acks_after`): the simulated nodes send through the same outbox."""
-    return float(_member_options(method, shape, budget).acks_after)
+    return float(member_options(method, shape, budget).acks_after)
 
 
-def _member_options(method: str, shape: Shape, budget: float) -> Any:
+def member_options(method: str, shape: Shape, budget: float) -> Any:
+    """The options a real member of `method` is given for this shape at detection budget `budget` (its URL's)."""
     ids = [f"n{i}" for i in range(shape.nodes)]
     url = method_spec(method, SIM_METHODS).member_urls(Group(ids, shape.partitions, "sim"), budget)[ids[0]]
     return config.spec_from_url(url).options

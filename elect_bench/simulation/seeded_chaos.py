@@ -1,10 +1,11 @@
-"""Seeded chaos in simulation for the methods whose members talk to one server: the lease methods (`LeaseWorld`
-against a simulated etcd or ZooKeeper) and NELI (`NeliWorld` against a simulated Kafka broker), judged by the real
-checker.
+"""Seeded chaos in simulation, judged by the real checker: the lease methods (`LeaseWorld` against a simulated etcd
+or ZooKeeper), NELI (`NeliWorld` against a simulated Kafka broker) and Raft (`Simulation` of `raft://` nodes with
+their electors: the core, and the member's own policy that keeps the application's leaderships on deadlines).
 
 One seed draws a schedule of faults (the real harness's fault names: `kill` then a restart, `stop` then a start,
-`pause`, `cut` then its heal, `infra-pause`: the store or broker frozen) over `duration` seconds, heals everything
-(links, server, every member up) three TTLs later, and runs on until the group has had time to recover. The
+`pause`, `cut` then its heal, `infra-pause`: the store or broker frozen; Raft has no server, and its cuts are one
+way or both) over `duration` seconds, heals everything (links, server, every member up) three TTLs later, and runs
+on until the group has had time to recover. The
 members' event lines (`lines_of`) are judged by `elect_bench.checker.check` as a real run's are: no two members
 lead a role at once (or, for NELI full above its exclusivity bound, not for longer than T), tokens only grow, and
 after the heal every role is led again within the bound.
@@ -12,7 +13,8 @@ after the heal every role is led again within the bound.
 The kinds are the `elect bench` method names (`etcd`, `zookeeper`, `kafka-fast`, `kafka-full` on the classic
 protocol with the cooperative-sticky assignor, `kafka-fast-848`, `kafka-full-848` on KIP-848), and NELI on the
 classic protocol's eager `range` assignor (`kafka-fast-eager`, `kafka-full-eager`), which the real suite does not
-run by default.
+run by default, and `raft` (a `raft://` group of `members` nodes, one partition per role, the URL's defaults at an
+election timeout of `ttl`).
 
 A seed replays exactly in a process whose string hashing is fixed (`PYTHONHASHSEED=0`): the lease core keeps roles
 and sessions in sets, whose order follows the hash of their names, and it acts on them in that order. `replay`
@@ -29,6 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 from cas_lease import etcd, zookeeper
 from cas_lease.options import EtcdOptions, ZooKeeperOptions
@@ -37,21 +40,26 @@ from elect_bench.faults.base import Fault
 from elect_bench.faults.infrastructure import InfraPause
 from elect_bench.faults.member import Cut, Kill, Pause, Stop
 from elect_bench.history import FaultRecord, History
+from elect_bench.simulation import experiments, runner
 from elect_bench.simulation.cas_store import SimStore
 from elect_bench.simulation.kafka_group import Protocol
 from elect_bench.simulation.lease_world import LeaseWorld
 from elect_bench.simulation.linked import ServerLink
 from elect_bench.simulation.neli_world import NeliWorld
-from elect_bench.simulation.world import lines_of
+from elect_bench.simulation.recorded import lines_of
+from elect_bench.simulation.world import NetworkModel, Simulation
 from neli.options import KafkaOptions
 
 LEASE_KINDS = ("etcd", "zookeeper")
 NELI_KINDS = ("kafka-fast", "kafka-full", "kafka-fast-848", "kafka-full-848", "kafka-fast-eager", "kafka-full-eager")
-KINDS = LEASE_KINDS + NELI_KINDS
+RAFT_KINDS = ("raft",)
+KINDS = LEASE_KINDS + NELI_KINDS + RAFT_KINDS
 HASH_SEED = "0"
 """The `PYTHONHASHSEED` under which seeds replay (see the module)."""
 FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut, InfraPause)
 """What the nemesis draws from: the real harness's faults, by their registry classes."""
+RAFT_FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut)
+"""... against Raft, which has no infrastructure to freeze."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,10 @@ class Outcome:
     lines: int
 
 
-World = LeaseWorld | NeliWorld
+ServerWorld = LeaseWorld | NeliWorld
+World = ServerWorld | Simulation
+RAFT_NETWORK = NetworkModel(spike_probability=0.02, spike_delay=0.05)
+"""The gRPC streams between `raft://` nodes: in order, nothing lost while a link is up, 2 % of batches 50 ms late."""
 NELI_LINK = ServerLink(spike_probability=0.02, spike_delay=0.05)
 """A NELI member's link: as a lease member's, with 2 % of requests and answers 50 ms late (a busy two-core machine
 descheduling a sender between stamping a heartbeat and sending it), so records land out of their send order."""
@@ -97,7 +108,7 @@ def kafka_options(kind: str, shape: Shape) -> tuple[KafkaOptions, Protocol]:
 
 
 def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
-          renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True) -> World:
+          renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True) -> ServerWorld:
     """A group of `kind` whose members run the core as `etcd://`, `zookeeper://` or `kafka://` would with this TTL
     (session timeout): the same `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout
     and session length, or the same `KafkaOptions` (for `renewal_checks`, `trust_store_expiry` and `prefetch`, see
@@ -122,6 +133,22 @@ def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     return LeaseWorld(store, timing, members, seed, link, request_timeout=timeout)
 
 
+def raft_options(shape: Shape) -> Any:
+    """The options of a `raft://` member of the shape's group (`members` nodes, a partition per role) at an election
+    timeout of `ttl`, from the URL a real member is given."""
+    return runner.member_options("raft", runner.Shape(shape.members, shape.roles, 1), shape.ttl)
+
+
+def raft_world(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Simulation:
+    """A `raft://` group of the shape, its nodes' electors included (`resume`: `raft_priority.renewals.Renewals`)."""
+    from raft_priority.elector import raft_config
+
+    o = raft_options(shape)
+    return experiments.build(shape.members, shape.roles, o.replication_for(shape.members), raft_config(o), seed,
+                             strategy=o.strategy, network=RAFT_NETWORK, start_jitter=0.3, ack_delay=o.acks_after,
+                             electors=True, resume=resume)
+
+
 def leaderless_bound(kind: str, shape: Shape) -> float:
     """How long after the heal a role may stay unled. Leases: members restarted at the heal open sessions, and a
     role whose holder died is taken once its silence was timed (a TTL), plus the renewal that shows it (slack of a
@@ -130,7 +157,7 @@ def leaderless_bound(kind: str, shape: Shape) -> float:
     group heartbeat), and the new owner waits out the old owner's claims (the heartbeat timeout or T)."""
     if kind in NELI_KINDS:
         return 3 * shape.ttl + kafka_options(kind, shape)[0].timeout
-    return 3 * shape.ttl
+    return 3 * shape.ttl  # Raft: a restarted node's first election timeout, its election and a decay round
 
 
 def promise(kind: str, shape: Shape) -> float:
@@ -139,7 +166,7 @@ def promise(kind: str, shape: Shape) -> float:
     (`elect_bench.checker.check`)."""
     if kind in NELI_KINDS:
         return kafka_options(kind, shape)[0].characteristics().max_overlap or 0.0
-    return 0.0
+    return 0.0  # leases and Raft are exclusive
 
 
 @dataclass
@@ -155,15 +182,21 @@ class Run:
 
 
 def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
-          renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True) -> Outcome:
+          renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
+          resume: bool = True) -> Outcome:
     """One seed's schedule of faults against a group of `kind`, judged. To show what the design prevents:
     `renewal_checks=False`, a ZooKeeper store whose renewals do not check the member's role nodes (what
     `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the ZooKeeper design before 0a1cbd1 (role nodes
     ephemeral, the core trusting the store to free a dead holder's roles: `Timing.silence_takeover=False`), which
     the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke; `prefetch=False`, NELI members that read a
-    fetch answer as it arrives (`NeliWorld`), the model that found kafka-full's stale own record."""
-    done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
-                  prefetch=prefetch)
+    fetch answer as it arrives (`NeliWorld`), the model that found kafka-full's stale own record; `resume=False`,
+    Raft nodes that leave the lapsed roles of a group they still lead unled (`raft_priority.renewals`), the design a
+    soak found leaving roles leaderless for minutes."""
+    if kind in RAFT_KINDS:
+        done = raft_strike(seed, shape, resume=resume)
+    else:
+        done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
+                      prefetch=prefetch)
     history = done.history()
     bound = promise(kind, shape)
     found = check(history, exclusive=not bound, max_overlap=bound or None,
@@ -210,6 +243,47 @@ def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None
     world.at(healed_at, heal_all)
     world.run_until(healed_at + 4 * leaderless_bound(kind, shape))
     return Run(world, faults, healed_at)
+
+
+def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Run:
+    """The seed's schedule of faults against a `raft://` group (see `chaos`), run to its end, not judged. A stop is
+    graceful (every led partition handed on first, within the member's `handover` bound); a cut is one way or both."""
+    sim = raft_world(seed, shape, resume=resume)
+    handover = float(raft_options(shape).handover)
+    rng = random.Random(seed ^ 0x1EA5E)
+    names = list(sim.nodes)
+    ttl = shape.ttl
+    faults: list[FaultRecord] = []
+
+    def hit(fault: type[Fault], victim: str, act: Callable[[], None]) -> None:
+        faults.append(FaultRecord(sim.now, fault.name, victim))
+        act()
+
+    for _ in range(shape.faults):
+        t = rng.uniform(0.5, shape.duration)
+        fault, victim = rng.choice(RAFT_FAULTS), rng.choice(names)
+        act: Callable[[], None]
+        if fault is Kill or fault is Stop:  # then a start, as a supervisor would
+            act = partial(sim.crash, victim) if fault is Kill else partial(sim.stop, victim, handover)
+            sim.at(t + rng.uniform(0.05, 3 * ttl), partial(sim.restart, victim))
+        elif fault is Pause:
+            act = partial(sim.pause, victim, rng.uniform(0.1, 3 * ttl))
+        else:  # both ways, or only what the victim sends, or only what it hears
+            others = [n for n in names if n != victim]
+            way = rng.randrange(3)
+            act = partial(sim.cut, [victim] if way < 2 else others, others if way < 2 else [victim], way == 0)
+            sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.heal, victim))
+        sim.at(t, partial(hit, fault, victim, act))
+    healed_at = shape.duration + 3 * ttl
+
+    def heal_all() -> None:
+        sim.heal()
+        for name in names:
+            sim.restart(name)
+
+    sim.at(healed_at, heal_all)
+    sim.run_until(healed_at + 4 * leaderless_bound("raft", shape))
+    return Run(sim, faults, healed_at)
 
 
 def hashed_alike() -> bool:

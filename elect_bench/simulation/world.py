@@ -16,7 +16,10 @@ peer (the member's default `RaftOptions.acks_after`), so a quiet pair of nodes e
 heartbeat interval instead of two.
 A node may be told how many roles it contends for per group and its `max_roles` (`interest`, `max_roles`): its
 host then runs the elector's policy as a `raft://` node does (`raft_priority.interest`: standing, caps, hand-offs).
-:attr:`Simulation.history` records every leadership change with the node and virtual time of its step.
+:attr:`Simulation.history` records every leadership change with the node and virtual time of its step: the core's
+own (a leadership lasts from its Acquire until the core fences or revokes it, at the lease end at the latest), or,
+with `electors`, the leaderships a `raft://` member's elector keeps (`elect_bench.simulation.raft_elector`: the
+deadlines renewed from the leases by the member's own `Renewals`, fenced when they pass, lapsed roles resumed).
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
 
-from elect.core import Acquire, ExtendShared, Fence, LeadershipChange, Ready, Revoke
+from elect.core import Fence, Ready
 from elect.driver import Driver, FunctionIO
-from elect.events import Acquired, Event, Fenced, Revoked
 from elect.roles import Role
+from elect_bench.simulation.raft_elector import SimElector
+from elect_bench.simulation.recorded import Recorded
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
 from raft_priority.host import NodeHost
@@ -74,40 +78,14 @@ class NetworkModel:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """A leadership change of ``node``, made by the step at virtual time ``at`` (the changes carry no
-    node or time of their own; a Fence's ``until`` may be earlier than ``at``)."""
-
-    node: str
-    at: float
-    change: LeadershipChange
+def _both(first: Callable[[float], float], then: Callable[[float], float]) -> Callable[[float], float]:
+    """Two housekeeping steps after a turn, in order (the elector's, then the outbox's, as `RaftElector._on_idle`):
+    the earlier of the times they want the next turn."""
+    return lambda now: min(first(now), then(now))
 
 
-def lines_of(records: Iterable[Recorded]) -> list[dict[str, object]]:
-    """The event lines the recorded changes would make a member print: the one vocabulary of histories,
-    real and simulated (`elect_bench.history.History` reads both). A Revoke or Fence carries the token of
-    the leadership it ends, as `BaseElector` gives it; an Extend prints nothing. Times are the exact virtual
-    ones (`ts` too), not rounded to microseconds as printed lines are, so they compare with fault times."""
-    tokens: dict[tuple[str, Role], int] = {}
-    out: list[dict[str, object]] = []
-    for r in records:
-        if isinstance(r.change, ExtendShared):
-            continue  # prints nothing (the Raft core emits none)
-        c, key = r.change, (r.node, r.change.role)
-        event: Event | None = None
-        if isinstance(c, Acquire):
-            tokens[key] = c.token
-            event = Acquired(c.role, r.node, c.token, mono=r.at, ts=r.at)
-        elif isinstance(c, Revoke) and key in tokens:
-            event = Revoked(c.role, r.node, tokens.pop(key), mono=r.at, ts=r.at)
-        elif isinstance(c, Fence) and key in tokens:
-            event = Fenced(c.role, r.node, tokens.pop(key), mono=r.at, ts=r.at, until=c.until)
-        if event is not None:
-            line = event.to_dict()
-            line.update(mono=r.at, ts=r.at, **({"until": c.until} if isinstance(c, Fence) else {}))
-            out.append(line)
-    return out
+def _never(now: float) -> float:
+    return INF
 
 
 def _raise(error: Exception) -> None:  # pragma: no cover - a simulated disk never refuses; a bug raises at once
@@ -126,6 +104,7 @@ class _Node:
     paused_until: float = -INF
     disk: dict[Role, HardState] = field(default_factory=dict)
     outbox: Outbox | None = None
+    elector: SimElector | None = None
     free_from: dict[str, float] = field(default_factory=dict)
     """FIFO links: per sender, when the last batch it sent here arrives (none of this one's may arrive earlier)."""
 
@@ -147,9 +126,13 @@ class Simulation:
         interest: Mapping[str, Mapping[int, int]] | None = None,
         max_roles: Mapping[str, int] | None = None,
         ack_delay: float = 0.0,
+        electors: bool = False,
+        resume: bool = True,
     ) -> None:
         self.config = config
         self.ack_delay = ack_delay
+        self.electors = electors
+        self.resume = resume  # with electors: `Renewals(resume=...)`
         self.interest = interest or {}  # per node, per group: roles it contends for there (none given: every one)
         self.max_roles = max_roles or {}
         self.network = network or NetworkModel()
@@ -198,16 +181,50 @@ class Simulation:
         if not n.up:
             return
         assert n.host is not None
-        for gid, g in n.host.groups.items():
-            if g.state is RaftState.LEADER and g.serving:
-                # leadership ended at the crash, or at the lease end if that came first (a paused leader)
-                end = min(self.now, g.lease_until)
-                self.history.append(Recorded(node, self.now, Fence(gid, end, "crashed")))
-        n.host = n.driver = n.outbox = None
+        if n.elector is not None:
+            n.elector.crashed(self.now)
+        else:
+            for gid, g in n.host.groups.items():
+                if g.state is RaftState.LEADER and g.serving:
+                    # leadership ended at the crash, or at the lease end if that came first (a paused leader)
+                    end = min(self.now, g.lease_until)
+                    self.history.append(Recorded(node, self.now, Fence(gid, end, "crashed")))
+        n.host = n.driver = n.outbox = n.elector = None
         n.up = False
         n.incarnation += 1
         n.wake_at = INF
         self.crashes.append((self.now, node))
+
+    def stop(self, node: str, within: float) -> None:
+        """A graceful stop (needs `electors`): the node hands every partition it leads on (`RaftElector._begin_stop`)
+        and exits once none is led by it any more, or `within` seconds later (the member's `handover` bound)."""
+        n = self.nodes[node]
+        if not n.up or n.elector is None or n.elector.stopping:
+            return
+        inc, limit = n.incarnation, self.now + within
+
+        def check() -> None:
+            if not n.up or n.incarnation != inc:
+                return
+            if self.now < n.paused_until:
+                self.at(n.paused_until, check)
+            elif n.elector is not None and (n.elector.handed_over() or self.now >= limit):
+                self.crash(node)
+            else:
+                self.at(self.now + 0.02, check)
+
+        def begin() -> None:
+            if not n.up or n.incarnation != inc:
+                return
+            if self.now < n.paused_until:
+                self.at(n.paused_until, begin)
+                return
+            assert n.elector is not None and n.driver is not None
+            n.elector.begin_stop(self.now)
+            self._turn(n, self.now, (), tick=False)
+            check()
+
+        begin()
 
     def restart(self, node: str) -> None:
         if not self.nodes[node].up:
@@ -230,8 +247,12 @@ class Simulation:
     def isolate(self, node: str) -> None:
         self.cut([node], [n for n in self.nodes if n != node])
 
-    def heal(self) -> None:
-        self._blocked.clear()
+    def heal(self, node: str | None = None) -> None:
+        """Every cut (those of `node`, if given) heals."""
+        if node is None:
+            self._blocked.clear()
+        else:
+            self._blocked = {(a, b) for a, b in self._blocked if node not in (a, b)}
 
     # ------------------------------------------------------------------ observation
 
@@ -286,16 +307,24 @@ class Simulation:
         n.host = host
         history = self.history
 
-        def apply(ready: Ready[Message, HardState], now: float) -> None:
+        def record(ready: Ready[Message, HardState], now: float) -> None:
             history.extend(Recorded(name, now, c) for c in ready.changes)
 
+        apply = record
+        idle: Callable[[float], float] | None = None
+        if self.electors:
+            wants = self.interest.get(name, {})
+            elector = n.elector = SimElector(name, host, history, lambda: self.now,
+                                             lambda p: [p] if wants.get(p, 1) > 0 else [], resume=self.resume)
+            apply, idle = elector.apply, elector.idle
         if self.ack_delay > 0:
             outbox = n.outbox = Outbox(host, partial(self._send_batches, name), ack_delay=self.ack_delay)
             io: FunctionIO[Message, HardState] = FunctionIO(
-                apply=apply, send=outbox.send, halted=_raise, persist=n.disk.update, idle=outbox.send_due)
+                apply=apply, send=outbox.send, halted=_raise, persist=n.disk.update,
+                idle=outbox.send_due if idle is None else _both(idle, outbox.send_due))
         else:
             io = FunctionIO(apply=apply, send=lambda messages, now: self._send(name, messages), halted=_raise,
-                            persist=n.disk.update)
+                            persist=n.disk.update, idle=idle or _never)
         n.driver = Driver(host, io, name=f"sim-{name}", granularity=self.granularity)
         n.up = True
         n.incarnation += 1
@@ -447,6 +476,8 @@ class Simulation:
         d = n.host.next_wakeup()
         if n.outbox is not None and n.outbox.due < d:
             d = n.outbox.due
+        if n.elector is not None:
+            d = min(d, n.elector.due())
         if d < n.wake_at:  # else already woken by then (rounding up and `now` only move it later)
             self._arm_at(n, n.driver.rounded(d))
 

@@ -22,7 +22,7 @@ from elect.core import LeadershipChange, Revoke
 from elect.roles import Role
 from elect_bench.simulation.cas_store import SessionGone, SimStore
 from elect_bench.simulation.keeper import Keeper
-from elect_bench.simulation.world import Recorded, lines_of
+from elect_bench.simulation.recorded import Recorded, lines_of
 
 
 def decide(core: LeaseCore, now: float) -> list[LeadershipChange | StoreAction]:

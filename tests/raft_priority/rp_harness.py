@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from elect.core import Acquire, Fence, Ready, Revoke
-from elect_bench.simulation.world import Recorded, lines_of
+from elect_bench.simulation.recorded import Recorded, lines_of
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup
 from raft_priority.messages import HardState, Message

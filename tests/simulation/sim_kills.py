@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Failover, failovers
+from elect_bench.simulation.recorded import lines_of
 from elect_bench.simulation.seeded_chaos import Shape, build
-from elect_bench.simulation.world import lines_of
 
 
 def kill_a_leader(kind: str, seed: int = 3) -> tuple[list[Failover], int]:

@@ -91,8 +91,8 @@ def test_seeds_run_over_processes_with_the_same_outcomes_as_one() -> None:
 
 
 def test_bad_chaos_scenarios_are_refused() -> None:
-    with pytest.raises(ConfigError, match="raft"):
-        ChaosScenario.from_mapping({"methods": ["raft"]})
+    with pytest.raises(ConfigError, match="raft-zeebe"):
+        ChaosScenario.from_mapping({"methods": ["raft-zeebe"]})
     with pytest.raises(ConfigError, match="seeds"):
         ChaosScenario.from_mapping({"seeds": 0})
     with pytest.raises(ConfigError, match="unknown chaos scenario keys: trials"):
