@@ -175,9 +175,10 @@ def _simulated(methods: tuple[str, ...]) -> str:
         what.append("the NELI core and driver against a simulated Kafka broker (its group coordinator and partition "
                     "logs; the -eager kinds use the classic protocol's range assignor)")
     if any(m in RAFT_KINDS for m in methods):
-        what.append("raft:// nodes, their election cores and their electors' renewal policy (raft_priority.renewals), "
-                    "over simulated links (in order, 2 % of batches 50 ms late), a partition per role, the "
-                    "TTL as the election timeout (raft has no infra-pause; its cuts are one way or both)")
+        what.append("raft:// nodes, their election cores and their electors' renewal policy "
+                    "(raft_priority.renewals), over simulated links (in order, 2 % of batches 50 ms late), a "
+                    "partition per role, the TTL as the election timeout (raft has no infra-pause; its cuts are one "
+                    "way or both; a drift runs a node's clock at another rate, within the stated max_drift)")
     return " and ".join(what)
 
 

@@ -37,6 +37,7 @@ from cas_lease import etcd, zookeeper
 from cas_lease.options import EtcdOptions, ZooKeeperOptions
 from elect_bench.checker import Violation, check
 from elect_bench.faults.base import Fault
+from elect_bench.faults.clock import Drift
 from elect_bench.faults.infrastructure import InfraPause
 from elect_bench.faults.member import Cut, Kill, Pause, Stop
 from elect_bench.history import FaultRecord, History
@@ -58,8 +59,9 @@ HASH_SEED = "0"
 """The `PYTHONHASHSEED` under which seeds replay (see the module)."""
 FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut, InfraPause)
 """What the nemesis draws from: the real harness's faults, by their registry classes."""
-RAFT_FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut)
-"""... against Raft, which has no infrastructure to freeze."""
+RAFT_FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut, Drift)
+"""... against Raft, which has no infrastructure to freeze, and whose members' clocks may run at other rates (within
+the bound the method states: `raft_options(shape).max_drift`)."""
 
 
 @dataclass(frozen=True)
@@ -178,12 +180,14 @@ class Run:
     healed_at: float
 
     def history(self) -> History:
-        return History(lines_of(self.world.history), self.faults, start=0.0, end=self.world.now)
+        world = self.world
+        records = world.true_history() if isinstance(world, Simulation) else world.history
+        return History(lines_of(records), self.faults, start=0.0, end=world.now)
 
 
 def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
           renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
-          resume: bool = True) -> Outcome:
+          resume: bool = True, drift: float | None = None) -> Outcome:
     """One seed's schedule of faults against a group of `kind`, judged. To show what the design prevents:
     `renewal_checks=False`, a ZooKeeper store whose renewals do not check the member's role nodes (what
     `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the ZooKeeper design before 0a1cbd1 (role nodes
@@ -191,9 +195,10 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke; `prefetch=False`, NELI members that read a
     fetch answer as it arrives (`NeliWorld`), the model that found kafka-full's stale own record; `resume=False`,
     Raft nodes that leave the lapsed roles of a group they still lead unled (`raft_priority.renewals`), the design a
-    soak found leaving roles leaderless for minutes."""
+    soak found leaving roles leaderless for minutes; `drift`, Raft clocks whose rates differ by up to that much
+    (instead of the bound the method states)."""
     if kind in RAFT_KINDS:
-        done = raft_strike(seed, shape, resume=resume)
+        done = raft_strike(seed, shape, resume=resume, drift=drift)
     else:
         done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
                       prefetch=prefetch)
@@ -245,11 +250,15 @@ def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None
     return Run(world, faults, healed_at)
 
 
-def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Run:
+def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift: float | None = None) -> Run:
     """The seed's schedule of faults against a `raft://` group (see `chaos`), run to its end, not judged. A stop is
-    graceful (every led partition handed on first, within the member's `handover` bound); a cut is one way or both."""
+    graceful (every led partition handed on first, within the member's `handover` bound); a cut is one way or both;
+    a drift runs the victim's clock at a rate of (1 + max_drift) ** x for a while, x within +-1/2 (half the time at
+    either end), so any two clocks' rates stay within the stated bound however drifts overlap (`drift`: another
+    bound than the stated one, to show what the stated one is for)."""
     sim = raft_world(seed, shape, resume=resume)
-    handover = float(raft_options(shape).handover)
+    options = raft_options(shape)
+    handover, max_drift = float(options.handover), float(options.max_drift if drift is None else drift)
     rng = random.Random(seed ^ 0x1EA5E)
     names = list(sim.nodes)
     ttl = shape.ttl
@@ -268,6 +277,10 @@ def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Ru
             sim.at(t + rng.uniform(0.05, 3 * ttl), partial(sim.restart, victim))
         elif fault is Pause:
             act = partial(sim.pause, victim, rng.uniform(0.1, 3 * ttl))
+        elif fault is Drift:  # then the true rate again
+            x = rng.choice((-0.5, 0.5)) if rng.random() < 0.5 else rng.uniform(-0.5, 0.5)
+            act = partial(sim.set_rate, victim, (1 + max_drift) ** x)
+            sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.set_rate, victim, 1.0))
         else:  # both ways, or only what the victim sends, or only what it hears
             others = [n for n in names if n != victim]
             way = rng.randrange(3)

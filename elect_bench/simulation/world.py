@@ -4,7 +4,9 @@ One event heap holds message deliveries, node wake-ups and scheduled fault actio
 choice (delays, loss, each node's core RNG) derives from one seed, so a seed replays the same history
 bit for bit. Faults: message loss, per-message delay from a distribution, cuts between node sets
 (one-way or both ways), crash + restart (a restart keeps the persisted term/vote and loses the rest),
-and pauses (a SIGSTOP: the node sees nothing until it resumes, then catches up late).
+and pauses (a SIGSTOP: the node sees nothing until it resumes, then catches up late), and clocks that run at
+another rate (`set_rate`: the node's driver, core and elector run on its own clock, as under the harness's
+`drift`; `true_history` carries what it recorded back onto true time, as the harness's `to_real` does).
 
 Each node runs on the real driver loop (`elect.driver.Driver`, its `turn` called on virtual time, no thread)
 with an IO of simulated disks and links: it wakes on a timer granularity (default 1 ms), hands on its host's
@@ -27,6 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -92,6 +95,38 @@ def _raise(error: Exception) -> None:  # pragma: no cover - a simulated disk nev
     raise AssertionError(error)
 
 
+class NodeClock:
+    """A node's monotonic clock: from each rate change on, local = local_at + rate x (true - true_at). A node keeps
+    its clock across restarts (the machine's). Times before the first change are true times."""
+
+    __slots__ = ("local_at", "rate", "true_at")
+
+    def __init__(self) -> None:
+        self.true_at: list[float] = [0.0]
+        self.local_at: list[float] = [0.0]
+        self.rate: list[float] = [1.0]
+
+    def set_rate(self, now: float, rate: float) -> None:
+        self.local_at.append(self.local(now))
+        self.true_at.append(now)
+        self.rate.append(rate)
+
+    def local(self, t: float) -> float:
+        i = bisect_right(self.true_at, t) - 1 if t < self.true_at[-1] else len(self.true_at) - 1
+        return self.local_at[i] + self.rate[i] * (t - self.true_at[i])
+
+    def true(self, local: float) -> float:
+        """The first true time at which the clock reads `local` (no earlier: a wake-up armed there finds its timer
+        due, whatever the rounding)."""
+        if local >= INF:
+            return INF
+        i = max(bisect_right(self.local_at, local) - 1 if local < self.local_at[-1] else len(self.local_at) - 1, 0)
+        t = self.true_at[i] + (local - self.local_at[i]) / self.rate[i]
+        while self.local(t) < local:
+            t = math.nextafter(t, INF)
+        return t
+
+
 @dataclass(slots=True)
 class _Node:
     name: str
@@ -105,6 +140,8 @@ class _Node:
     disk: dict[Role, HardState] = field(default_factory=dict)
     outbox: Outbox | None = None
     elector: SimElector | None = None
+    clock: NodeClock | None = None
+    """None: the node's clock is true time."""
     free_from: dict[str, float] = field(default_factory=dict)
     """FIFO links: per sender, when the last batch it sent here arrives (none of this one's may arrive earlier)."""
 
@@ -181,14 +218,15 @@ class Simulation:
         if not n.up:
             return
         assert n.host is not None
+        now = self._local(n, self.now)
         if n.elector is not None:
-            n.elector.crashed(self.now)
+            n.elector.crashed(now)
         else:
             for gid, g in n.host.groups.items():
                 if g.state is RaftState.LEADER and g.serving:
                     # leadership ended at the crash, or at the lease end if that came first (a paused leader)
-                    end = min(self.now, g.lease_until)
-                    self.history.append(Recorded(node, self.now, Fence(gid, end, "crashed")))
+                    end = min(now, g.lease_until)
+                    self.history.append(Recorded(node, now, Fence(gid, end, "crashed")))
         n.host = n.driver = n.outbox = n.elector = None
         n.up = False
         n.incarnation += 1
@@ -220,7 +258,7 @@ class Simulation:
                 self.at(n.paused_until, begin)
                 return
             assert n.elector is not None and n.driver is not None
-            n.elector.begin_stop(self.now)
+            n.elector.begin_stop(self._local(n, self.now))
             self._turn(n, self.now, (), tick=False)
             check()
 
@@ -229,6 +267,33 @@ class Simulation:
     def restart(self, node: str) -> None:
         if not self.nodes[node].up:
             self._start(node)
+
+    def set_rate(self, node: str, rate: float) -> None:
+        """From now on `node`'s clock runs at `rate` of true time (until set again)."""
+        n = self.nodes[node]
+        if n.clock is None:
+            n.clock = NodeClock()
+        n.clock.set_rate(self.now, rate)
+        if n.up and n.driver is not None and self.now >= n.paused_until:
+            self._turn(n, self.now, (), tick=False)  # its timers were armed on the old rate: arm them again
+
+    def true_history(self) -> list[Recorded]:
+        """`history` on true time: what each node recorded on its own clock (its steps' times and its fences'
+        `until`) carried back through that clock's rates."""
+        nodes = self.nodes
+        if all(n.clock is None for n in nodes.values()):
+            return list(self.history)
+        out = []
+        for r in self.history:
+            clock = nodes[r.node].clock
+            if clock is None:
+                out.append(r)
+                continue
+            c = r.change
+            if isinstance(c, Fence):
+                c = Fence(c.role, clock.true(c.until), c.reason)
+            out.append(Recorded(r.node, clock.true(r.at), c))
+        return out
 
     def pause(self, node: str, duration: float) -> None:
         """Freeze ``node`` (SIGSTOP) for ``duration``: nothing is processed until it resumes."""
@@ -293,6 +358,11 @@ class Simulation:
 
     # ------------------------------------------------------------------ internals
 
+    @staticmethod
+    def _local(n: _Node, t: float) -> float:
+        """True time `t` on `n`'s clock."""
+        return t if n.clock is None else n.clock.local(t)
+
     def _push(self, t: float, kind: int, a: object, b: object, c: object) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, kind, a, b, c))
@@ -300,10 +370,11 @@ class Simulation:
     def _start(self, name: str) -> None:
         n = self.nodes[name]
         host = NodeHost(name, self.config, random.Random(self.rng.getrandbits(64)), self.max_roles.get(name))
+        now = self._local(n, self.now)
         for gid in n.groups:
-            host.add_group(self.specs[gid], self.now, n.disk.get(gid))
+            host.add_group(self.specs[gid], now, n.disk.get(gid))
         for gid, count in self.interest.get(name, {}).items():  # the elector's policy (`raft_priority.interest`)
-            host.set_roles(gid, count, self.now)
+            host.set_roles(gid, count, now)
         n.host = host
         history = self.history
 
@@ -314,7 +385,7 @@ class Simulation:
         idle: Callable[[float], float] | None = None
         if self.electors:
             wants = self.interest.get(name, {})
-            elector = n.elector = SimElector(name, host, history, lambda: self.now,
+            elector = n.elector = SimElector(name, host, history, lambda: self._local(n, self.now),
                                              lambda p: [p] if wants.get(p, 1) > 0 else [], resume=self.resume)
             apply, idle = elector.apply, elector.idle
         if self.ack_delay > 0:
@@ -370,6 +441,9 @@ class Simulation:
         nodes whose quiet groups agree, a beat's only answer is its ack and an ack only counts, so no `Ready` is
         taken and no timer moves; the acks go out at once, or into the outbox to ride along with the next batch.
         Anything else the host accumulated is handed on as the driver would."""
+        clock = n.clock
+        if clock is not None:
+            t = clock.local(t)
         acks: list[NodeBeatAck] = []
         slow = False
         for m in msgs:
@@ -394,21 +468,28 @@ class Simulation:
                     outbox.defer(ack, t)
         if slow:
             self._handle_ready(n)
-        elif outbox is not None and outbox.due < n.wake_at:
-            self._arm_at(n, outbox.due)
+        elif outbox is not None:
+            due = outbox.due if clock is None else clock.true(outbox.due)
+            if due < n.wake_at:
+                self._arm_at(n, due)
 
     def _turn(self, n: _Node, t: float, batches: tuple[list[Message], ...], tick: bool) -> None:
         """The node's driver takes its turn (`Driver.turn`), then its next wake-up is armed (the outbox's next
         acknowledgement due included)."""
         assert n.driver is not None
-        wake, extra = n.driver.turn(t, batches, tick)
-        self._arm_at(n, min(wake, extra))
+        clock = n.clock
+        if clock is None:
+            wake, extra = n.driver.turn(t, batches, tick)
+            self._arm_at(n, min(wake, extra))
+        else:
+            wake, extra = n.driver.turn(clock.local(t), batches, tick)
+            self._arm_at(n, clock.true(min(wake, extra)))
 
     def _handle_ready(self, n: _Node) -> None:
         """After a fast path's step (a node beat or its ack, stepped straight into the host): the driver hands its
         Ready on (`Driver.flush`: persist, changes, send), then the next wake-up is armed."""
         assert n.driver is not None
-        n.driver.flush(self.now)
+        n.driver.flush(self._local(n, self.now))
         self._arm(n)
 
     def _send(self, src: str, msgs: list[Message]) -> None:
@@ -478,8 +559,11 @@ class Simulation:
             d = n.outbox.due
         if n.elector is not None:
             d = min(d, n.elector.due())
+        d = n.driver.rounded(d)
+        if n.clock is not None:
+            d = n.clock.true(d)
         if d < n.wake_at:  # else already woken by then (rounding up and `now` only move it later)
-            self._arm_at(n, n.driver.rounded(d))
+            self._arm_at(n, d)
 
     def _arm_at(self, n: _Node, d: float) -> None:
         """Wake `n` at `d` (its driver's next tick, rounded up to the granularity), unless it wakes earlier."""
