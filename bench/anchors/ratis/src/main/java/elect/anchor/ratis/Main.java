@@ -50,6 +50,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.ToIntFunction;
 
 /**
  * One member of a multi-raft group built on Apache Ratis: one RaftServer per member hosts one Raft group
@@ -470,19 +471,13 @@ public final class Main {
                 continue;
             }
             Collection<RaftPeer> current = division.getRaftConf().getCurrentPeers();
-            List<RaftPeer> peers = new ArrayList<>();
-            boolean differs = false;
-            for (RaftPeer p : current) {
-                int want = role.configured.getOrDefault(p.getId().toString(), p.getPriority());
-                differs |= want != p.getPriority();
-                peers.add(RaftPeer.newBuilder(p).setPriority(want).build());
-            }
-            if (!differs || !role.restoring.compareAndSet(false, true)) {
+            ToIntFunction<RaftPeer> want = p -> role.configured.getOrDefault(p.getId().toString(), p.getPriority());
+            if (current.stream().allMatch(p -> want.applyAsInt(p) == p.getPriority())
+                    || !role.restoring.compareAndSet(false, true)) {
                 continue;
             }
             try {
-                server.setConfigurationAsync(new SetConfigurationRequest(CLIENT, server.getId(), role.groupId,
-                    CALLS.incrementAndGet(), peers)).whenComplete((reply, e) -> {
+                configure(server, role.groupId, withPriorities(current, want)).whenComplete((reply, e) -> {
                         role.restoring.set(false);
                         log("role " + role.name + ": priorities restored: " + (e != null ? e
                             : reply.isSuccess() ? "done" : String.valueOf(reply.getException())));
@@ -591,6 +586,23 @@ public final class Main {
         return best;
     }
 
+    /** The group's peers as they are, each with the priority `priority` gives it. */
+    private static List<RaftPeer> withPriorities(Collection<RaftPeer> current, ToIntFunction<RaftPeer> priority) {
+        List<RaftPeer> peers = new ArrayList<>();
+        for (RaftPeer p : current) {
+            int want = priority.applyAsInt(p);
+            peers.add(want == p.getPriority() ? p : RaftPeer.newBuilder(p).setPriority(want).build());
+        }
+        return peers;
+    }
+
+    /** Ask the group's leader (this server) to change the group's configuration to `peers`. */
+    private static CompletableFuture<RaftClientReply> configure(RaftServer server, RaftGroupId gid,
+                                                                List<RaftPeer> peers) throws IOException {
+        return server.setConfigurationAsync(new SetConfigurationRequest(CLIENT, server.getId(), gid,
+            CALLS.incrementAndGet(), peers));
+    }
+
     /** Raise the target's priority to the group's highest if it is lower, then transfer leadership to it. */
     private static CompletableFuture<RaftClientReply> handOver(RaftServer server, RaftServer.Division division,
                                                                RaftPeer target, int timeoutMs) {
@@ -601,13 +613,9 @@ public final class Main {
         if (target.getPriority() >= highest) {
             lifted = CompletableFuture.completedFuture(null);
         } else {
-            List<RaftPeer> peers = new ArrayList<>();
-            for (RaftPeer p : current) {
-                peers.add(p.getId().equals(target.getId()) ? RaftPeer.newBuilder(p).setPriority(highest).build() : p);
-            }
             try {
-                lifted = server.setConfigurationAsync(new SetConfigurationRequest(CLIENT, server.getId(), gid,
-                    CALLS.incrementAndGet(), peers));
+                lifted = configure(server, gid, withPriorities(current,
+                    p -> p.getId().equals(target.getId()) ? highest : p.getPriority()));
             } catch (IOException e) {
                 return CompletableFuture.<RaftClientReply>failedFuture(e);
             }
