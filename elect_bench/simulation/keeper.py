@@ -11,7 +11,7 @@ in the world's history, which `elect_bench.simulation.recorded.lines_of` turns i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from elect.core import Acquire, Extend, ExtendShared, Fence, LeadershipChange, Revoke
@@ -47,12 +47,18 @@ class Applied:
 class Keeper:
     """The leaderships of member `name`, recorded into `history`."""
 
-    __slots__ = ("held", "history", "name")
+    __slots__ = ("held", "history", "name", "on_true_time")
 
-    def __init__(self, name: str, history: list[Recorded]) -> None:
+    def __init__(self, name: str, history: list[Recorded],
+                 on_true_time: Callable[[Recorded], Recorded] | None = None) -> None:
         self.name = name
         self.history = history
+        self.on_true_time = on_true_time
+        """For a member on a clock of its own: what it records on that clock, carried onto the world's time."""
         self.held: dict[Role, Held] = {}
+
+    def _record(self, r: Recorded) -> None:
+        self.history.append(r if self.on_true_time is None else self.on_true_time(r))
 
     def apply(self, changes: Iterable[LeadershipChange], now: float) -> Applied:
         """The core's changes, in order (`BaseElector._apply_change`)."""
@@ -87,7 +93,7 @@ class Keeper:
             return
         until = INF if deadline is None else deadline
         self.held[role] = Held(token, until, shared)
-        self.history.append(Recorded(self.name, now, Acquire(role, token, until, shared)))
+        self._record(Recorded(self.name, now, Acquire(role, token, until, shared)))
 
     def extend(self, role: Role, deadline: float, now: float) -> bool:
         """Move the deadline of a leadership in force, on a deadline of its own from here (`BaseElector._extend`);
@@ -131,13 +137,13 @@ class Keeper:
             self.fence(role, now, now, "deadline")
             return
         del self.held[role]
-        self.history.append(Recorded(self.name, now, Revoke(role, reason)))
+        self._record(Recorded(self.name, now, Revoke(role, reason)))
 
     def fence(self, role: Role, until: float, now: float, reason: str) -> None:
         """End `role` now (`BaseElector._fence`): at `until` or at its deadline, whichever came first."""
         held = self.held.pop(role, None)
         if held is not None:
-            self.history.append(Recorded(self.name, now, Fence(role, min(until, held.until()), reason)))
+            self._record(Recorded(self.name, now, Fence(role, min(until, held.until()), reason)))
 
     def fence_all(self, now: float, reason: str) -> None:
         for role in sorted(self.held, key=str):
@@ -148,7 +154,7 @@ class Keeper:
         due = sorted((role for role, held in self.held.items() if now >= held.until()), key=str)
         for role in due:
             deadline = self.held.pop(role).until()
-            self.history.append(Recorded(self.name, now, Fence(role, deadline, "deadline")))
+            self._record(Recorded(self.name, now, Fence(role, deadline, "deadline")))
         return due
 
     def next_deadline(self) -> float:

@@ -27,12 +27,14 @@ from raft_priority.renewals import Renewals
 
 class SimElector:
     """The elector of simulated node `name` around its `host`, recording into `history`; `clock()` is the world's
-    virtual time; `roles_on(p)`: the roles the node contends for on partition `p`; `resume`: see `Renewals`."""
+    node's virtual time (its own clock's); `roles_on(p)`: the roles the node contends for on partition `p`; `resume`:
+    see `Renewals`; `on_true_time`: see `Keeper`."""
 
     def __init__(self, name: str, host: NodeHost, history: list[Recorded], clock: Callable[[], float],
-                 roles_on: Callable[[int], list[Role]], *, resume: bool = True) -> None:
+                 roles_on: Callable[[int], list[Role]], *, resume: bool = True,
+                 on_true_time: Callable[[Recorded], Recorded] | None = None) -> None:
         self.host = host
-        self.keeper = Keeper(name, history)
+        self.keeper = Keeper(name, history, on_true_time)
         self.clock = clock
         self.renewals: Renewals[SharedDeadline] = Renewals(name, host, self, roles_on, resume=resume)
         self.stopping = False

@@ -180,9 +180,7 @@ class Run:
     healed_at: float
 
     def history(self) -> History:
-        world = self.world
-        records = world.true_history() if isinstance(world, Simulation) else world.history
-        return History(lines_of(records), self.faults, start=0.0, end=world.now)
+        return History(lines_of(self.world.history), self.faults, start=0.0, end=self.world.now)
 
 
 def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,

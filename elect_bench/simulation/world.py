@@ -6,7 +6,7 @@ bit for bit. Faults: message loss, per-message delay from a distribution, cuts b
 (one-way or both ways), crash + restart (a restart keeps the persisted term/vote and loses the rest),
 and pauses (a SIGSTOP: the node sees nothing until it resumes, then catches up late), and clocks that run at
 another rate (`set_rate`: the node's driver, core and elector run on its own clock, as under the harness's
-`drift`; `true_history` carries what it recorded back onto true time, as the harness's `to_real` does).
+`drift`; what it records is carried back onto true time, as the harness's `to_real` carries a member's lines).
 
 Each node runs on the real driver loop (`elect.driver.Driver`, its `turn` called on virtual time, no thread)
 with an IO of simulated disks and links: it wakes on a timer granularity (default 1 ms), hands on its host's
@@ -226,7 +226,7 @@ class Simulation:
                 if g.state is RaftState.LEADER and g.serving:
                     # leadership ended at the crash, or at the lease end if that came first (a paused leader)
                     end = min(now, g.lease_until)
-                    self.history.append(Recorded(node, now, Fence(gid, end, "crashed")))
+                    self.history.append(self._on_true_time(n, Recorded(node, now, Fence(gid, end, "crashed"))))
         n.host = n.driver = n.outbox = n.elector = None
         n.up = False
         n.incarnation += 1
@@ -276,24 +276,6 @@ class Simulation:
         n.clock.set_rate(self.now, rate)
         if n.up and n.driver is not None and self.now >= n.paused_until:
             self._turn(n, self.now, (), tick=False)  # its timers were armed on the old rate: arm them again
-
-    def true_history(self) -> list[Recorded]:
-        """`history` on true time: what each node recorded on its own clock (its steps' times and its fences'
-        `until`) carried back through that clock's rates."""
-        nodes = self.nodes
-        if all(n.clock is None for n in nodes.values()):
-            return list(self.history)
-        out = []
-        for r in self.history:
-            clock = nodes[r.node].clock
-            if clock is None:
-                out.append(r)
-                continue
-            c = r.change
-            if isinstance(c, Fence):
-                c = Fence(c.role, clock.true(c.until), c.reason)
-            out.append(Recorded(r.node, clock.true(r.at), c))
-        return out
 
     def pause(self, node: str, duration: float) -> None:
         """Freeze ``node`` (SIGSTOP) for ``duration``: nothing is processed until it resumes."""
@@ -358,6 +340,17 @@ class Simulation:
 
     # ------------------------------------------------------------------ internals
 
+    def _on_true_time(self, n: _Node, r: Recorded) -> Recorded:
+        """What `n` records now on its own clock, on true time: the step's instant is now, and a fence's `until` is
+        carried back through the clock's rates."""
+        clock = n.clock
+        if clock is None:
+            return r
+        c = r.change
+        if isinstance(c, Fence):
+            c = Fence(c.role, clock.true(c.until), c.reason)
+        return Recorded(r.node, self.now, c)
+
     @staticmethod
     def _local(n: _Node, t: float) -> float:
         """True time `t` on `n`'s clock."""
@@ -379,14 +372,15 @@ class Simulation:
         history = self.history
 
         def record(ready: Ready[Message, HardState], now: float) -> None:
-            history.extend(Recorded(name, now, c) for c in ready.changes)
+            history.extend(self._on_true_time(n, Recorded(name, now, c)) for c in ready.changes)
 
         apply = record
         idle: Callable[[float], float] | None = None
         if self.electors:
             wants = self.interest.get(name, {})
             elector = n.elector = SimElector(name, host, history, lambda: self._local(n, self.now),
-                                             lambda p: [p] if wants.get(p, 1) > 0 else [], resume=self.resume)
+                                             lambda p: [p] if wants.get(p, 1) > 0 else [], resume=self.resume,
+                                             on_true_time=partial(self._on_true_time, n))
             apply, idle = elector.apply, elector.idle
         if self.ack_delay > 0:
             outbox = n.outbox = Outbox(host, partial(self._send_batches, name), ack_delay=self.ack_delay)

@@ -59,6 +59,15 @@ def test_clocks_far_outside_the_stated_bound_can_break_exclusivity() -> None:
     assert chaos("raft", 95).violations == ()
 
 
+def test_a_drifted_node_killed_is_judged_by_its_fence_at_the_kill() -> None:
+    """Seed 2447 (found by the first 100,000-seed run): n0, its clock slowed by a drift earlier, is killed at 5.238
+    s; its lines carry the fence of the crash, whose `until` (4.49 s, its lease end) is before the successors took
+    over. Stamped by a round trip through its clock, the line came a float step after the kill, so the checker
+    ended n0's leadership at the kill and saw 0.39 s of overlap that never was: a node's records are stamped with
+    the world's own instant now, and only a fence's `until` goes through its clock."""
+    assert chaos("raft", 2447).violations == ()
+
+
 def test_elect_bench_runs_raft_chaos_and_writes_its_report(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "elect", "bench", "sim-raft", "--trials", "5", "--out", str(out)],
