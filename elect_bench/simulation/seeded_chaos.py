@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from cas_lease import etcd, zookeeper
@@ -135,9 +135,11 @@ def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     return LeaseWorld(store, timing, members, seed, link, request_timeout=timeout)
 
 
+@cache
 def raft_options(shape: Shape) -> Any:
     """The options of a `raft://` member of the shape's group (`members` nodes, a partition per role) at an election
-    timeout of `ttl`, from the URL a real member is given."""
+    timeout of `ttl`, from the URL a real member is given. Made once per shape and process: making a URL takes free
+    ports (`elect_cluster.ports.free_ports`, which never hands out a port twice), and a seed needs none of them."""
     return runner.member_options("raft", runner.Shape(shape.members, shape.roles, 1), shape.ttl)
 
 
