@@ -214,40 +214,20 @@ def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None
     """The seed's schedule of faults against a group of `kind` (see `chaos`), run to its end, not judged."""
     world = build(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
                   prefetch=prefetch)
-    rng = random.Random(seed ^ 0x1EA5E)
-    names = list(world.members)
     ttl = shape.ttl
-    faults: list[FaultRecord] = []
 
-    def hit(fault: type[Fault], victim: str, act: Callable[[], None]) -> None:
-        faults.append(FaultRecord(world.now, fault.name, victim))
-        act()
-
-    for _ in range(shape.faults):
-        t = rng.uniform(0.5, shape.duration)
-        fault, victim = rng.choice(FAULTS), rng.choice(names)
-        act: Callable[[], None]
+    def act(fault: type[Fault], victim: str, t: float, rng: random.Random) -> Callable[[], None]:
         if fault is Kill or fault is Stop:  # then a start, as a supervisor would
-            act = partial(world.kill if fault is Kill else world.stop, victim)
             world.at(t + rng.uniform(0.05, 3 * ttl), partial(world.restart, victim))
-        elif fault is Pause:
-            act = partial(world.pause, victim, rng.uniform(0.1, 3 * ttl))
-        elif fault is Cut:  # then its heal
-            act = partial(world.cut, victim)
+            return partial(world.kill if fault is Kill else world.stop, victim)
+        if fault is Pause:
+            return partial(world.pause, victim, rng.uniform(0.1, 3 * ttl))
+        if fault is Cut:  # then its heal
             world.at(t + rng.uniform(0.1, 3 * ttl), partial(world.heal, victim))
-        else:
-            act = partial(world.freeze_store, rng.uniform(0.1, shape.longest_freeze * ttl))
-        world.at(t, partial(hit, fault, victim, act))
-    healed_at = shape.duration + 3 * ttl
+            return partial(world.cut, victim)
+        return partial(world.freeze_store, rng.uniform(0.1, shape.longest_freeze * ttl))
 
-    def heal_all() -> None:
-        world.heal()
-        for name in names:
-            world.restart(name)
-
-    world.at(healed_at, heal_all)
-    world.run_until(healed_at + 4 * leaderless_bound(kind, shape))
-    return Run(world, faults, healed_at)
+    return _nemesis(world, list(world.members), kind, seed, shape, FAULTS, act)
 
 
 def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift: float | None = None) -> Run:
@@ -259,44 +239,59 @@ def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift
     sim = raft_world(seed, shape, resume=resume)
     options = raft_options(shape)
     handover, max_drift = float(options.handover), float(options.max_drift if drift is None else drift)
-    rng = random.Random(seed ^ 0x1EA5E)
     names = list(sim.nodes)
     ttl = shape.ttl
+
+    def act(fault: type[Fault], victim: str, t: float, rng: random.Random) -> Callable[[], None]:
+        if fault is Kill or fault is Stop:  # then a start, as a supervisor would
+            sim.at(t + rng.uniform(0.05, 3 * ttl), partial(sim.restart, victim))
+            return partial(sim.crash, victim) if fault is Kill else partial(sim.stop, victim, handover)
+        if fault is Pause:
+            return partial(sim.pause, victim, rng.uniform(0.1, 3 * ttl))
+        if fault is Drift:  # then the true rate again
+            x = rng.choice((-0.5, 0.5)) if rng.random() < 0.5 else rng.uniform(-0.5, 0.5)
+            sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.set_rate, victim, 1.0))
+            return partial(sim.set_rate, victim, (1 + max_drift) ** x)
+        # both ways, or only what the victim sends, or only what it hears
+        others = [n for n in names if n != victim]
+        way = rng.randrange(3)
+        sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.heal, victim))
+        return partial(sim.cut, [victim] if way < 2 else others, others if way < 2 else [victim], way == 0)
+
+    return _nemesis(sim, names, "raft", seed, shape, RAFT_FAULTS, act)
+
+
+Act = Callable[[type[Fault], str, float, random.Random], Callable[[], None]]
+"""What a nemesis does for one drawn fault: `act(fault, victim, t, rng)` schedules what follows it (a restart, a
+heal) and returns what strikes at `t`."""
+
+
+def _nemesis(world: World, names: list[str], kind: str, seed: int, shape: Shape, kinds: tuple[type[Fault], ...],
+             act: Act) -> Run:
+    """`shape.faults` faults drawn from `kinds` (each at a drawn time, on a drawn member, carried out by `act`),
+    then everything healed (links, server, every member up) three TTLs after the last could strike, and the group
+    left to recover for four times its bound."""
+    rng = random.Random(seed ^ 0x1EA5E)
     faults: list[FaultRecord] = []
 
-    def hit(fault: type[Fault], victim: str, act: Callable[[], None]) -> None:
-        faults.append(FaultRecord(sim.now, fault.name, victim))
-        act()
+    def hit(fault: type[Fault], victim: str, strike: Callable[[], None]) -> None:
+        faults.append(FaultRecord(world.now, fault.name, victim))
+        strike()
 
     for _ in range(shape.faults):
         t = rng.uniform(0.5, shape.duration)
-        fault, victim = rng.choice(RAFT_FAULTS), rng.choice(names)
-        act: Callable[[], None]
-        if fault is Kill or fault is Stop:  # then a start, as a supervisor would
-            act = partial(sim.crash, victim) if fault is Kill else partial(sim.stop, victim, handover)
-            sim.at(t + rng.uniform(0.05, 3 * ttl), partial(sim.restart, victim))
-        elif fault is Pause:
-            act = partial(sim.pause, victim, rng.uniform(0.1, 3 * ttl))
-        elif fault is Drift:  # then the true rate again
-            x = rng.choice((-0.5, 0.5)) if rng.random() < 0.5 else rng.uniform(-0.5, 0.5)
-            act = partial(sim.set_rate, victim, (1 + max_drift) ** x)
-            sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.set_rate, victim, 1.0))
-        else:  # both ways, or only what the victim sends, or only what it hears
-            others = [n for n in names if n != victim]
-            way = rng.randrange(3)
-            act = partial(sim.cut, [victim] if way < 2 else others, others if way < 2 else [victim], way == 0)
-            sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.heal, victim))
-        sim.at(t, partial(hit, fault, victim, act))
-    healed_at = shape.duration + 3 * ttl
+        fault, victim = rng.choice(kinds), rng.choice(names)
+        world.at(t, partial(hit, fault, victim, act(fault, victim, t, rng)))
+    healed_at = shape.duration + 3 * shape.ttl
 
     def heal_all() -> None:
-        sim.heal()
+        world.heal()
         for name in names:
-            sim.restart(name)
+            world.restart(name)
 
-    sim.at(healed_at, heal_all)
-    sim.run_until(healed_at + 4 * leaderless_bound("raft", shape))
-    return Run(sim, faults, healed_at)
+    world.at(healed_at, heal_all)
+    world.run_until(healed_at + 4 * leaderless_bound(kind, shape))
+    return Run(world, faults, healed_at)
 
 
 def hashed_alike() -> bool:
