@@ -30,6 +30,7 @@ from elect_bench.simulation.seeded_chaos import (
     Outcome,
     Shape,
     chaos,
+    clock_bound,
     leaderless_bound,
     replay_pool,
 )
@@ -158,8 +159,18 @@ def provenance(result: ChaosResult) -> str:
             f"{s.first_seed}..{s.first_seed + s.seeds - 1}): {s.shape.members} members, {s.shape.roles} roles, "
             f"TTL (session timeout) {s.shape.ttl:g} s, {s.shape.faults} faults per seed over "
             f"{s.shape.duration:g} s, drawn from "
-            f"{', '.join(f.name for f in _faults(s.methods))}; every role must be led again within "
-            f"{bounds} s of the heal (per method, in order).")
+            f"{', '.join(f.name for f in _faults(s.methods))}{_beside(s.methods, s.shape)}; every role must be led "
+            f"again within {bounds} s of the heal (per method, in order).")
+
+
+def _beside(methods: tuple[str, ...], shape: Shape) -> str:
+    """The clock-rate episodes a lease or NELI seed draws beside its faults (`seeded_chaos.strike`)."""
+    if all(m in RAFT_KINDS for m in methods) or not shape.drifts:
+        return ""
+    bounds = ", ".join(f"{m} {clock_bound(m, shape):.3g}" for m in methods if m not in RAFT_KINDS)
+    return (f", and beside them {shape.drifts} drifts (a member's monotonic clock at (1 + max_drift) ** x of true "
+            f"time, |x| <= 1/2, for up to 3 TTLs; wall clocks stay true, as NTP keeps them; max_drift as each "
+            f"method states it: {bounds})")
 
 
 def _faults(methods: tuple[str, ...]) -> tuple[type[Fault], ...]:

@@ -19,7 +19,10 @@ the elector does around its core is done here the same way:
   that hears nothing for two thirds of its session timeout is SUSPENDED (every leadership fenced at once, as the
   elector does on the reporting thread); when it reconnects, a session the store ended is LOST: a new one begins.
 
-Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`) are scheduled with `at`. Freezing the
+Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`, `set_rate`) are scheduled with `at`. A member
+whose clock runs at another rate reads it for everything the elector and the client library time: its core, its
+deadlines, its request timeouts, a ZooKeeper client's pings and silence, and the lease end a keep-alive answer
+gives (its own send time plus the TTL); the store times sessions on its own (true) clock. Freezing the
 store's leader stops its service: an etcd store answers nothing until it wakes, then renews every lease (as a new
 etcd leader does). A ZooKeeper ensemble elects another leader after `ZK_ELECTION` seconds, which gives every
 session a fresh timeout and serves on; when the frozen leader wakes it expires, on its stale session tracker, the
@@ -103,7 +106,7 @@ class LeaseWorld(LinkedWorld[_Member]):
         m = self.members[name]
         if not m.up:
             return
-        m.keeper.fence_all(self.now, "killed")
+        m.keeper.fence_all(self.local(m), "killed")
         m.forget_session()
         m.up, m.core, m.driver, m.stopping = False, None, None, False
         m.incarnation += 1
@@ -122,8 +125,8 @@ class LeaseWorld(LinkedWorld[_Member]):
             self.kill(name)  # no session yet: nothing to hand over
             return
         m.stopping = True
-        m.core.stop(self.now)
-        self.at(self.now + limit, partial(self._exit, m, m.incarnation))
+        m.core.stop(self.local(m))
+        self.after(m, limit, partial(self._exit, m, m.incarnation))
         self._turn(m, [])
 
     def _exit(self, m: _Member, inc: int) -> None:
@@ -167,7 +170,7 @@ class LeaseWorld(LinkedWorld[_Member]):
             return
         m.sessions += 1
         session = m.opening = f"{m.name}.{m.incarnation}.{m.sessions}"
-        sent = self.now
+        sent = self.local(m)
         record = m.core.record(sent) if m.core is not None else MemberRecord(m.name, frozenset(m.roles))
 
         def register() -> None:
@@ -181,21 +184,22 @@ class LeaseWorld(LinkedWorld[_Member]):
                 self._open(m, inc)
 
         self.to_server(m, register)
-        self.at(sent + self.request_timeout, retry)
+        self.at_local(m, sent + self.request_timeout, retry)
 
     def _opened(self, m: _Member, inc: int, session: str, sent: float, mine: list[Observation]) -> None:
-        if m.opening != session or self.now >= sent + self.request_timeout:
+        now = self.local(m)
+        if m.opening != session or now >= sent + self.request_timeout:
             return  # given up on (`retry`): the store ends that session when it lapses
-        m.session, m.opening, m.session_down, m.suspended, m.heard_at = session, "", False, False, self.now
+        m.session, m.opening, m.session_down, m.suspended, m.heard_at = session, "", False, False, now
         lease_until = sent + self.store.session_ttl if self.kind == "etcd" else INF
         if m.core is None:
-            m.core = LeaseCore(m.name, session, self.timing, m.roles, self.now, lease_until)
+            m.core = LeaseCore(m.name, session, self.timing, m.roles, now, lease_until)
             io: FunctionIO[StoreAction, None] = FunctionIO(
                 apply=partial(self._apply, m), send=lambda actions, now: self._send(m, actions), halted=_raise,
                 idle=partial(self._idle, m))
             m.driver = Driver(m.core, io, name=f"sim-{m.name}", max_inbox=None, tick_every_turn=True)
         else:
-            m.core.rebind(session, self.now, lease_until)
+            m.core.rebind(session, now, lease_until)
         self._turn(m, list[LeaseInput](mine))
         if self.kind == "zookeeper":
             self._ping(m, inc, session)
@@ -221,7 +225,7 @@ class LeaseWorld(LinkedWorld[_Member]):
             for role in due:
                 core.released(role, now)
         if m.stopping and core.finished:
-            self.at(now, partial(self._exit, m, m.incarnation))
+            self.at(self.now, partial(self._exit, m, m.incarnation))
         nxt = m.keeper.next_deadline()
         return min(nxt, m.releases[0][0]) if m.releases else nxt
 
@@ -248,8 +252,8 @@ class LeaseWorld(LinkedWorld[_Member]):
             return
         if self.held(m, partial(self._request, m, inc, session, action, lane)):
             return
-        sent = self.now
-        deadline = sent + self.request_timeout
+        sent = self.local(m)
+        deadline = sent + self.request_timeout  # on the member's clock
         over = [False]
         ours = self._ours(m, session) if isinstance(action, Renew) else None
 
@@ -273,9 +277,9 @@ class LeaseWorld(LinkedWorld[_Member]):
             self.to_member(m, inc, lambda: answer(mine))
 
         def answer(mine: list[Observation], ok: bool = True) -> None:
-            if over[0] or m.session != session or self.now >= deadline:
+            if over[0] or m.session != session or self.local(m) >= deadline:
                 return  # reported failed at the timeout (the member's clock)
-            m.heard_at = self.now
+            m.heard_at = self.local(m)
             finish([*mine, Done(action, ok, sent)])
 
         def timeout() -> None:
@@ -283,7 +287,8 @@ class LeaseWorld(LinkedWorld[_Member]):
                 finish([Done(action, False, sent)])
 
         self.to_server(m, execute)
-        self.at(deadline, lambda: self.at(m.paused_until, timeout) if self.now < m.paused_until else timeout())
+        self.at_local(m, deadline,
+                      lambda: self.at(m.paused_until, timeout) if self.now < m.paused_until else timeout())
 
     def _ours(self, m: _Member, session: str) -> dict[Role, int]:
         """The roles whose keys `m`'s view has as its own (what a ZooKeeper renewal checks)."""
@@ -337,18 +342,18 @@ class LeaseWorld(LinkedWorld[_Member]):
             if not m.cut and self.now >= self.frozen_until:
                 self.store.touch(session, self.now)
                 self._watch_lapse(session)
-                m.heard_at = self.now
-            elif not m.suspended and self.now - m.heard_at >= self.store.session_ttl * SUSPEND_FRACTION:
+                m.heard_at = self.local(m)
+            elif not m.suspended and self.local(m) - m.heard_at >= self.store.session_ttl * SUSPEND_FRACTION:
                 self._suspend(m)
-        self.at(max(self.now, m.paused_until) + self.store.session_ttl * PING_FRACTION,
-                partial(self._ping, m, inc, session))
+        self.at_local(m, self.local(m, max(self.now, m.paused_until)) + self.store.session_ttl * PING_FRACTION,
+                      partial(self._ping, m, inc, session))
 
     def _suspend(self, m: _Member) -> None:
         """SUSPENDED: every leadership ends now, on the client's thread; the core stops until it renews."""
         m.suspended = True
-        m.keeper.fence_all(self.now, "suspended")
+        m.keeper.fence_all(self.local(m), "suspended")
         if m.core is not None:
-            m.core.suspended(self.now)
+            m.core.suspended(self.local(m))
             self._turn(m, [])
 
     def _reconnect(self, m: _Member, inc: int) -> None:
@@ -361,18 +366,18 @@ class LeaseWorld(LinkedWorld[_Member]):
             self._session_lost(m, inc, m.session)
             return
         m.suspended = False
-        m.heard_at = self.now
+        m.heard_at = self.local(m)
         self._catch_up(m)
 
     def _session_lost(self, m: _Member, inc: int, session: str) -> None:
         """The store no longer knows the session: every leadership ends, a new session opens."""
         if not self.current(m, inc) or m.session != session or m.session_down:
             return
-        m.keeper.fence_all(self.now, "session lost")
+        m.keeper.fence_all(self.local(m), "session lost")
         m.forget_session()
         m.session_down, m.suspended = True, False
         if m.core is not None:
-            m.core.suspended(self.now)
+            m.core.suspended(self.local(m))
             self._turn(m, [])
         self._open(m, inc)
 

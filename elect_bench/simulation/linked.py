@@ -6,6 +6,10 @@ A request sent now reaches the server after a drawn latency, unless the member's
 arrives; while the server is frozen it waits in the server's socket and is served when it wakes. An answer reaches
 the member after a drawn latency, unless the link is cut, or the process died or was restarted meanwhile; while the
 member is paused it waits in the member's socket until it resumes.
+
+A member may run on a clock of its own (`set_rate`, the harness's `drift`): whatever it reads and records is on
+that clock (`local`), and its timers are set on it (`after`, `at_local`: moved when the rate changes), while the
+server, the links and the faults keep true time.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from elect.driver import Driver
 from elect.roles import Role
+from elect_bench.simulation.clock import NodeClock, carried
 from elect_bench.simulation.keeper import Keeper
 from elect_bench.simulation.recorded import Recorded
 
@@ -29,7 +34,8 @@ INF = math.inf
 @dataclass
 class SimMember:
     """A simulated member's process: whether it runs (and which incarnation: a restart makes older callbacks stale),
-    its link, a pause, its driver and when it next wakes, and its leaderships."""
+    its link, a pause, its driver and when it next wakes (on its clock), its leaderships, and its machine's clock
+    (None: true time)."""
 
     name: str
     roles: tuple[Role, ...]
@@ -40,6 +46,19 @@ class SimMember:
     paused_until: float = -INF
     driver: Driver[Any, Any, None] | None = None
     wake_at: float = INF
+    clock: NodeClock | None = None
+
+
+@dataclass(slots=True)
+class _Timer:
+    """A member's timer, due when its clock reads `local` (moved when the clock's rate changes)."""
+
+    member: SimMember
+    local: float
+    fn: Callable[[], None]
+
+    def __call__(self) -> None:
+        self.fn()
 
 
 M = TypeVar("M", bound=SimMember)
@@ -96,8 +115,9 @@ class LinkedWorld(Generic[M]):
         self._seq = 0
 
     def start_all(self, jitter: float) -> None:
-        """Every member starts within `jitter` seconds."""
-        for name in self.members:
+        """Every member starts within `jitter` seconds; each records onto true time (see `set_rate`)."""
+        for name, m in self.members.items():
+            m.keeper.on_true_time = partial(self._carried, m)
             self.at(self.rng.random() * jitter, partial(self._start, name))
 
     def _start(self, name: str) -> None:
@@ -107,6 +127,37 @@ class LinkedWorld(Generic[M]):
         """Run `fn` at virtual time `t` (faults, probes)."""
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, fn))
+
+    def local(self, m: SimMember, t: float | None = None) -> float:
+        """True time `t` (now) on `m`'s clock."""
+        t = self.now if t is None else t
+        return t if m.clock is None else m.clock.local(t)
+
+    def true_at(self, m: SimMember, local: float) -> float:
+        """When `m`'s clock reads `local`, in true time."""
+        return local if m.clock is None else m.clock.true(local)
+
+    def at_local(self, m: SimMember, local: float, fn: Callable[[], None]) -> None:
+        """Run `fn` when `m`'s clock reads `local` (a timer of its process)."""
+        self.at(local if m.clock is None else max(self.now, m.clock.true(local)), _Timer(m, local, fn))
+
+    def after(self, m: SimMember, seconds: float, fn: Callable[[], None]) -> None:
+        """Run `fn` once `seconds` passed on `m`'s clock."""
+        self.at_local(m, self.local(m) + seconds, fn)
+
+    def set_rate(self, name: str, rate: float) -> None:
+        """From now on member `name`'s clock runs at `rate` of true time (until set again); its timers move."""
+        m = self.members[name]
+        clock = m.clock
+        if clock is None:
+            clock = m.clock = NodeClock()
+        clock.set_rate(self.now, rate)
+        self._heap[:] = [(max(self.now, clock.true(fn.local)), seq, fn) if isinstance(fn, _Timer) and fn.member is m
+                         else (t, seq, fn) for t, seq, fn in self._heap]  # in place: `run_until` holds it
+        heapq.heapify(self._heap)
+
+    def _carried(self, m: SimMember, r: Recorded) -> Recorded:
+        return carried(m.clock, self.now, r)
 
     def run_until(self, t: float) -> None:
         heap = self._heap
@@ -145,7 +196,7 @@ class LinkedWorld(Generic[M]):
         out: dict[Role, list[str]] = {}
         for m in self.members.values():
             if m.up:
-                for role in m.keeper.leading(self.now):
+                for role in m.keeper.leading(self.local(m)):
                     out.setdefault(role, []).append(m.name)
         return out
 
@@ -157,12 +208,13 @@ class LinkedWorld(Generic[M]):
             inc = m.incarnation
             self.at(m.paused_until, lambda: self._turn(m, inputs) if self.current(m, inc) else None)
             return
-        wake, extra = m.driver.turn(self.now, [inputs] if inputs else ())
-        at = max(min(wake, extra), self.now)
-        if at < m.wake_at or m.wake_at < self.now:
+        now = self.local(m)
+        wake, extra = m.driver.turn(now, [inputs] if inputs else ())
+        at = max(min(wake, extra), now)
+        if at < m.wake_at or m.wake_at < now:
             m.wake_at = at
             if at < INF:
-                self.at(at, partial(self._wake, m, m.incarnation, at))
+                self.at_local(m, at, partial(self._wake, m, m.incarnation, at))
 
     def _wake(self, m: M, inc: int, at: float) -> None:
         if self.current(m, inc) and m.wake_at == at:

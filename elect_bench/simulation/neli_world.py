@@ -20,12 +20,17 @@ rounds, or KIP-848). What the elector and librdkafka do around the core is done 
   it (the elector's `_at_end`): a newer answer may have moved it while its records are still on their way. With
   `prefetch=False` an answer's records are read as it arrives, against its own high watermark (a consumer that
   fetches only when the last answer was read: the model before 2026-11-28, kept for the seeds it found).
-- **The producer** appends each heartbeat the core publishes, stamped with the sender's wall clock (the virtual
-  clock here: all members share one machine's clocks, as the soaks do). A record sent while the member is cut waits
-  in its queue until the link heals or its message timeout passes (the heartbeat timeout), then goes out late.
+- **The producer** appends each heartbeat the core publishes, stamped with the sender's wall clock, and the poll
+  loop hands each record on with the receiver's: true time here, as NTP keeps machines' wall clocks within
+  milliseconds (a `drift` runs a member's monotonic clock at another rate; the harness's libfaketime skews the
+  wall clock too, an offset that grows with the hold, which NELI tolerates only up to `T x max_drift`:
+  docs/clocks.md). A record sent while the member is cut waits in its queue until the link heals or its message
+  timeout passes (the heartbeat timeout), then goes out late.
 - **Leaderships** are kept by `elect_bench.simulation.keeper.Keeper` as `BaseElector` keeps them.
 
-Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`: the broker) are scheduled with `at`. A
+Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`: the broker, `set_rate`: a member's clock)
+are scheduled with `at`. A member's clock times its core, deadlines, group heartbeats and session check, and its
+producer's message timeout; the broker times sessions and fetch waits on its own (true) clock. A
 frozen broker serves nothing until it wakes; then it serves the requests its sockets held in a drawn order and
 expires the sessions it had not heard from, in an order drawn among them (a real one races the two).
 """
@@ -112,7 +117,7 @@ class NeliWorld(LinkedWorld[_Member]):
         m = self.members[name]
         if not m.up:
             return
-        m.keeper.fence_all(self.now, "killed")
+        m.keeper.fence_all(self.local(m), "killed")
         self._parked.pop(name, None)
         m.up, m.core, m.driver, m.membership, m.stopping = False, None, None, None, False
         m.member_id, m.in_group, m.joining, m.fetching, m.polling = None, False, False, False, False
@@ -135,8 +140,8 @@ class NeliWorld(LinkedWorld[_Member]):
         assert core is not None and membership is not None
         m.stopping = True
         core.stop()
-        self.at(self.now + limit, partial(self._exit, m, m.incarnation))
-        if membership.stop(self.now, m.in_group, None) is Move.LEAVE:
+        self.after(m, limit, partial(self._exit, m, m.incarnation))
+        if membership.stop(self.local(m), m.in_group, None) is Move.LEAVE:
             self._leave(m)
         self._turn(m, [])
 
@@ -155,7 +160,7 @@ class NeliWorld(LinkedWorld[_Member]):
         m.up = True
         m.incarnation += 1
         m.paused_until = m.blocked_until = -INF
-        m.heard_at = self.now
+        m.heard_at = self.local(m)
         m.core = NeliCore(group=o.group_id, member=m.name, instance=f"{m.name}.{m.incarnation}",
                           partitions=self.partitions, roles=m.roles, **o.core_settings())
         m.membership = Membership(o.rejoin, o.session_timeout, can_park=False)
@@ -174,7 +179,7 @@ class NeliWorld(LinkedWorld[_Member]):
         """The elector's `_apply_ready`: an exclusive mode's revocation holds the loop until the callbacks returned."""
         m.keeper.apply(ready.changes, now)
         if self.options.exclusive and any(isinstance(c, Revoke) for c in ready.changes):
-            m.blocked_until = now + self.revoke_delay
+            m.blocked_until = self.true_at(m, now + self.revoke_delay)
 
     def _idle(self, m: _Member, now: float) -> float:
         """The deadline timer, and the end of a stop (once nothing is led, or its time ran out)."""
@@ -182,7 +187,7 @@ class NeliWorld(LinkedWorld[_Member]):
         core, membership = m.core, m.membership
         if m.stopping and core is not None and membership is not None and \
                 membership.due(now, bool(core.leading_partitions())) is Move.FINISH:
-            self.at(now, partial(self._exit, m, m.incarnation))
+            self.at(self.now, partial(self._exit, m, m.incarnation))
         return m.keeper.next_deadline()
 
     def _after_barrier(self, m: _Member, fn: Callable[[], None]) -> None:
@@ -205,8 +210,8 @@ class NeliWorld(LinkedWorld[_Member]):
     def _produce(self, m: _Member, partition: int, record: HeartbeatRecord, inc: int) -> None:
         if not self.current(m, inc):
             return
-        if m.cut:  # waits in the producer's queue for the link, until its message timeout
-            m.unsent.append((self.now + self.options.timeout, partition, record))
+        if m.cut:  # waits in the producer's queue for the link, until its message timeout (on its clock)
+            m.unsent.append((self.local(m) + self.options.timeout, partition, record))
             return
         self.to_server(m, partial(self._append, partition, record))
 
@@ -310,9 +315,9 @@ class NeliWorld(LinkedWorld[_Member]):
             return
         if self.held(m, partial(self._reconnect, m, inc)):
             return
-        queued, m.unsent = m.unsent, []
+        queued, m.unsent, now = m.unsent, [], self.local(m)
         for expires, partition, record in queued:
-            if self.now < expires:
+            if now < expires:
                 self.to_server(m, partial(self._append, partition, record))
         m.fetching = False
         self._fetch(m)
@@ -324,24 +329,24 @@ class NeliWorld(LinkedWorld[_Member]):
             return
         if self.held(m, partial(self._group_tick, m, inc)):
             return
-        o = self.options
-        if m.joining and self.now - m.join_sent >= o.session_timeout:
+        o, now = self.options, self.local(m)
+        if m.joining and now - m.join_sent >= o.session_timeout:
             m.joining = False  # no answer: try again
-        if self.local_session_check and m.in_group and not m.joining and self.now - m.heard_at >= o.session_timeout:
+        if self.local_session_check and m.in_group and not m.joining and now - m.heard_at >= o.session_timeout:
             self._lose(m)  # librdkafka's session timeout: the assignment is lost
         if not m.stopping and self.now >= m.blocked_until:
             if not m.in_group and not m.joining:
                 self._join(m)
             elif m.in_group and not m.joining:
                 self._heartbeat(m)
-        self.at(self.now + o.group_interval, partial(self._group_tick, m, inc))
+        self.after(m, o.group_interval, partial(self._group_tick, m, inc))
 
     def _owned(self, m: _Member) -> frozenset[int]:
         return m.core.owned if m.core is not None else frozenset()
 
     def _join(self, m: _Member) -> None:
         """Join the group: a JoinGroup (classic), a first heartbeat (KIP-848)."""
-        m.joining, m.join_sent = True, self.now
+        m.joining, m.join_sent = True, self.local(m)
         m.requests += 1
         inc, request, owned, member_id = m.incarnation, m.requests, self._owned(m), m.member_id
 
@@ -381,7 +386,7 @@ class NeliWorld(LinkedWorld[_Member]):
         """The coordinator's answer reached the member's group client."""
         if request != m.requests or m.stopping:
             return  # an answer to an earlier join: the member has joined again since
-        m.heard_at = self.now
+        m.heard_at = self.local(m)
         if isinstance(answer, Unknown):
             self._lose(m)
         elif isinstance(answer, Rebalancing):
@@ -393,7 +398,7 @@ class NeliWorld(LinkedWorld[_Member]):
 
     def _rejoin(self, m: _Member) -> None:
         """A classic round began: eager gives everything up first, cooperative joins keeping what it owns."""
-        m.joining, m.join_sent = True, self.now
+        m.joining, m.join_sent = True, self.local(m)
         if self.protocol == "eager" and self._owned(m):
             self._give_up(m, self._owned(m))
         self._after_barrier(m, lambda: self._join(m))
@@ -407,7 +412,7 @@ class NeliWorld(LinkedWorld[_Member]):
         if revoked:
             self._give_up(m, revoked)
             if self.protocol == "cooperative":
-                m.joining, m.join_sent = True, self.now
+                m.joining, m.join_sent = True, self.local(m)
                 self._after_barrier(m, lambda: self._join(m))
                 return
             if self.protocol == "consumer":
@@ -423,7 +428,7 @@ class NeliWorld(LinkedWorld[_Member]):
             m.positions[p] = max(0, len(self.log[p]) - READ_BACK)
         self._turn(m, [neli.Assigned(tuple(added))])
         if held and m.core is not None and m.driver is not None:
-            m.core.beat_now(self.now)
+            m.core.beat_now(self.local(m))
             self._turn(m, [])
         self._fetch(m)
 

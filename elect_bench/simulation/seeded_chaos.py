@@ -4,7 +4,8 @@ their electors: the core, and the member's own policy that keeps the application
 
 One seed draws a schedule of faults (the real harness's fault names: `kill` then a restart, `stop` then a start,
 `pause`, `cut` then its heal, `infra-pause`: the store or broker frozen; Raft has no server, and its cuts are one
-way or both) over `duration` seconds, heals everything (links, server, every member up) three TTLs later, and runs
+way or both; `drift`: a member's clock at another rate for a while, within the bound the method states) over
+`duration` seconds, heals everything (links, server, every member up) three TTLs later, and runs
 on until the group has had time to recover. The
 members' event lines (`lines_of`) are judged by `elect_bench.checker.check` as a real run's are: no two members
 lead a role at once (or, for NELI full above its exclusivity bound, not for longer than T), tokens only grow, and
@@ -75,6 +76,8 @@ class Shape:
     duration: float = 8.0
     faults: int = 5
     longest_freeze: float = 2.0
+    drifts: int = 2
+    """Clock-rate episodes drawn beside the faults against a lease or NELI group (Raft draws `drift` among them)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,27 @@ def raft_world(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Sim
                              electors=True, resume=resume)
 
 
+def clock_bound(kind: str, shape: Shape) -> float:
+    """The clock-rate difference a member of `kind` tolerates at the shape's TTL (`Characteristics.max_drift`); NELI
+    full above its exclusivity bound states none (its overlap bound rests on wall clocks too): the harness's own
+    `drift` rate stands in (`Drift.rate`, inside every bound stated here)."""
+    if kind in NELI_KINDS:
+        bound = kafka_options(kind, shape)[0].max_drift
+        return 1 / Drift.rate - 1 if bound is None else bound
+    if kind == "etcd":
+        return EtcdOptions(endpoints=("sim:2379",), ttl=shape.ttl).max_drift
+    if kind == "zookeeper":
+        return ZooKeeperOptions(hosts=("sim:2181",), session_timeout=shape.ttl).max_drift
+    return float(raft_options(shape).max_drift)
+
+
+def drift_rate(rng: random.Random, bound: float) -> float:
+    """A drifting clock's rate: (1 + bound) ** x, x within +-1/2 (half the time at either end), so any two clocks'
+    rates stay within `bound` however drifts overlap."""
+    x = rng.choice((-0.5, 0.5)) if rng.random() < 0.5 else rng.uniform(-0.5, 0.5)
+    return float((1 + bound) ** x)
+
+
 def leaderless_bound(kind: str, shape: Shape) -> float:
     """How long after the heal a role may stay unled. Leases: members restarted at the heal open sessions, and a
     role whose holder died is taken once its silence was timed (a TTL), plus the renewal that shows it (slack of a
@@ -195,13 +219,14 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke; `prefetch=False`, NELI members that read a
     fetch answer as it arrives (`NeliWorld`), the model that found kafka-full's stale own record; `resume=False`,
     Raft nodes that leave the lapsed roles of a group they still lead unled (`raft_priority.renewals`), the design a
-    soak found leaving roles leaderless for minutes; `drift`, Raft clocks whose rates differ by up to that much
-    (instead of the bound the method states)."""
+    soak found leaving roles leaderless for minutes; `drift`, clocks whose rates differ by up to that much (instead
+    of the bound the method states; 0: every clock true, and a lease or NELI seed's history as before clocks were
+    simulated)."""
     if kind in RAFT_KINDS:
         done = raft_strike(seed, shape, resume=resume, drift=drift)
     else:
         done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
-                      prefetch=prefetch)
+                      prefetch=prefetch, drift=drift)
     history = done.history()
     bound = promise(kind, shape)
     found = check(history, exclusive=not bound, max_overlap=bound or None,
@@ -210,11 +235,15 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
 
 
 def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
-           renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True) -> Run:
-    """The seed's schedule of faults against a group of `kind` (see `chaos`), run to its end, not judged."""
+           renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
+           drift: float | None = None) -> Run:
+    """The seed's schedule of faults against a group of `kind` (see `chaos`), run to its end, not judged; beside
+    it `shape.drifts` clocks at another rate for a while (`drift_rate` within `clock_bound`, or `drift`), drawn
+    from a stream of their own, so the other faults fall as the seed drew them before clocks were simulated."""
     world = build(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
                   prefetch=prefetch)
     ttl = shape.ttl
+    bound = clock_bound(kind, shape) if drift is None else drift
 
     def act(fault: type[Fault], victim: str, t: float, rng: random.Random) -> Callable[[], None]:
         if fault is Kill or fault is Stop:  # then a start, as a supervisor would
@@ -225,9 +254,14 @@ def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None
         if fault is Cut:  # then its heal
             world.at(t + rng.uniform(0.1, 3 * ttl), partial(world.heal, victim))
             return partial(world.cut, victim)
+        if fault is Drift:  # then the true rate again
+            rate = drift_rate(rng, bound)
+            world.at(t + rng.uniform(0.1, 3 * ttl), partial(world.set_rate, victim, 1.0))
+            return partial(world.set_rate, victim, rate)
         return partial(world.freeze_store, rng.uniform(0.1, shape.longest_freeze * ttl))
 
-    return _nemesis(world, list(world.members), kind, seed, shape, FAULTS, act)
+    drifts = shape.drifts if bound > 0 else 0
+    return _nemesis(world, list(world.members), kind, seed, shape, FAULTS, act, (drifts, (Drift,), seed ^ 0xD21F7))
 
 
 def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift: float | None = None) -> Run:
@@ -249,9 +283,9 @@ def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift
         if fault is Pause:
             return partial(sim.pause, victim, rng.uniform(0.1, 3 * ttl))
         if fault is Drift:  # then the true rate again
-            x = rng.choice((-0.5, 0.5)) if rng.random() < 0.5 else rng.uniform(-0.5, 0.5)
+            rate = drift_rate(rng, max_drift)
             sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.set_rate, victim, 1.0))
-            return partial(sim.set_rate, victim, (1 + max_drift) ** x)
+            return partial(sim.set_rate, victim, rate)
         # both ways, or only what the victim sends, or only what it hears
         others = [n for n in names if n != victim]
         way = rng.randrange(3)
@@ -266,22 +300,27 @@ Act = Callable[[type[Fault], str, float, random.Random], Callable[[], None]]
 heal) and returns what strikes at `t`."""
 
 
+Beside = tuple[int, tuple[type[Fault], ...], int]
+"""Faults drawn beside a nemesis's own, from a stream of their own: (how many, of which kinds, the stream's seed)."""
+
+
 def _nemesis(world: World, names: list[str], kind: str, seed: int, shape: Shape, kinds: tuple[type[Fault], ...],
-             act: Act) -> Run:
+             act: Act, beside: Beside = (0, (), 0)) -> Run:
     """`shape.faults` faults drawn from `kinds` (each at a drawn time, on a drawn member, carried out by `act`),
-    then everything healed (links, server, every member up) three TTLs after the last could strike, and the group
-    left to recover for four times its bound."""
-    rng = random.Random(seed ^ 0x1EA5E)
+    and those drawn `beside` them, then everything healed (links, server, every member up) three TTLs after the
+    last could strike, and the group left to recover for four times its bound."""
     faults: list[FaultRecord] = []
 
     def hit(fault: type[Fault], victim: str, strike: Callable[[], None]) -> None:
         faults.append(FaultRecord(world.now, fault.name, victim))
         strike()
 
-    for _ in range(shape.faults):
-        t = rng.uniform(0.5, shape.duration)
-        fault, victim = rng.choice(kinds), rng.choice(names)
-        world.at(t, partial(hit, fault, victim, act(fault, victim, t, rng)))
+    for count, drawn_from, stream in ((shape.faults, kinds, seed ^ 0x1EA5E), beside):
+        rng = random.Random(stream)
+        for _ in range(count):
+            t = rng.uniform(0.5, shape.duration)
+            fault, victim = rng.choice(drawn_from), rng.choice(names)
+            world.at(t, partial(hit, fault, victim, act(fault, victim, t, rng)))
     healed_at = shape.duration + 3 * shape.ttl
 
     def heal_all() -> None:
@@ -316,10 +355,11 @@ def replay_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
 
 
 def replay(kind: str, seed: int, shape: Shape = Shape(), *, renewal_checks: bool = True,
-           trust_store_expiry: bool = False) -> Outcome:
+           trust_store_expiry: bool = False, drift: float | None = None) -> Outcome:
     """`chaos(kind, seed, shape, ...)` exactly as `elect bench sim-lease` ran it (in a process with fixed string
     hashing: this one if it has it, else a fresh one)."""
-    run = partial(chaos, kind, seed, shape, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry)
+    run = partial(chaos, kind, seed, shape, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
+                  drift=drift)
     if hashed_alike():
         return run()
     with replay_pool(1) as pool:

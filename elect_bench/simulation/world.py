@@ -29,7 +29,6 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,6 +37,7 @@ from typing import cast
 from elect.core import Fence, Ready
 from elect.driver import Driver, FunctionIO
 from elect.roles import Role
+from elect_bench.simulation.clock import NodeClock, carried
 from elect_bench.simulation.raft_elector import SimElector
 from elect_bench.simulation.recorded import Recorded
 from raft_priority.config import GroupSpec, RaftConfig
@@ -93,38 +93,6 @@ def _never(now: float) -> float:
 
 def _raise(error: Exception) -> None:  # pragma: no cover - a simulated disk never refuses; a bug raises at once
     raise AssertionError(error)
-
-
-class NodeClock:
-    """A node's monotonic clock: from each rate change on, local = local_at + rate x (true - true_at). A node keeps
-    its clock across restarts (the machine's). Times before the first change are true times."""
-
-    __slots__ = ("local_at", "rate", "true_at")
-
-    def __init__(self) -> None:
-        self.true_at: list[float] = [0.0]
-        self.local_at: list[float] = [0.0]
-        self.rate: list[float] = [1.0]
-
-    def set_rate(self, now: float, rate: float) -> None:
-        self.local_at.append(self.local(now))
-        self.true_at.append(now)
-        self.rate.append(rate)
-
-    def local(self, t: float) -> float:
-        i = bisect_right(self.true_at, t) - 1 if t < self.true_at[-1] else len(self.true_at) - 1
-        return self.local_at[i] + self.rate[i] * (t - self.true_at[i])
-
-    def true(self, local: float) -> float:
-        """The first true time at which the clock reads `local` (no earlier: a wake-up armed there finds its timer
-        due, whatever the rounding)."""
-        if local >= INF:
-            return INF
-        i = max(bisect_right(self.local_at, local) - 1 if local < self.local_at[-1] else len(self.local_at) - 1, 0)
-        t = self.true_at[i] + (local - self.local_at[i]) / self.rate[i]
-        while self.local(t) < local:
-            t = math.nextafter(t, INF)
-        return t
 
 
 @dataclass(slots=True)
@@ -341,15 +309,8 @@ class Simulation:
     # ------------------------------------------------------------------ internals
 
     def _on_true_time(self, n: _Node, r: Recorded) -> Recorded:
-        """What `n` records now on its own clock, on true time: the step's instant is now, and a fence's `until` is
-        carried back through the clock's rates."""
-        clock = n.clock
-        if clock is None:
-            return r
-        c = r.change
-        if isinstance(c, Fence):
-            c = Fence(c.role, clock.true(c.until), c.reason)
-        return Recorded(r.node, self.now, c)
+        """What `n` records now on its own clock, on true time (`carried`)."""
+        return carried(n.clock, self.now, r)
 
     @staticmethod
     def _local(n: _Node, t: float) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,10 @@ from sim_kills import kill_a_leader
 from elect.errors import ConfigError
 from elect_bench.simulation import chaos_runner
 from elect_bench.simulation.chaos_runner import ChaosScenario
-from elect_bench.simulation.seeded_chaos import LEASE_KINDS, chaos, replay
+from elect_bench.simulation.seeded_chaos import LEASE_KINDS, build, chaos, replay
 
+# A seed found before members' clocks were simulated replays as found with `drift=0` (no clock-rate episodes drawn
+# beside its faults: the schedule that found it, event for event).
 SEEDS = 200  # per store: 4-7 s each on an idle machine (`elect bench sim-lease` runs as many as asked)
 
 
@@ -42,8 +45,8 @@ def test_without_its_renewal_checks_a_zookeeper_member_cut_off_resumes_a_role_ta
     yet, its renewal succeeds, and it resumes a role under its old token beside the new holder. With the checks
     the renewal is refused and shows the node as it is now (seed 570 of the default shape; 8 of seeds 400-1399
     break without the checks, none with them)."""
-    assert replay("zookeeper", 570).violations == ()
-    broken = replay("zookeeper", 570, renewal_checks=False).violations
+    assert replay("zookeeper", 570, drift=0).violations == ()
+    broken = replay("zookeeper", 570, renewal_checks=False, drift=0).violations
     assert {v.kind for v in broken} >= {"overlap", "token"}
 
 
@@ -52,8 +55,8 @@ def test_the_soaks_finding_of_a_woken_zookeeper_leader_is_reproduced_against_the
     leader woke: it expired live sessions on its stale tracker and committed that, and the role nodes, ephemeral
     then, went with them. Simulated against that design (the core trusting the store's expiry), seed 179 breaks the
     same way; against today's (persistent role nodes, silence timed by the members) it does not."""
-    assert replay("zookeeper", 179).violations == ()
-    outcome = replay("zookeeper", 179, trust_store_expiry=True)
+    assert replay("zookeeper", 179, drift=0).violations == ()
+    outcome = replay("zookeeper", 179, trust_store_expiry=True, drift=0)
     woke = [f.mono for f in outcome.faults if f.kind == "infra-pause"]
     overlaps = [v for v in outcome.violations if v.kind == "overlap"]
     assert overlaps and all(v.at > woke[0] for v in overlaps)
@@ -79,7 +82,7 @@ def test_elect_bench_runs_seeded_chaos_and_writes_its_report(tmp_path: Path) -> 
     assert [s["method"] for s in data["summary"]] == ["etcd", "zookeeper"]
     assert all(s["seeds"] == 6 and s["violating"] == 0 for s in data["summary"])
     assert data["scenario"]["shape"]["members"] == 4
-    assert "| etcd | 6 | 30 | 0 | - |" in (out / "report.md").read_text()
+    assert "| etcd | 6 | 42 | 0 | - |" in (out / "report.md").read_text()  # 5 faults and 2 drifts per seed
 
 
 def test_seeds_run_over_processes_with_the_same_outcomes_as_one() -> None:
@@ -97,3 +100,26 @@ def test_bad_chaos_scenarios_are_refused() -> None:
         ChaosScenario.from_mapping({"seeds": 0})
     with pytest.raises(ConfigError, match="unknown chaos scenario keys: trials"):
         ChaosScenario.from_mapping({"trials": 3})
+
+
+@pytest.mark.parametrize(("kind", "seed"), [("etcd", 1), ("zookeeper", 1)])
+def test_clocks_further_apart_than_the_stated_bound_break_exclusivity(kind: str, seed: int) -> None:
+    """What `max_drift` is for: the seed's two drifts within the bound the lease timings state (1/3) keep every
+    promise; at 3 (rates up to 2 apart) a contender whose clock runs twice as fast times out the silence of a
+    leader cut from the store (etcd: m2 from 5.52 s, m0 cut at 5.31 s) and takes its roles while it still leads."""
+    assert chaos(kind, seed).violations == ()
+    assert "overlap" in {v.kind for v in chaos(kind, seed, drift=3.0).violations}
+
+
+def test_a_timer_set_on_a_members_clock_moves_when_its_rate_changes() -> None:
+    """A member's timer is due when its own clock reads the time: set for 1 s on, then the clock halved at 0.5 s, it
+    fires at 1.5 s of true time; what the member records is stamped in true time."""
+    world = build("etcd", 0)
+    m = world.members["m0"]
+    fired: list[float] = []
+    world.after(m, 1.0, lambda: fired.append(world.now))
+    world.at(0.5, partial(world.set_rate, "m0", 0.5))
+    world.run_until(3.0)
+    assert fired == [pytest.approx(1.5)]
+    assert world.local(m) == pytest.approx(0.5 + 2.5 * 0.5)
+    assert all(r.at <= world.now for r in world.history)
