@@ -22,10 +22,10 @@ rounds, or KIP-848). What the elector and librdkafka do around the core is done 
   fetches only when the last answer was read: the model before 2026-11-28, kept for the seeds it found).
 - **The producer** appends each heartbeat the core publishes, stamped with the sender's wall clock, and the poll
   loop hands each record on with the receiver's: true time here, as NTP keeps machines' wall clocks within
-  milliseconds (a `drift` runs a member's monotonic clock at another rate; the harness's libfaketime skews the
-  wall clock too, an offset that grows with the hold, which NELI tolerates only up to `T x max_drift`:
-  docs/clocks.md). A record sent while the member is cut waits in its queue until the link heals or its message
-  timeout passes (the heartbeat timeout), then goes out late.
+  milliseconds (a `drift` runs a member's monotonic clock at another rate). With `skewed_walls` a member's wall
+  clock is its drifting clock, as under the harness's libfaketime: an offset that grows with the hold, which fast
+  mode tolerates only up to `T x max_drift` (docs/clocks.md). A record sent while the member is cut waits in its queue
+  until the link heals or its message timeout passes (the heartbeat timeout), then goes out late.
 - **Leaderships** are kept by `elect_bench.simulation.keeper.Keeper` as `BaseElector` keeps them.
 
 Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`: the broker, `set_rate`: a member's clock)
@@ -89,7 +89,8 @@ class NeliWorld(LinkedWorld[_Member]):
 
     def __init__(self, options: KafkaOptions, protocol: Protocol, members: Mapping[str, Sequence[Role]], seed: int,
                  link: ServerLink | None = None, *, partitions: int = 12, revoke_delay: float = 0.002,
-                 start_jitter: float = 0.1, local_session_check: bool = True, prefetch: bool = True) -> None:
+                 start_jitter: float = 0.1, local_session_check: bool = True, prefetch: bool = True,
+                 skewed_walls: bool = False) -> None:
         super().__init__(seed, link or ServerLink(), wake_spread=WAKE_SPREAD)
         self.options = options
         self.protocol = protocol
@@ -97,6 +98,7 @@ class NeliWorld(LinkedWorld[_Member]):
         self.revoke_delay = revoke_delay
         self.local_session_check = local_session_check
         self.prefetch = prefetch
+        self.skewed_walls = skewed_walls
         self.group = GroupCoordinator(protocol, partitions, options.session_timeout)
         self.log: list[list[HeartbeatRecord]] = [[] for _ in range(partitions)]
         self.members = {name: _Member(name, tuple(roles), Keeper(name, self.history))
@@ -190,6 +192,11 @@ class NeliWorld(LinkedWorld[_Member]):
             self.at(self.now, partial(self._exit, m, m.incarnation))
         return m.keeper.next_deadline()
 
+    def _wall(self, m: _Member, t: float | None = None) -> float:
+        """`m`'s wall clock at true time `t` (now): true time, or with `skewed_walls` its own clock."""
+        t = self.now if t is None else t
+        return self.local(m, t) if self.skewed_walls else t
+
     def _after_barrier(self, m: _Member, fn: Callable[[], None]) -> None:
         """`fn` once the Revoked callbacks of the last revocation returned."""
         inc = m.incarnation
@@ -201,7 +208,7 @@ class NeliWorld(LinkedWorld[_Member]):
         for publish in out:
             hb = publish.heartbeat
             record = HeartbeatRecord(group=hb.group, member=hb.member, instance=hb.instance, epoch=hb.epoch,
-                                     sent=hb.sent, token=hb.token, released=hb.released, wall=at)
+                                     sent=hb.sent, token=hb.token, released=hb.released, wall=self._wall(m, at))
             if at > self.now:
                 self.at(at, partial(self._produce, m, publish.partition, record, m.incarnation))
             else:
@@ -281,7 +288,7 @@ class NeliWorld(LinkedWorld[_Member]):
             if at is None or at < first:
                 continue
             for offset in range(at, first + len(batch)):
-                read.append(Received(p, offset, batch[offset - first], self.now, offset + 1 >= high))
+                read.append(Received(p, offset, batch[offset - first], self._wall(m), offset + 1 >= high))
             m.positions[p] = max(at, first + len(batch))
         if read:
             self._turn(m, read)
@@ -299,10 +306,10 @@ class NeliWorld(LinkedWorld[_Member]):
         if self.held(m, partial(self._poll, m, inc)):
             return
         m.polling = False
-        now = self.now
+        now, wall = self.now, self._wall(m)
         taken = [f for f in m.fetched if f[0] <= now]
         m.fetched = [f for f in m.fetched if f[0] > now]
-        read: list[NeliInput] = [Received(p, offset, record, now, offset + 1 >= m.high.get(p, 0))
+        read: list[NeliInput] = [Received(p, offset, record, wall, offset + 1 >= m.high.get(p, 0))
                                  for _, p, offset, record in taken if p in m.positions]
         if read:
             self._turn(m, read)

@@ -113,17 +113,19 @@ def kafka_options(kind: str, shape: Shape) -> tuple[KafkaOptions, Protocol]:
 
 
 def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
-          renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True) -> ServerWorld:
+          renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
+          skewed_walls: bool = False) -> ServerWorld:
     """A group of `kind` whose members run the core as `etcd://`, `zookeeper://` or `kafka://` would with this TTL
     (session timeout): the same `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout
-    and session length, or the same `KafkaOptions` (for `renewal_checks`, `trust_store_expiry` and `prefetch`, see
+    and session length, or the same `KafkaOptions` (for `renewal_checks`, `trust_store_expiry`, `prefetch` and
+    `skewed_walls`, see
     `chaos`)."""
     members = {f"m{i}": [str(r) for r in range(shape.roles)] for i in range(shape.members)}
     if kind in NELI_KINDS:
         options, protocol = kafka_options(kind, shape)
         drawn = random.Random(seed ^ 0x4AF)
         return NeliWorld(options, protocol, members, seed, link or NELI_LINK, local_session_check=drawn.random() < 0.5,
-                         prefetch=prefetch)
+                         prefetch=prefetch, skewed_walls=skewed_walls)
     if kind == "etcd":
         e = EtcdOptions(endpoints=("sim:2379",), ttl=shape.ttl)
         timing, session_ttl, timeout = etcd.timing(e), float(e.lease_seconds), e.timeout
@@ -211,7 +213,7 @@ class Run:
 
 def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
           renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
-          resume: bool = True, drift: float | None = None) -> Outcome:
+          resume: bool = True, drift: float | None = None, skewed_walls: bool = False) -> Outcome:
     """One seed's schedule of faults against a group of `kind`, judged. To show what the design prevents:
     `renewal_checks=False`, a ZooKeeper store whose renewals do not check the member's role nodes (what
     `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the ZooKeeper design before 0a1cbd1 (role nodes
@@ -221,12 +223,13 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     Raft nodes that leave the lapsed roles of a group they still lead unled (`raft_priority.renewals`), the design a
     soak found leaving roles leaderless for minutes; `drift`, clocks whose rates differ by up to that much (instead
     of the bound the method states; 0: every clock true, and a lease or NELI seed's history as before clocks were
-    simulated)."""
+    simulated); `skewed_walls`, NELI members whose wall clocks drift with their monotonic ones (the harness's
+    libfaketime) instead of staying true as NTP keeps them."""
     if kind in RAFT_KINDS:
         done = raft_strike(seed, shape, resume=resume, drift=drift)
     else:
         done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
-                      prefetch=prefetch, drift=drift)
+                      prefetch=prefetch, drift=drift, skewed_walls=skewed_walls)
     history = done.history()
     bound = promise(kind, shape)
     found = check(history, exclusive=not bound, max_overlap=bound or None,
@@ -236,12 +239,12 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
 
 def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
            renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
-           drift: float | None = None) -> Run:
+           drift: float | None = None, skewed_walls: bool = False) -> Run:
     """The seed's schedule of faults against a group of `kind` (see `chaos`), run to its end, not judged; beside
     it `shape.drifts` clocks at another rate for a while (`drift_rate` within `clock_bound`, or `drift`), drawn
     from a stream of their own, so the other faults fall as the seed drew them before clocks were simulated."""
     world = build(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
-                  prefetch=prefetch)
+                  prefetch=prefetch, skewed_walls=skewed_walls)
     ttl = shape.ttl
     bound = clock_bound(kind, shape) if drift is None else drift
 

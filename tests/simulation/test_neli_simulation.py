@@ -174,3 +174,14 @@ def test_clocks_further_apart_than_the_stated_bound_break_exclusivity() -> None:
     to (the heartbeat timeout and group heartbeats it times run twice as long as the broker's session)."""
     assert chaos("kafka-fast-848", 39).violations == ()
     assert "overlap" in {v.kind for v in chaos("kafka-fast-848", 39, drift=3.0).violations}
+
+
+def test_wall_clocks_further_apart_than_fast_mode_tolerates_overlap() -> None:
+    """Fast mode dates another member's claim by the two members' wall clocks and waits `claim_timeout` = T x (1 +
+    max_drift), which tolerates wall clocks `T x max_drift` apart (0.13 s; docs/clocks.md). Seed 84's drift ran
+    m2's clock at 0.92 for 2.18 s: with wall clocks true (NTP) nothing overlaps; with wall clocks that drift along
+    (the harness's libfaketime) m2's is 0.17 s behind when it is cut, and m0 takes roles 0 and 3 9 ms before m2
+    fences."""
+    assert chaos("kafka-fast", 84).violations == ()
+    skewed = chaos("kafka-fast", 84, skewed_walls=True).violations
+    assert {v.kind for v in skewed} == {"overlap"} and {v.role for v in skewed} == {"0", "3"}
