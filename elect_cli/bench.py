@@ -78,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "went as it did")
     p.add_argument("--resume", action="store_true",
                    help="go on from OUT/results.partial.json (a run cut short; the same scenario and flags): "
-                        "its trials are kept, the rest are run")
+                        "its trials (a simulation's seeds) are kept, the rest are run")
     p.add_argument("--report-only", action="store_true",
                    help="with --resume, on an envelope: write the report of the checkpoint as it is, running "
                         "nothing more (a run that cannot finish still gets its report, which says what is missing)")
@@ -200,9 +200,22 @@ def _chaos(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     from elect_bench.simulation import chaos_runner
 
     given = _given(methods=args.methods, seeds=args.trials, members=args.members, roles=args.roles, ttl=args.budget)
-    result = chaos_runner.run(chaos_runner.ChaosScenario.from_mapping(raw | given), _progress(), command=_command())
+    partial = args.out / "results.partial.json"
+    resume = None
+    if getattr(args, "resume", False):
+        if not partial.is_file():
+            raise ConfigError(f"nothing to resume: {partial} does not exist", parameter="resume")
+        resume = json.loads(partial.read_text())
+
+    def checkpoint(so_far: chaos_runner.ChaosResult) -> None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(so_far.to_json(), default=str))
+
+    result = chaos_runner.run(chaos_runner.ChaosScenario.from_mapping(raw | given), _progress(), command=_command(),
+                              checkpoint=checkpoint, resume=resume)
     print(file=sys.stderr)
     _report(result, [], args.out)
+    partial.unlink(missing_ok=True)
     return 1 if any(c.violating for c in result.cells) else 0
 
 

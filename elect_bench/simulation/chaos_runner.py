@@ -6,11 +6,13 @@ real core and driver (against a simulated etcd, ZooKeeper or Kafka broker; Raft'
 over simulated links); a seed that breaks a promise is listed with what
 broke, so anyone can replay it (`replay(method, seed)`). Seeds run in worker processes whose string hashing is fixed
 (see `elect_bench.simulation.seeded_chaos`); results are taken in seed order, so they do not depend on the number of
-workers.
+workers, and the seeds a cell has done are always its first ones: a checkpoint (`run`'s `checkpoint`, every few
+seconds) lets a run cut short go on where it stopped (`elect bench ... --resume`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import Counter
@@ -86,6 +88,17 @@ class ChaosCell:
         if outcome.violations:
             self.violating.append((outcome.seed, [str(v) for v in outcome.violations]))
 
+    def to_json(self) -> dict[str, Any]:
+        """Everything `add` accumulated, for a checkpoint (`from_json`)."""
+        return {"method": self.method, "seeds": self.seeds, "violating": self.violating, "faults": dict(self.faults),
+                "events": self.events, "lines": self.lines, "wall": self.wall}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ChaosCell:
+        return cls(str(raw["method"]), int(raw["seeds"]), [(int(seed), list(what)) for seed, what in raw["violating"]],
+                   Counter({str(k): int(v) for k, v in raw["faults"].items()}), int(raw["events"]),
+                   int(raw["lines"]), float(raw["wall"]))
+
     def summary(self) -> dict[str, Any]:
         return {"method": self.method, "seeds": self.seeds, "faults": sum(self.faults.values()),
                 "violating": len(self.violating), "first": self.violating[0][0] if self.violating else "-",
@@ -107,7 +120,7 @@ class ChaosResult:
         return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
                 "scenario": {"name": s.name, "methods": list(s.methods), "seeds": s.seeds,
                              "first_seed": s.first_seed, "shape": s.shape.__dict__},
-                "summary": [c.summary() for c in self.cells],
+                "summary": [c.summary() for c in self.cells], "cells": [c.to_json() for c in self.cells],
                 "violating": {c.method: c.violating for c in self.cells},
                 "faults": {c.method: dict(c.faults) for c in self.cells}}
 
@@ -117,28 +130,61 @@ def _seeds(job: tuple[str, Shape, int, int]) -> list[Outcome]:
     return [chaos(method, seed, shape) for seed in range(first, first + count)]
 
 
-def run(scenario: ChaosScenario, progress: Progress, command: str = "") -> ChaosResult:
-    """Every method's seeds `first_seed .. first_seed + seeds - 1`."""
+CHECKPOINT_EVERY = 10.0
+"""Seconds between checkpoints of a long run (each writes its violating seeds so far: small)."""
+
+
+def run(scenario: ChaosScenario, progress: Progress, command: str = "",
+        checkpoint: Callable[[ChaosResult], None] | None = None,
+        resume: Mapping[str, Any] | None = None) -> ChaosResult:
+    """Every method's seeds `first_seed .. first_seed + seeds - 1`. `checkpoint` gets the result so far every
+    `CHECKPOINT_EVERY` seconds; `resume`, such a checkpoint of this same scenario (`to_json`): its seeds are kept
+    and not run again, and the run's command, start and seconds carry on from it."""
     from elect_bench.suite import machine
 
-    started, began = time.time(), time.monotonic()
+    started, began, earlier = time.time(), time.monotonic(), 0.0
     cells = [ChaosCell(m) for m in scenario.methods]
-    total, done = len(cells) * scenario.seeds, 0
+    if resume is not None:
+        cells = _resumed(scenario, resume)
+        command = f"{resume['command']} (resumed: {command})" if command else str(resume["command"])
+        started, earlier = float(resume["started"]), float(resume["seconds"])
+
+    def so_far() -> ChaosResult:
+        return ChaosResult(scenario, cells, command, started, earlier + time.monotonic() - began, machine())
+
+    total, done = len(cells) * scenario.seeds, sum(c.seeds for c in cells)
     workers = scenario.workers or os.cpu_count() or 1
     chunk = max(1, min(50, scenario.seeds // (4 * workers)))
+    last = time.monotonic()
     with replay_pool(workers) as pool:
         for cell in cells:
-            t0 = time.monotonic()
-            jobs = [(cell.method, scenario.shape, first, min(chunk, scenario.first_seed + scenario.seeds - first))
-                    for first in range(scenario.first_seed, scenario.first_seed + scenario.seeds, chunk)]
+            t0, before = time.monotonic(), cell.wall
+            end = scenario.first_seed + scenario.seeds
+            jobs = [(cell.method, scenario.shape, first, min(chunk, end - first))
+                    for first in range(scenario.first_seed + cell.seeds, end, chunk)]
             for outcomes in pool.map(_seeds, jobs):
                 for outcome in outcomes:
                     cell.add(outcome)
                 done += len(outcomes)
+                cell.wall = before + time.monotonic() - t0
                 progress(f"{cell.method} (simulated)", done, total,
                          f"seed {outcomes[-1].seed}, {len(cell.violating)} violating")
-            cell.wall = time.monotonic() - t0
-    return ChaosResult(scenario, cells, command, started, time.monotonic() - began, machine())
+                if checkpoint is not None and time.monotonic() - last >= CHECKPOINT_EVERY:
+                    checkpoint(so_far())
+                    last = time.monotonic()
+    return so_far()
+
+
+def _resumed(scenario: ChaosScenario, resume: Mapping[str, Any]) -> list[ChaosCell]:
+    """The cells of a checkpoint of this same scenario (the same methods, seeds and shape), as far as they got."""
+    ours = ChaosResult(scenario, [], "", 0.0, 0.0, {}).to_json()["scenario"]
+    theirs = dict(resume.get("scenario", {}))
+    differ = sorted(k for k in ours if json.loads(json.dumps(ours[k])) != theirs.get(k))
+    if differ or "cells" not in resume:
+        raise ConfigError(f"the checkpoint is of another run: {', '.join(differ) or 'no cells'} differ "
+                          f"({'; '.join(f'{k}: {theirs.get(k)!r} there, {ours[k]!r} here' for k in differ[:3])})",
+                          parameter="resume")
+    return [ChaosCell.from_json(c) for c in resume["cells"]]
 
 
 COLUMNS = [
