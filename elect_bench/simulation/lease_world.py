@@ -22,12 +22,13 @@ the elector does around its core is done here the same way:
 Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`, `set_rate`) are scheduled with `at`. A member
 whose clock runs at another rate reads it for everything the elector and the client library time: its core, its
 deadlines, its request timeouts, a ZooKeeper client's pings and silence, and the lease end a keep-alive answer
-gives (its own send time plus the TTL); the store times sessions on its own (true) clock. Freezing the
-store's leader stops its service: an etcd store answers nothing until it wakes, then renews every lease (as a new
-etcd leader does). A ZooKeeper ensemble elects another leader after `ZK_ELECTION` seconds, which gives every
-session a fresh timeout and serves on; when the frozen leader wakes it expires, on its stale session tracker, the
-sessions it had not heard from for their timeout before it froze, and that expiry is committed (what the soaks of
-2026-11-23 saw: `docs/results/soak/zookeeper`).
+gives (its own send time plus the TTL); the store times sessions on its own (true) clock. Freezing the store's
+leader (of three members) stops its service until another leader serves: after `ETCD_ELECTION` (etcd) or
+`ZK_ELECTION` (ZooKeeper) seconds, or when it wakes if that comes first; the new leader gives every lease or
+session a fresh timeout. When the frozen leader wakes it ends, on its stale tracker, the sessions it had not heard
+from for their timeout before it froze, and that is committed, as the soaks of 2026-11-23 saw of both stores: a
+ZooKeeper leader re-elected with the highest zxid expires them (`docs/results/soak/zookeeper`), etcd's lessor
+revokes the leases and its proposals are forwarded to the new leader (etcd-io/etcd#15247, `docs/results/soak/etcd`).
 `history` records every leadership change as `Recorded`, read by `lines_of` into the event lines members print.
 """
 
@@ -53,6 +54,8 @@ PING_FRACTION = 1 / 3
 ZK_ELECTION = 0.2
 """Seconds a ZooKeeper ensemble takes to elect a new leader when its leader freezes (tickTime 50 ms, a few
 ticks)."""
+ETCD_ELECTION = 0.75
+"""... and three etcd members (`elect_cluster.etcd`: election timeout 500 ms, randomized up to twice that)."""
 SUSPEND_FRACTION = 2 / 3
 """... and declares the connection lost (SUSPENDED) after two thirds of it without an answer (kazoo's read
 timeout)."""
@@ -143,12 +146,11 @@ class LeaseWorld(LinkedWorld[_Member]):
         self.at(self.now + self.link.request(self.rng), partial(self._reconnect, m, m.incarnation))
 
     def freeze_store(self, duration: float) -> None:
-        """The store's leader stops for `duration`: nothing is answered or seen until it wakes (etcd) or another
-        leader serves (ZooKeeper, after `ZK_ELECTION`); then see the module."""
-        if self.kind == "zookeeper":
-            stale = dict(self.store.contact)  # the frozen leader's session tracker, as it stops
-            self.at(self.now + duration, partial(self._stale_leader_wakes, stale))
-        until = self.now + (min(duration, ZK_ELECTION) if self.kind == "zookeeper" else duration)
+        """The store's leader stops for `duration`: nothing is answered or seen until another leader serves (after
+        `ZK_ELECTION` or `ETCD_ELECTION`) or it wakes, whichever comes first; then see the module."""
+        stale = dict(self.store.contact)  # the frozen leader's lease or session tracker, as it stops
+        self.at(self.now + duration, partial(self._stale_leader_wakes, stale))
+        until = self.now + min(duration, ZK_ELECTION if self.kind == "zookeeper" else ETCD_ELECTION)
         if until > self.frozen_until:
             self.frozen_until = until
             self.at(until, self._store_wakes)
@@ -328,8 +330,10 @@ class LeaseWorld(LinkedWorld[_Member]):
                 self.at(self.now + self.link.request(self.rng), partial(self._reconnect, m, m.incarnation))
 
     def _stale_leader_wakes(self, stale: dict[str, float]) -> None:
-        """A frozen ZooKeeper leader wakes and expires the sessions its tracker had not heard from for their timeout
-        when it froze; the expiry is committed."""
+        """A frozen leader wakes and ends the sessions its tracker had not heard from for their timeout when it froze,
+        and that is committed: ZooKeeper's leader expires them (re-elected with the highest zxid), etcd's lessor
+        revokes the leases, its proposals forwarded to the new leader (etcd-io/etcd#15247, in the 3.4.23 Debian
+        ships)."""
         for session, last in sorted(stale.items()):
             if session in self.store.contact and self.now - last >= self.store.session_ttl:
                 self._broadcast(self.store.drop(session))

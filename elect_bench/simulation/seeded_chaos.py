@@ -216,9 +216,10 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
           resume: bool = True, drift: float | None = None, skewed_walls: bool = False) -> Outcome:
     """One seed's schedule of faults against a group of `kind`, judged. To show what the design prevents:
     `renewal_checks=False`, a ZooKeeper store whose renewals do not check the member's role nodes (what
-    `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the ZooKeeper design before 0a1cbd1 (role nodes
-    ephemeral, the core trusting the store to free a dead holder's roles: `Timing.silence_takeover=False`), which
-    the soaks of 2026-11-23 broke when a frozen ZooKeeper leader woke; `prefetch=False`, NELI members that read a
+    `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the design before silence timing (role keys on the
+    holder's etcd lease or ephemeral ZooKeeper nodes, the core trusting the store to free a dead holder's roles:
+    `Timing.silence_takeover=False`), which the soaks of 2026-11-23 broke when a frozen etcd or ZooKeeper leader
+    woke; `prefetch=False`, NELI members that read a
     fetch answer as it arrives (`NeliWorld`), the model that found kafka-full's stale own record; `resume=False`,
     Raft nodes that leave the lapsed roles of a group they still lead unled (`raft_priority.renewals`), the design a
     soak found leaving roles leaderless for minutes; `drift`, clocks whose rates differ by up to that much (instead

@@ -72,6 +72,18 @@ def test_a_killed_leaders_roles_move_after_the_ttl_as_on_the_real_store(kind: st
         assert f.latency is not None and 0.5 <= f.latency <= 1.0 + 0.25 + 0.05, (f.role, f.latency)
 
 
+def test_a_woken_etcd_leader_that_revokes_live_leases_breaks_only_the_design_that_trusted_them() -> None:
+    """The etcd soak of 2026-11-23 (16 overlaps right after a frozen etcd leader woke; etcd-io/etcd#15247): seed 12
+    freezes the store's leader at 0.54 s for 1.56 s; another is elected and serves, and the woken one's lessor
+    revokes every member's lease by the times it held when it froze. With role keys on the holder's lease and the
+    store's expiry trusted (the design before the fix), contenders take the roles while their holders still lead
+    (0.18 s); as `cas_lease.etcd` writes them now (role keys without a lease, a holder's silence timed by the
+    contenders), nothing overlaps."""
+    assert replay("etcd", 12, drift=0).violations == ()
+    broken = replay("etcd", 12, trust_store_expiry=True, drift=0).violations
+    assert broken and {v.kind for v in broken} == {"overlap"}
+
+
 def test_elect_bench_runs_seeded_chaos_and_writes_its_report(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "elect", "bench", "sim-lease", "--trials", "6", "--members", "4",
