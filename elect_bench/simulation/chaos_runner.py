@@ -48,6 +48,8 @@ class ChaosScenario:
     first_seed: int = 0
     shape: Shape = field(default_factory=Shape)
     workers: int = 0  # processes running seeds side by side (0: one per core)
+    drift: float | None = None
+    """Members' clocks up to this far apart (`chaos`'s `drift`) instead of the bound each method states."""
 
     def __post_init__(self) -> None:
         for m in self.methods:
@@ -67,7 +69,8 @@ class ChaosScenario:
         methods = tuple(methods.split(",") if isinstance(methods, str) else methods)
         shape = Shape(**{f.name: type(getattr(Shape(), f.name))(raw[f.name]) for f in fields(Shape) if f.name in raw})
         return cls(name=str(raw.get("name", cls.name)), methods=methods, seeds=int(raw.get("seeds", cls.seeds)),
-                   first_seed=int(raw.get("first_seed", 0)), shape=shape, workers=int(raw.get("workers", 0)))
+                   first_seed=int(raw.get("first_seed", 0)), shape=shape, workers=int(raw.get("workers", 0)),
+                   drift=None if raw.get("drift") is None else float(raw["drift"]))
 
 
 @dataclass
@@ -119,15 +122,15 @@ class ChaosResult:
         s = self.scenario
         return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
                 "scenario": {"name": s.name, "methods": list(s.methods), "seeds": s.seeds,
-                             "first_seed": s.first_seed, "shape": s.shape.__dict__},
+                             "first_seed": s.first_seed, "shape": s.shape.__dict__, "drift": s.drift},
                 "summary": [c.summary() for c in self.cells], "cells": [c.to_json() for c in self.cells],
                 "violating": {c.method: c.violating for c in self.cells},
                 "faults": {c.method: dict(c.faults) for c in self.cells}}
 
 
-def _seeds(job: tuple[str, Shape, int, int]) -> list[Outcome]:
-    method, shape, first, count = job
-    return [chaos(method, seed, shape) for seed in range(first, first + count)]
+def _seeds(job: tuple[str, Shape, int, int, float | None]) -> list[Outcome]:
+    method, shape, first, count, drift = job
+    return [chaos(method, seed, shape, drift=drift) for seed in range(first, first + count)]
 
 
 CHECKPOINT_EVERY = 10.0
@@ -160,7 +163,7 @@ def run(scenario: ChaosScenario, progress: Progress, command: str = "",
         for cell in cells:
             t0, before = time.monotonic(), cell.wall
             end = scenario.first_seed + scenario.seeds
-            jobs = [(cell.method, scenario.shape, first, min(chunk, end - first))
+            jobs = [(cell.method, scenario.shape, first, min(chunk, end - first), scenario.drift)
                     for first in range(scenario.first_seed + cell.seeds, end, chunk)]
             for outcomes in pool.map(_seeds, jobs):
                 for outcome in outcomes:
@@ -205,18 +208,22 @@ def provenance(result: ChaosResult) -> str:
             f"{s.first_seed}..{s.first_seed + s.seeds - 1}): {s.shape.members} members, {s.shape.roles} roles, "
             f"TTL (session timeout) {s.shape.ttl:g} s, {s.shape.faults} faults per seed over "
             f"{s.shape.duration:g} s, drawn from "
-            f"{', '.join(f.name for f in _faults(s.methods))}{_beside(s.methods, s.shape)}; every role must be led "
+            f"{', '.join(f.name for f in _faults(s.methods))}{_beside(s)}; every role must be led "
             f"again within {bounds} s of the heal (per method, in order).")
 
 
-def _beside(methods: tuple[str, ...], shape: Shape) -> str:
-    """The clock-rate episodes a lease or NELI seed draws beside its faults (`seeded_chaos.strike`)."""
-    if all(m in RAFT_KINDS for m in methods) or not shape.drifts:
+def _beside(s: ChaosScenario) -> str:
+    """The clock-rate episodes a lease or NELI seed draws beside its faults (`seeded_chaos.strike`), and the bound
+    a drift keeps to."""
+    stated = ", ".join(f"{m} {clock_bound(m, s.shape):.3g}" for m in s.methods)
+    bound = (f"max_drift {s.drift:g} (not the bound each method states)" if s.drift is not None else
+             f"max_drift as each method states it: {stated}")
+    if all(m in RAFT_KINDS for m in s.methods):
+        return f" (a drift at (1 + max_drift) ** x of true time, |x| <= 1/2; {bound})"
+    if not s.shape.drifts:
         return ""
-    bounds = ", ".join(f"{m} {clock_bound(m, shape):.3g}" for m in methods if m not in RAFT_KINDS)
-    return (f", and beside them {shape.drifts} drifts (a member's monotonic clock at (1 + max_drift) ** x of true "
-            f"time, |x| <= 1/2, for up to 3 TTLs; wall clocks stay true, as NTP keeps them; max_drift as each "
-            f"method states it: {bounds})")
+    return (f", and beside them {s.shape.drifts} drifts (a member's monotonic clock at (1 + max_drift) ** x of true "
+            f"time, |x| <= 1/2, for up to 3 TTLs; wall clocks stay true, as NTP keeps them; {bound})")
 
 
 def _faults(methods: tuple[str, ...]) -> tuple[type[Fault], ...]:
