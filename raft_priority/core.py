@@ -8,9 +8,10 @@ supply its log position (:meth:`RaftGroup.set_log_position`) so only an up-to-da
 Leases (check-quorum on): a leader's lease ends ``W / (1 + max_drift)`` after the send time of the newest
 heartbeat round a majority acknowledged (``W = lease_window``, ``leader_lease``). A voter that heard a leader,
 or granted a vote, refuses every non-forced (pre-)vote for ``W`` from then, and a restarted member with a past
-term does the same for ``W`` after start. Any later leader needs one of those voters, so it cannot be elected
-before the old lease ends: an ``Acquire`` never precedes the previous leader's ``Revoke`` or its ``Fence``'s
-``until`` while no voter's clock runs more than ``1 + max_drift`` times as fast as the leader's.
+term refuses every (pre-)vote for ``W`` after start, forced ones too: it may have acknowledged the abandonment of
+the transfer a late forced vote answers, and that is not persisted. Any later leader needs one of those voters, so
+it cannot be elected before the old lease ends: an ``Acquire`` never precedes the previous leader's ``Revoke`` or
+its ``Fence``'s ``until`` while no voter's clock runs more than ``1 + max_drift`` times as fast as the leader's.
 
 Transfers (TimeoutNow) bypass leases, so the leader revokes first and only then lets the TimeoutNow
 go. If the transfer does not finish, the leader abandons it, announces the abandonment in its
@@ -118,6 +119,7 @@ class RaftGroup:
         "quorum",
         "quorum_ack",
         "refuse_votes_until",
+        "restarted_until",
         "resume_from",
         "retry_at",
         "rng",
@@ -188,8 +190,10 @@ class RaftGroup:
         self.yield_until = -INF  # priority mode: this round is left to a higher-priority peer campaigning until then
         self.first_timeout = self._draw_first_timeout()
         self.succession: tuple[int, ...] = ()
-        # a restarted member may have acked a leader just before it went down: honour that lease
+        # a restarted member may have acked a leader just before it went down: honour that lease, against a stale
+        # transfer's forced votes too (`_on_vote`)
         self.refuse_votes_until = now + config.lease_window if (config.check_quorum and hs.term > 0) else -INF
+        self.restarted_until = self.refuse_votes_until
         self.closed = 0
         # candidate
         self.votes: set[str] = set()
@@ -864,6 +868,10 @@ class RaftGroup:
             closed = self.transfer_closed if self.state is RaftState.LEADER else self.closed
             if m.term - 1 == self.term and m.transfer_seq <= closed:
                 return  # that transfer was abandoned; its leader is serving again
+            if now < self.restarted_until:
+                # restarted: whether that transfer was abandoned (and its leader re-acquired on this member's ack)
+                # was forgotten with the process; refuse as inside a lease (seed 55638 of `elect bench sim-raft`)
+                return
         elif self._refusing_votes(now) and not (m.term == self.term and self.voted_for == m.src):
             return
         if m.term > self.term:

@@ -260,3 +260,15 @@ def test_leaders_seen_follow_the_leader_and_expire_with_the_timeout() -> None:
     assert b["b"].ready().seen == []  # unchanged
     b["b"].tick(2.5)
     assert [(x.role, x.leader) for x in b["b"].ready().seen] == [(0, None)]
+
+
+def test_a_restarted_member_refuses_a_late_transfers_forced_vote_too() -> None:
+    """Found by `elect bench sim-raft` (seed 55638): a TimeoutNow reached a member back from a pause after its leader
+    had abandoned that transfer and led again on a majority's ack of the abandonment; the member that gave that ack
+    had since restarted, forgot it (not persisted), and granted the stale transfer's forced vote: a second leader
+    0.1 ms before the first revoked. A restarted member refuses forced votes for `W` after start, as others."""
+    g = lone(hs=HardState(5, "a"))  # restarted at t=0 with a past term
+    g.step(VoteRequest(7, "c", "b", 6, 0, 0, force=True, transfer_seq=1), 0.5)
+    assert g.ready().messages == [] and g.term == 5
+    g.step(VoteRequest(7, "c", "b", 6, 0, 0, force=True, transfer_seq=1), 0.95)
+    assert [m.granted for m in g.ready().messages] == [True]  # type: ignore[attr-defined]
