@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elect.errors import ConfigError
 from elect_bench.faults import FAULTS
@@ -99,6 +99,27 @@ def run(args: argparse.Namespace, scenario_name: str | None = None) -> int:
     return kinds[chosen](args, raw)
 
 
+class _Checkpointed(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def _checkpoints(args: argparse.Namespace) -> tuple[Path, dict[str, Any] | None, Callable[[_Checkpointed], None]]:
+    """A long run's checkpoint file (OUT/results.partial.json), the checkpoint to resume from (`--resume`), and
+    what writes one."""
+    partial = args.out / "results.partial.json"
+    resume = None
+    if getattr(args, "resume", False):
+        if not partial.is_file():
+            raise ConfigError(f"nothing to resume: {partial} does not exist", parameter="resume")
+        resume = json.loads(partial.read_text())
+
+    def checkpoint(so_far: _Checkpointed) -> None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(so_far.to_json(), default=str))
+
+    return partial, resume, checkpoint
+
+
 def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     from elect_bench import plots, scenario, suite
     from elect_bench.faults import fault
@@ -109,16 +130,7 @@ def _trials(args: argparse.Namespace, raw: dict[str, Any]) -> int:
         trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
         store_members=args.store_members, broker=args.broker, brokers=args.brokers, workload=args.workload,
         rest=getattr(args, "rest", None), busy=getattr(args, "busy", None))
-    partial = args.out / "results.partial.json"
-    resume = None
-    if getattr(args, "resume", False):
-        if not partial.is_file():
-            raise ConfigError(f"nothing to resume: {partial} does not exist", parameter="resume")
-        resume = json.loads(partial.read_text())
-
-    def checkpoint(so_far: suite.RunResult) -> None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(so_far.to_json(), default=str))
+    partial, resume, checkpoint = _checkpoints(args)
 
     with tempfile.TemporaryDirectory(prefix="elect-bench-") as tmp:
         try:
@@ -144,16 +156,7 @@ def _envelope(args: argparse.Namespace, raw: dict[str, Any]) -> int:
                    broker=args.broker, brokers=args.brokers, rest=getattr(args, "rest", None),
                    busy=getattr(args, "busy", None))
     chosen = envelope.EnvelopeScenario.from_mapping(raw | given)
-    partial = args.out / "results.partial.json"
-    resume = None
-    if getattr(args, "resume", False):
-        if not partial.is_file():
-            raise ConfigError(f"nothing to resume: {partial} does not exist", parameter="resume")
-        resume = json.loads(partial.read_text())
-
-    def checkpoint(so_far: envelope.EnvelopeResult) -> None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(so_far.to_json(), default=str))
+    partial, resume, checkpoint = _checkpoints(args)
 
     with tempfile.TemporaryDirectory(prefix="elect-envelope-") as tmp:
         try:
@@ -200,16 +203,7 @@ def _chaos(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     from elect_bench.simulation import chaos_runner
 
     given = _given(methods=args.methods, seeds=args.trials, members=args.members, roles=args.roles, ttl=args.budget)
-    partial = args.out / "results.partial.json"
-    resume = None
-    if getattr(args, "resume", False):
-        if not partial.is_file():
-            raise ConfigError(f"nothing to resume: {partial} does not exist", parameter="resume")
-        resume = json.loads(partial.read_text())
-
-    def checkpoint(so_far: chaos_runner.ChaosResult) -> None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(so_far.to_json(), default=str))
+    partial, resume, checkpoint = _checkpoints(args)
 
     result = chaos_runner.run(chaos_runner.ChaosScenario.from_mapping(raw | given), _progress(), command=_command(),
                               checkpoint=checkpoint, resume=resume)
