@@ -5,11 +5,10 @@ their electors: the core, and the member's own policy that keeps the application
 One seed draws a schedule of faults (the real harness's fault names: `kill` then a restart, `stop` then a start,
 `pause`, `cut` then its heal, `infra-pause`: the store or broker frozen; Raft has no server, and its cuts are one
 way or both; `drift`: a member's clock at another rate for a while, within the bound the method states) over
-`duration` seconds, heals everything (links, server, every member up) three TTLs later, and runs
-on until the group has had time to recover. The
-members' event lines (`lines_of`) are judged by `elect_bench.checker.check` as a real run's are: no two members
-lead a role at once (or, for NELI full above its exclusivity bound, not for longer than T), tokens only grow, and
-after the heal every role is led again within the bound.
+`duration` seconds, heals everything (links, server, every member up) three TTLs later, and runs on until the group
+has had time to recover. The members' event lines (`lines_of`) are judged by `elect_bench.checker.check` as a real
+run's are: no two members lead a role at once (or, for NELI full above its exclusivity bound, not for longer than
+T), tokens only grow, and after the heal every role is led again within the bound.
 
 The kinds are the `elect bench` method names (`etcd`, `zookeeper`, `kafka-fast`, `kafka-full` on the classic
 protocol with the cooperative-sticky assignor, `kafka-fast-848`, `kafka-full-848` on KIP-848), and NELI on the
@@ -116,10 +115,9 @@ def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
           renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
           skewed_walls: bool = False) -> ServerWorld:
     """A group of `kind` whose members run the core as `etcd://`, `zookeeper://` or `kafka://` would with this TTL
-    (session timeout): the same `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout
-    and session length, or the same `KafkaOptions` (for `renewal_checks`, `trust_store_expiry`, `prefetch` and
-    `skewed_walls`, see
-    `chaos`)."""
+    (session timeout): the same `Timing` (`cas_lease.etcd.timing`, `cas_lease.zookeeper.timing`), request timeout and
+    session length, or the same `KafkaOptions` (for `renewal_checks`, `trust_store_expiry`, `prefetch` and
+    `skewed_walls`, see `chaos`)."""
     members = {f"m{i}": [str(r) for r in range(shape.roles)] for i in range(shape.members)}
     if kind in NELI_KINDS:
         options, protocol = kafka_options(kind, shape)
@@ -218,14 +216,13 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     `renewal_checks=False`, a ZooKeeper store whose renewals do not check the member's role nodes (what
     `cas_lease.zookeeper` relies on); `trust_store_expiry=True`, the design before silence timing (role keys on the
     holder's etcd lease or ephemeral ZooKeeper nodes, the core trusting the store to free a dead holder's roles:
-    `Timing.silence_takeover=False`), which the soaks of 2026-11-23 broke when a frozen etcd or ZooKeeper leader
-    woke; `prefetch=False`, NELI members that read a
-    fetch answer as it arrives (`NeliWorld`), the model that found kafka-full's stale own record; `resume=False`,
-    Raft nodes that leave the lapsed roles of a group they still lead unled (`raft_priority.renewals`), the design a
-    soak found leaving roles leaderless for minutes; `drift`, clocks whose rates differ by up to that much (instead
-    of the bound the method states; 0: every clock true, and a lease or NELI seed's history as before clocks were
-    simulated); `skewed_walls`, NELI members whose wall clocks drift with their monotonic ones (the harness's
-    libfaketime) instead of staying true as NTP keeps them."""
+    `Timing.silence_takeover=False`), which the soaks of 2026-11-23 broke when a frozen etcd or ZooKeeper leader woke;
+    `prefetch=False`, NELI members that read a fetch answer as it arrives (`NeliWorld`), the model that found
+    kafka-full's stale own record; `resume=False`, Raft nodes that leave the lapsed roles of a group they still lead
+    unled (`raft_priority.renewals`), the design a soak found leaving roles leaderless for minutes; `drift`, clocks
+    whose rates differ by up to that much (instead of the bound the method states; 0: every clock true, and a lease or
+    NELI seed's history as before clocks were simulated); `skewed_walls`, NELI members whose wall clocks drift with
+    their monotonic ones (the harness's libfaketime) instead of staying true as NTP keeps them."""
     if kind in RAFT_KINDS:
         done = raft_strike(seed, shape, resume=resume, drift=drift)
     else:
