@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
 
@@ -108,10 +109,14 @@ def cold_start(
     return _observe_cold_start(sim, seed, partitions, observe_at)
 
 
-def _observe_cold_start(sim: Simulation, seed: int, partitions: int, observe_at: float | None = None) -> ColdStart:
-    """Settle a freshly built simulation and count leaders per node at `observe_at` (default 3 ET)."""
+def _observe_cold_start(sim: Simulation, seed: int, partitions: int, observe_at: float | None = None,
+                        settled: Callable[[], None] | None = None) -> ColdStart:
+    """Settle a freshly built simulation (then call `settled`) and count leaders per node at `observe_at` (default
+    3 ET)."""
     et = sim.config.election_timeout
     led_at = settle(sim, 10 * et)
+    if settled is not None:
+        settled()
     sim.run_until(max(sim.now, observe_at if observe_at is not None else 3 * et))
     counts = sim.leader_counts()
     return ColdStart(seed, max(counts.values(), default=0), -(-partitions // len(sim.nodes)), led_at)
@@ -148,13 +153,22 @@ def trial(
     start_jitter: float = 0.1,
     victim: str | None = None,
     ack_delay: float = 0.0,
+    mark: Callable[[str, Simulation], None] | None = None,
 ) -> tuple[ColdStart, Failover]:
     """`cold_start` and `crash_one` of one seed from one simulation: the crash runs on from the cold start's
-    observation at 3 election timeouts, so both come out exactly as from two runs, at half the cost."""
+    observation at 3 election timeouts, so both come out exactly as from two runs, at half the cost. `mark`, if
+    given, is called at the end of each phase ("built", "all led", "observed", "re-led") with the simulation: where
+    a trial's time goes (bench/sim_phases.py)."""
+    def phase(name: str) -> None:
+        if mark is not None:
+            mark(name, sim)
+
     sim = build(nodes, partitions, replication, config, seed, strategy=strategy, network=network,
                 start_jitter=start_jitter, ack_delay=ack_delay)
+    phase("built")
     et = config.election_timeout
-    cold = _observe_cold_start(sim, seed, partitions)
+    cold = _observe_cold_start(sim, seed, partitions, settled=partial(phase, "all led"))
+    phase("observed")
     rng = random.Random(seed)
     sim.run_until(sim.now + rng.random() * config.heartbeat_interval)
     victim = victim if victim is not None else f"n{rng.randrange(nodes)}"
@@ -163,6 +177,7 @@ def trial(
     sim.crash(victim)
     settle(sim, at + 10 * et)
     sim.run_until(max(sim.now, at + 0.5 * et))
+    phase("re-led")
     fault = FaultRecord(at, Kill.name, victim)
     times = {f.role: f.latency for f in failovers(History(lines_of(sim.history), [fault]), fault)}
     counts = sim.leader_counts()

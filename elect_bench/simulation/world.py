@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -154,6 +155,8 @@ class Simulation:
         self.crashes: list[tuple[float, str]] = []
         self.messages_sent = 0
         self.events_processed = 0
+        self.census: Counter[str] | None = None
+        """Set to a Counter to count the messages posted, by type (bench/sim_phases.py)."""
         self._heap: list[tuple[float, int, int, object, object, object]] = []
         self._seq = 0
         self._blocked: set[tuple[str, str]] = set()
@@ -493,6 +496,8 @@ class Simulation:
         d = self.nodes.get(dst)
         if d is None or not d.up:
             return
+        if self.census is not None:
+            self.census.update(type(m).__name__ for m in batch)
         net = self.network
         if net.spike_probability:
             at = self.now + net.sample(self.rng)
