@@ -78,6 +78,7 @@ from cas_lease.options import KubernetesOptions
 from elect.contract import Characteristics
 from elect.errors import ElectError
 from elect.json_http import JSON
+from elect.reach import require_listening
 from elect.roles import Role
 
 log = logging.getLogger("cas_lease")
@@ -188,6 +189,8 @@ class KubernetesStore:
                     f"{timeout:g} s (connect_timeout): {exc}")
 
         try:
+            host = f"[{self._endpoint.host}]" if ":" in self._endpoint.host else self._endpoint.host
+            require_listening(f"the Kubernetes API ({self._endpoint.source})", [f"{host}:{self._endpoint.port}"])
             opened = register_within(lambda budget: self._register(record, budget), timeout, self._closed,
                                      unavailable)
         except ElectError:

@@ -79,6 +79,7 @@ from cas_lease.names import decode_holder, decode_record, encode_holder, encode_
 from cas_lease.options import ZooKeeperOptions
 from elect.contract import Characteristics
 from elect.errors import AccessRefused, ConfigError, InfrastructureUnavailable
+from elect.reach import require_listening
 from elect.roles import Role
 from elect.secrets import tls_refusal
 
@@ -259,6 +260,7 @@ class ZooKeeperStore:
     def open(self, record: MemberRecord, listener: Listener, timeout: float) -> Opened:
         self._listener = listener
         where = ",".join(self.options.hosts)
+        require_listening("ZooKeeper", self.options.hosts)
         try:
             self._connect(timeout)
         except Exception as exc:

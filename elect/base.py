@@ -40,7 +40,7 @@ from elect.errors import ConfigError, ElectorFailed, NotLeader, NotStarted, NotS
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.observe import LeaderChanged
 from elect.roles import Role, normalize_roles
-from elect.work import Work
+from elect.work import ON_ERROR, Work
 
 if TYPE_CHECKING:
     from elect.metrics import Metrics
@@ -91,8 +91,9 @@ class BaseElector(Elector):
         self._metrics: Metrics | None = None
         self._timings: dict[str, deque[float]] = {}  # step -> seconds (`_timed`)
         self._deadlines = DeadlineTimer(self._deadline_passed, member)
-        self._work = Work(member, self._lock, self.leadership, self.resign,
+        self._work = Work(member, self._lock, self.leadership, self._hold_off,
                           lambda callback: self._dispatcher.subscribe(callback))
+        self._held_off: dict[Role, threading.Timer] = {}  # released after failed work, contended for again later
         self._state = "new"  # new -> running [-> draining] -> stopping -> stopped
         self._failure: ElectorFailed | None = None  # why the driver stopped on its own (`_failed`)
 
@@ -164,6 +165,10 @@ class BaseElector(Elector):
             self._close_plumbing(timeout)
 
     def _close_plumbing(self, timeout: float | None = None) -> None:
+        with self._lock:
+            held, self._held_off = list(self._held_off.values()), {}
+        for timer in held:
+            timer.cancel()
         self._deadlines.close()
         self._dispatcher.close(timeout)
         with self._lock:
@@ -177,7 +182,7 @@ class BaseElector(Elector):
         return self._state == "running"
 
     def run(self, roles: Iterable[Role] | Role, fn: Callable[[Leadership, threading.Event], object], *,
-            grace: float | None = None) -> Running:
+            grace: float | None = None, on_error: str = "release") -> Running:
         """Work while leading: call `fn(lead, stop)` for each leadership of each of `roles` (one role or several:
         one worker thread per role), until the returned `Running` is cancelled (`cancel()`, or leave its `with`).
 
@@ -191,16 +196,26 @@ class BaseElector(Elector):
         on a method without graceful handover raises `NotSupported`: nothing there would honour it.
 
         `fn` is called again for each new leadership, never while its previous call still runs. `fn` returning
-        ends the work, not the leadership. `fn` raising while still leading is logged and the role is resigned,
-        because a leader that does not do the work blocks every member that could; if the role comes back, the
-        next call waits a back-off (0.1 s, doubling to 10 s with each failure in a row) so that a `fn` that
-        always fails does not spin. Raising after `stop` was set is just a way of stopping.
+        ends the work, not the leadership. `fn` raising while still leading is logged, and then `on_error` says
+        what happens, each step after a back-off (0.1 s, doubling to 10 s with each failure in a row, back to 0.1 s
+        after a call that did not raise), so a `fn` that always fails neither spins nor churns leaders:
+
+        - `"release"` (default): the role is handed over and left to the other members for the back-off: this
+          member stops contending for it (it is missing from `roles` meanwhile), then contends again, and takes
+          it back if nobody else did. A leader that does not do the work blocks every member that could.
+        - `"restart"`: this member keeps the leadership, and `fn` is called again under it after the back-off:
+          for failures a retry cures (a connection that dropped), where a handover would only add a gap.
+
+        A record is logged per failed call, with the traceback for the first of a run. Raising after `stop` was
+        set is just a way of stopping.
         """
         wanted = normalize_roles(roles)
         if not wanted:
             raise ConfigError("give at least one role", parameter="roles")
         if grace is not None and not grace > 0:
             raise ConfigError(f"must be > 0, got {grace!r}", parameter="grace")
+        if on_error not in ON_ERROR:
+            raise ConfigError(f"must be one of {', '.join(ON_ERROR)}, got {on_error!r}", parameter="on_error")
         if grace is not None and not self.characteristics.graceful_handover:
             raise NotSupported(f"{self.scheme}:// as configured has no graceful handover: a successor does not wait "
                                "for fn, so no grace can hold it back (run without grace, or choose a method "
@@ -212,7 +227,32 @@ class BaseElector(Elector):
                               parameter="roles")
         limit = self.revoke_timeout
         bound = grace if limit is None else limit if grace is None else min(grace, limit)
-        return self._work.run(wanted, fn, bound)
+        return self._work.run(wanted, fn, bound, on_error)
+
+    def _hold_off(self, role: Role, seconds: float) -> None:
+        """Work for `role` failed (`run(on_error="release")`): hand the role over and contend for it again only
+        after `seconds`, so a lone member's failing work does not turn into an acquire/release loop."""
+        with self._lock:
+            if self._state != "running" or role not in self._roles or role in self._held_off:
+                return
+            timer = threading.Timer(seconds, self._end_hold_off, (role,))
+            timer.daemon = True
+            self._held_off[role] = timer
+        self._drop_roles([role], held=True)
+        timer.start()
+
+    def _end_hold_offs(self, roles: Iterable[Role]) -> None:
+        """The application added or removed `roles` itself: no hold-off brings them back later (under the lock)."""
+        for role in roles:
+            timer = self._held_off.pop(role, None)
+            if timer is not None:
+                timer.cancel()
+
+    def _end_hold_off(self, role: Role) -> None:
+        with self._lock:
+            if self._held_off.pop(role, None) is None or self._state != "running":
+                return
+        self.add_roles([role])
 
     def drain(self, timeout: float | None = None) -> Drained:
         """Leave the group without a gap: hand every led role over (Revoked callbacks and `run` workers finish
@@ -231,7 +271,7 @@ class BaseElector(Elector):
         with self._lock:
             self._require_running()
             self._state = "draining"
-            led = frozenset(r for r, l in self._leaderships.items() if l.valid(began))
+            led = frozenset(lead.role for lead in self._in_force(began))
         seen: dict[Role, str | None] | None = None
         try:
             if self._on_drain():
@@ -290,7 +330,7 @@ class BaseElector(Elector):
         """Subscribe; the roles already led are replayed to the new subscriber as `Acquired` first."""
         with self._lock:
             replay = [Acquired(role=l.role, member=self.member, token=l.token, mono=l.since, ts=l.since_ts)
-                      for l in self._leaderships.values() if l.valid()]
+                      for l in self._in_force(time.monotonic())]
             return self._dispatcher.subscribe(callback, replay)
 
     def observe(self, callback: ObserveCallback) -> Unsubscribe:
@@ -340,10 +380,15 @@ class BaseElector(Elector):
         return current if current is not None and current.valid() else None
 
     def leading(self) -> frozenset[Role]:
-        now = time.monotonic()
         with self._lock:
-            return frozenset(r for r in list(self._leaderships) if (lead := self._live(r)) is not None
-                             and lead.valid(now))
+            return frozenset(lead.role for lead in self._in_force(time.monotonic()))
+
+    def _in_force(self, now: float) -> list[Leadership]:
+        """Every leadership still in force at `now`, with its live deadline (under the lock). The one way to list
+        them: a stored `Leadership` that follows a shared deadline carries the deadline of when it was last read,
+        so reading `_leaderships` directly misses every one renewed since (`drain` once returned nothing that
+        way after the first renewal)."""
+        return [lead for role in list(self._leaderships) if (lead := self._live(role)) is not None and lead.valid(now)]
 
     @property
     def failure(self) -> ElectorFailed | None:
@@ -372,7 +417,9 @@ class BaseElector(Elector):
 
     def add_roles(self, roles: Iterable[Role]) -> None:
         with self._lock:
-            added = tuple(r for r in normalize_roles(list(roles)) if r not in self._roles)
+            wanted = normalize_roles(list(roles))
+            self._end_hold_offs(wanted)  # asked for again: no longer held off
+            added = tuple(r for r in wanted if r not in self._roles)
             self._roles.update(dict.fromkeys(added))
             running = self._state == "running"
             if self._metrics is not None:
@@ -381,8 +428,15 @@ class BaseElector(Elector):
             self._on_roles_changed(added, ())
 
     def remove_roles(self, roles: Iterable[Role]) -> None:
+        self._drop_roles(roles, held=False)
+
+    def _drop_roles(self, roles: Iterable[Role], *, held: bool) -> None:
+        """Stop contending for `roles`; `held`: for a hold-off (`_hold_off`), to be contended for again after it."""
         with self._lock:
-            removed = tuple(r for r in normalize_roles(list(roles)) if r in self._roles)
+            wanted = normalize_roles(list(roles))
+            if not held:  # removed by the application: not to come back after a hold-off either
+                self._end_hold_offs(wanted)
+            removed = tuple(r for r in wanted if r in self._roles)
             for role in removed:
                 del self._roles[role]
                 self._seen.pop(role, None)  # seen again, from the driver, if it is contended for again

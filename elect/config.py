@@ -116,12 +116,65 @@ def spec_from_url(url: str, roles: Iterable[Role] | Role | None = None, *, membe
     return _spec(plugin, member or parsed.member, roles, raw, require)
 
 
-def spec_from_config(config: Mapping[str, Any] | str | Path) -> ElectorSpec:
-    """Validate a dict, or the path of a YAML file holding one, into an `ElectorSpec`."""
+#: The keys of a configuration beside the scheme's options (`spec_from_config`).
+TOP_LEVEL = ("elector", "url", "member", "id", "roles", "require", "options")
+
+
+def spec_from_config(config: Mapping[str, Any] | str | Path, *, source: Path | None = None) -> ElectorSpec:
+    """Validate a dict, or the path of a YAML file holding one, into an `ElectorSpec`. A key that is neither one of
+    `TOP_LEVEL` nor an option of the scheme is refused with the closest known name, and with its file and line
+    (`source`: the file a dict was read from)."""
+    where = source
     if isinstance(config, (str, Path)):
-        config = load_yaml(Path(config))
+        where = Path(config)
+        config = load_yaml(where)
     if not isinstance(config, Mapping):
         raise ConfigError(f"a configuration is a mapping, got {type(config).__name__}")
+    try:
+        return _spec_from_mapping(config)
+    except _UnknownKey as exc:
+        line = _key_line(where, exc.key) if where is not None else None
+        at = f"{where}:{line}: " if line is not None else ""  # not in the file: given beside it (--set)
+        error = ConfigError(f"{at}{exc}")  # the place first, then what is wrong there
+        error.parameter = exc.key
+        raise error from None
+
+
+class _UnknownKey(Exception):
+    def __init__(self, key: str, scheme: str, options: Iterable[str]) -> None:
+        import difflib
+
+        known = [*TOP_LEVEL, *sorted(options)]
+        close = difflib.get_close_matches(key, known, n=1)
+        listed = "" if close else f": {', '.join(sorted(options))}"
+        super().__init__(f"unknown key {key!r}{f' (did you mean {close[0]!r}?)' if close else ''}: a configuration "
+                         f"takes {', '.join(TOP_LEVEL)}, and the options of {scheme}://{listed} (`elect schemes "
+                         f"{scheme}` says what each does)")
+        self.key = key
+
+
+def _key_line(path: Path, key: str) -> int | None:
+    """The line of `path` where `key` is written (at the top level or under `options:`), or None."""
+    import yaml
+
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    pending = [node]
+    while pending:
+        current = pending.pop(0)
+        if not isinstance(current, yaml.MappingNode):
+            continue
+        for k, v in current.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return int(k.start_mark.line) + 1
+            if isinstance(k, yaml.ScalarNode) and k.value == "options":
+                pending.append(v)
+    return None
+
+
+def _spec_from_mapping(config: Mapping[str, Any]) -> ElectorSpec:
     data = dict(config)
     roles = data.pop("roles", None)
     member = data.pop("member", None) or data.pop("id", None)
@@ -136,6 +189,13 @@ def spec_from_config(config: Mapping[str, Any] | str | Path) -> ElectorSpec:
     odd = [key for key in data if not isinstance(key, str)]
     if odd:  # YAML allows `1: x` or `null: x`; an option's name is text
         raise ConfigError(f"an option's name is text, got {odd[0]!r}", parameter=str(odd[0]))
+    plugin = registry.get(parse_url(str(url)).scheme if url is not None else str(scheme)) \
+        if url is not None or scheme is not None else None
+    if plugin is not None:
+        names = opts.names(plugin.options)
+        unknown = [key for key in data if key not in names and key not in opts.SECRET_INLINE]
+        if unknown:
+            raise _UnknownKey(unknown[0], plugin.scheme, names)
     if url is not None:
         spec = spec_from_url(str(url), roles, member=member, require=require, **data)
         if scheme is not None and scheme != spec.scheme:

@@ -67,8 +67,37 @@ class Drained:
 
     @property
     def confirmed(self) -> bool:
-        """Every role handed over was seen taken by a successor."""
-        return self.successors is not None and self.roles <= set(self.successors)
+        """Roles were handed over and every one was seen taken by a successor. A drain that led nothing confirms
+        nothing (`outcome` says so), and neither does one whose method cannot see successors."""
+        return bool(self.roles) and self.successors is not None and self.roles <= set(self.successors)
+
+    @property
+    def unconfirmed(self) -> frozenset[Role]:
+        """Roles handed over that no successor was seen take (those nobody else contends for among them)."""
+        return frozenset(self.roles - set(self.successors or ()))
+
+    @property
+    def outcome(self) -> str:
+        """What the drain shows, in a few words, for a log line or a deploy script's message."""
+        if not self.roles:
+            return "led nothing: nothing was handed over"
+        if self.successors is None:
+            return "handed over; this method cannot see the successors"
+        if self.confirmed:
+            return "every role was taken over"
+        parts = []
+        waited = self.unconfirmed - self.uncontended
+        if waited:
+            parts.append(f"no successor seen for {_listed(waited)}")
+        if self.uncontended:
+            parts.append(f"no other member contends for {_listed(self.uncontended)}")
+        return "; ".join(parts)
+
+
+def _listed(roles: frozenset[Role], shown: int = 5) -> str:
+    names = sorted(map(str, roles))
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 @dataclass(frozen=True)
@@ -285,10 +314,12 @@ class Elector(ABC):
 
     @abstractmethod
     def run(self, roles: Iterable[Role] | Role, fn: Callable[[Leadership, threading.Event], object], *,
-            grace: float | None = None) -> Running:
+            grace: float | None = None, on_error: str = "release") -> Running:
         """Call `fn(lead, stop)` on a thread of its own for each leadership of each of `roles`, until the
         returned `Running` is cancelled. `stop` is set on `Revoked`, on `Fenced` and at the deadline at the
-        latest; a handover waits for `fn` to return (up to `grace`) where the method has graceful handover."""
+        latest; a handover waits for `fn` to return (up to `grace`) where the method has graceful handover.
+        `fn` raising while leading: `on_error="release"` hands the role over and leaves it to others for a
+        back-off, `"restart"` keeps leading and calls `fn` again after one (`BaseElector.run`)."""
 
     @abstractmethod
     def drain(self, timeout: float | None = None) -> Drained:

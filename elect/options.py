@@ -9,6 +9,7 @@ that names the parameter. Cross-field rules live in the dataclass's `__post_init
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import re
 import types
@@ -66,6 +67,15 @@ def duration(value: Any, parameter: str) -> float:
     return number
 
 
+#: Options a user may try to give inline that `build` refuses with a message of their own (where a password goes).
+SECRET_INLINE = ("password", "sasl_password")
+
+
+def names(cls: type[Any]) -> frozenset[str]:
+    """The option names an options dataclass takes."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+
+
 def build(cls: type[T], raw: Mapping[str, Any], *, scheme: str) -> T:
     """Build the options dataclass `cls` from `raw`, coercing each value to its declared type."""
     if not dataclasses.is_dataclass(cls):
@@ -73,7 +83,7 @@ def build(cls: type[T], raw: Mapping[str, Any], *, scheme: str) -> T:
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - set(fields))
-    inline = [name for name in ("password", "sasl_password") if name in unknown and "password_file" in fields]
+    inline = [name for name in SECRET_INLINE if name in unknown and "password_file" in fields]
     if inline:  # say where a password goes instead (and never echo it)
         raise ConfigError("a password is never taken from the URL or the configuration text (they get printed): "
                           "name a file with password_file=PATH or an environment variable with password_env=NAME",
@@ -118,7 +128,47 @@ def describe(cls: type[Any]) -> list[tuple[str, str, str]]:
 def _type_name(tp: Any) -> str:
     if isinstance(tp, type):
         return tp.__name__
+    if typing.get_origin(tp) is typing.Literal:  # the choices, as they are written in a URL
+        return "|".join(str(arg) for arg in typing.get_args(tp))
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return f"{_type_name(rest[0])} | None"
     return str(tp).replace("typing.", "")
+
+
+def help_of(cls: type[Any]) -> dict[str, str]:
+    """What each option does, in a sentence: read from the options classes' docstrings (the configuration reference
+    prints them whole), where an option is described as `name: what it does.` (several names may share one:
+    `a, b: ...`). An option no docstring describes is missing from the result."""
+    fields = [f.name for f in dataclasses.fields(cls)]
+    name = "|".join(map(re.escape, sorted(fields, key=len, reverse=True)))
+    label = re.compile(rf"(?<![\w`.])((?:{name})(?:,\s+(?:{name}))*):\s")
+    found: dict[str, str] = {}
+    for part in cls.__mro__:
+        doc = inspect.getdoc(part) if dataclasses.is_dataclass(part) else None
+        if not doc:
+            continue
+        text = " ".join(doc.split())
+        marks = list(label.finditer(text))
+        for mark, following in zip(marks, [*marks[1:], None], strict=False):
+            body = text[mark.end():following.start() if following else len(text)].strip()
+            sentence = _first_sentence(body)
+            for name in (n.strip() for n in mark.group(1).split(",")):
+                found.setdefault(name, sentence)
+    return found
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop that ends a sentence (not one inside a number, a name or parentheses)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch in "([") - (ch in ")]")
+        ends = i + 1 == len(text) or text[i + 1] == " "
+        if ch == "." and depth <= 0 and ends and not text[:i + 1].endswith(("e.g.", "i.e.", "etc.")):
+            return text[:i + 1]
+    return text
 
 
 def _coerce(value: Any, tp: Any, name: str) -> Any:

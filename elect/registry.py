@@ -7,15 +7,15 @@ heavy dependencies) that says what the scheme needs and how to build an elector 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
+from elect import extras
 from elect.contract import Elector
-from elect.errors import ConfigError, MissingExtra, UnknownScheme
+from elect.errors import ConfigError, UnknownScheme
 from elect.observe import Observer
 from elect.roles import Role
 
@@ -47,10 +47,8 @@ class Plugin:
     observer: str | None = None
 
     def check_installed(self) -> None:
-        missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
-        if missing:
-            hint = f"pip install 'elect[{self.extra}]'" if self.extra else f"pip install {' '.join(missing)}"
-            raise MissingExtra(f"{self.scheme}:// needs {', '.join(missing)}, which is not installed: {hint}")
+        """Raise `MissingExtra`, naming the `pip install` that fixes it, if a module in `requires` is missing."""
+        extras.require(f"{self.scheme}://", self.requires, self.extra)
 
     def create(self, options: Any, member: str, roles: Iterable[Role]) -> Elector:
         self.check_installed()

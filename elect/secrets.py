@@ -126,7 +126,7 @@ class AccessOptions:
     CAs). ca: PEM file of the CA that signed the servers' certificates; the name dialled (host or IP) must be in
     the server's certificate. cert, key: PEM files of this client's certificate and key, for servers that require
     one (mutual TLS; `elect certs make` writes such files). user: the name to authenticate as (etcd user,
-    ZooKeeper digest user, Kafka SASL user). password_file / password_env: where that user's password is (a file
+    ZooKeeper digest user, Kafka SASL user). password_file, password_env: where that user's password is (a file
     whose first line it is, or an environment variable); never the password itself.
     """
 

@@ -33,6 +33,14 @@ WorkFn = Callable[[Leadership, threading.Event], object]
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
 
+#: What `run(..., on_error=)` does when `fn` raises while its leadership goes on (`Elector.run`).
+ON_ERROR = ("release", "restart")
+
+
+def backoff(failures: int) -> float:
+    """The wait before the next call after `failures` failed calls in a row."""
+    return 0.0 if failures <= 0 else min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (failures - 1))
+
 
 class _Call:
     """One call of `fn` under one leadership: its stop signal, and the flag set once it returned."""
@@ -73,10 +81,12 @@ class _Slot:
 class Job(Running):
     """The `Running` that `Work` makes: its calls, one thread per role (`_Slot`)."""
 
-    def __init__(self, work: Work, roles: tuple[Role, ...], fn: WorkFn, grace: float | None) -> None:
+    def __init__(self, work: Work, roles: tuple[Role, ...], fn: WorkFn, grace: float | None,
+                 on_error: str = "release") -> None:
         self.roles = frozenset(roles)
         self.fn = fn
         self.grace = grace
+        self.on_error = on_error
         self.calls = 0
         self.failures = 0
         self._work = work
@@ -108,10 +118,8 @@ class Job(Running):
     def _acquired(self, lead: Leadership) -> None:
         if self._cancelled or lead.role not in self.roles:
             return
-        call = _Call(lead, self.grace)
-        self._work.calls.append(call)  # from now on a Revoked of this leadership waits for it
         slot = self._slots.setdefault(lead.role, _Slot())
-        slot.queue.append(call)
+        self._queue(lead.role, slot, lead)
         if slot.thread is None:
             slot.thread = threading.Thread(target=self._serve, args=(lead.role, slot), daemon=True,
                                            name=f"elect-work-{self._work.name}-{lead.role}")
@@ -125,53 +133,81 @@ class Job(Running):
                     slot.thread = None
                     return
                 call = slot.queue[0]
-                backoff = 0.0 if slot.failures == 0 else min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (slot.failures - 1))
-            failed = False
-            if not call.stop.wait(backoff):  # a leadership already over, or the job cancelled: no call
+                wait = backoff(slot.failures)
+            failed: BaseException | None = None
+            if not call.stop.wait(wait):  # a leadership already over, or the job cancelled: no call
                 with self._work.lock:
                     self.calls += 1
                 try:
                     self.fn(call.lead, call.stop)
-                except BaseException:  # SystemExit too: this thread serves the role's later leaderships
-                    failed = True
-                    log.exception("elect: %s: work for %r (token %d) raised", self._work.name, role, call.lead.token)
+                except BaseException as exc:  # SystemExit too: this thread serves the role's later leaderships
+                    failed = exc
             # raising once told to stop is one way of stopping; raising while still leading is a failure
-            failure = failed and not call.stop.is_set()
+            failure = failed is not None and not call.stop.is_set()
             with self._work.lock:
                 slot.queue.pop(0)
                 self._work.finished(call)
-                if failed:
+                if failed is not None:
                     self.failures += 1
                 if failure:
                     slot.failures += 1
-                elif not failed:
+                elif failed is None:
                     slot.failures = 0
+                again = backoff(slot.failures)
+                if failure and self.on_error == "restart":
+                    current = self._work.current(role)
+                    if current is not None and current.token == call.lead.token and not self._cancelled:
+                        self._queue(role, slot, current)  # the same leadership: called again after the back-off
             if failure:
-                self._work.give_up(call.lead)
+                assert failed is not None
+                self._log_failure(role, call.lead, failed, slot.failures, again)
+                if self.on_error == "release":
+                    self._work.give_up(call.lead, again)
+            elif failed is not None:
+                log.debug("elect: %s: work for %r (token %d) raised once told to stop: %r", self._work.name, role,
+                          call.lead.token, failed)
+
+    def _queue(self, role: Role, slot: _Slot, lead: Leadership) -> None:
+        """A call of `fn` under `lead` on the role's thread (under the lock)."""
+        call = _Call(lead, self.grace)
+        self._work.calls.append(call)  # from now on a Revoked of this leadership waits for it
+        slot.queue.append(call)
+
+    def _log_failure(self, role: Role, lead: Leadership, exc: BaseException, in_a_row: int, wait: float) -> None:
+        """One record per failed call, the traceback with the first of a run of them: a `fn` that always fails logs
+        once per back-off step (0.1 s doubling to 10 s), not once per attempt of a tight loop."""
+        then = (f"released for {wait:g} s, then contended for again" if self.on_error == "release"
+                else f"called again in {wait:g} s under the same leadership")
+        if in_a_row == 1:
+            log.error("elect: %s: work for %r (token %d) raised; %s", self._work.name, role, lead.token, then,
+                      exc_info=exc)
+        else:
+            log.error("elect: %s: work for %r (token %d) raised again (%d in a row): %s: %s; %s", self._work.name,
+                      role, lead.token, in_a_row, type(exc).__name__, exc, then)
 
 
 class Work:
     """The jobs of one elector and their calls in progress (see the module docstring)."""
 
     def __init__(self, name: str, lock: threading.RLock, current: Callable[[Role], Leadership | None],
-                 resign: Callable[[Role], None], subscribe: Callable[[Callback], Unsubscribe]) -> None:
+                 release: Callable[[Role, float], None], subscribe: Callable[[Callback], Unsubscribe]) -> None:
         self.name = name
         self.lock = lock  # the elector's: transitions and work change together
         self.jobs: list[Job] = []
         self.calls: list[_Call] = []  # not yet returned (queued or running)
-        self._current = current
-        self._resign = resign
+        self.current = current
+        self._release = release
         self._subscribe = subscribe
         self._barrier: Unsubscribe | None = None
 
-    def run(self, roles: tuple[Role, ...], fn: WorkFn, grace: float | None) -> Job:
-        job = Job(self, roles, fn, grace)
+    def run(self, roles: tuple[Role, ...], fn: WorkFn, grace: float | None, on_error: str = "release") -> Job:
+        job = Job(self, roles, fn, grace, on_error)
         with self.lock:
             if self._barrier is None:
                 self._barrier = self._subscribe(self._hold_back)
             self.jobs.append(job)
             for role in roles:
-                lead = self._current(role)
+                lead = self.current(role)
                 if lead is not None:
                     job._acquired(lead)
         return job
@@ -194,16 +230,17 @@ class Work:
             self.calls.remove(call)
         call.done.set()
 
-    def give_up(self, lead: Leadership) -> None:
-        """`fn` raised while its leadership went on: resign the role, as a leader that does not do the work
-        helps nobody; another member (or this one, after the back-off) takes it."""
-        current = self._current(lead.role)
+    def give_up(self, lead: Leadership, hold: float) -> None:
+        """`fn` raised while its leadership went on (`on_error="release"`): hand the role over and leave it to the
+        others for `hold` seconds, as a leader that does not do the work helps nobody; after that this member
+        contends for it again (and is the one to take it if it is alone)."""
+        current = self.current(lead.role)
         if current is None or current.token != lead.token:
             return
         try:
-            self._resign(lead.role)
+            self._release(lead.role, hold)
         except ElectError as exc:  # stopping, draining: the leadership ends anyway
-            log.info("elect: %s: not resigning %r after its work failed: %s", self.name, lead.role, exc)
+            log.info("elect: %s: not releasing %r after its work failed: %s", self.name, lead.role, exc)
 
     def _hold_back(self, event: Event) -> None:
         """The barrier, a `Revoked` callback on the event thread: return once the leadership's calls returned,

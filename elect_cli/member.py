@@ -113,7 +113,7 @@ def build_elector(args: argparse.Namespace) -> Elector:
         if roles:
             data["roles"] = roles
         data.update(overrides)
-        return spec_from_config(data).create()
+        return spec_from_config(data, source=Path(args.config)).create()
     if not args.url:
         raise ConfigError("give an elector URL or --config FILE", parameter="url")
     return spec_from_url(args.url, roles, member=args.member, **overrides).create()
@@ -196,7 +196,8 @@ def drained_report(result: Drained) -> dict[str, Any]:
     return {"seconds": round(result.seconds, 6), "mono": round(time.monotonic(), 6),
             "roles": sorted(map(str, result.roles)),
             "successors": None if result.successors is None else {str(r): m for r, m in result.successors.items()},
-            "uncontended": sorted(map(str, result.uncontended))}
+            "uncontended": sorted(map(str, result.uncontended)), "confirmed": result.confirmed,
+            "outcome": result.outcome}
 
 
 _STDERR = threading.Lock()
@@ -274,6 +275,9 @@ def _role_word(word: str) -> Role:
 
 def run(args: argparse.Namespace) -> int:
     elector = build_elector(args)
+    if not elector.roles:  # legal (roles may come later, `add` on --control), but rarely what was meant
+        _say(f"elect member: {elector.member} contends for no roles: give --roles a,b,c (or roles: in --config), "
+             "or add them later with `add R` on --control")
     stop = threading.Event()
     signals = {"count": 0}
 

@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _watch_store(url: str, args: argparse.Namespace) -> int:
     """Poll the store behind `url` every interval and redraw; a store that cannot be read is reported
-    under the table and polled again (with --once: exit 1)."""
+    under the table and polled again (with --once: exit 3)."""
     plugin = registry.get(parse_url(url).scheme)
     if plugin.observer is None:
         plugin.observe(None)  # raises the ConfigError that says to watch event lines instead
@@ -188,7 +188,7 @@ def _watch_store(url: str, args: argparse.Namespace) -> int:
 
 def _watch_observer(observer: Observer, args: argparse.Namespace) -> int:
     """Poll `observer` every interval and redraw; what cannot be read is reported under the table and polled
-    again (with --once: exit 1). Closes the observer."""
+    again (with --once: exit 3). Closes the observer."""
     table = LeaderTable()
     tty = sys.stdout.isatty()
     timeout = max(2.0, 4 * args.interval)
@@ -205,8 +205,7 @@ def _watch_observer(observer: Observer, args: argparse.Namespace) -> int:
                     table.note = ""
             except InfrastructureUnavailable as exc:
                 if args.once:
-                    print(f"elect watch: {exc}", file=sys.stderr)
-                    return 1
+                    raise  # exit 3, as for every command that cannot reach its infrastructure
                 table.note = str(exc)
             if args.once:
                 print(table.render())

@@ -29,6 +29,12 @@ class Issued:
     cert: Path
     key: Path
 
+    def public_key_pem(self) -> bytes:
+        """The public half of the key, PEM (kube-apiserver verifies service-account tokens with it)."""
+        key = serialization.load_pem_private_key(self.key.read_bytes(), password=None)
+        return key.public_key().public_bytes(serialization.Encoding.PEM,
+                                             serialization.PublicFormat.SubjectPublicKeyInfo)
+
 
 @dataclass(frozen=True)
 class Authority:

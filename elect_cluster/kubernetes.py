@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from cryptography.hazmat.primitives import serialization
 
-from .certs import make_authority
 from .errors import ClusterError, NotReady
 from .ports import free_ports
 from .process import ProcessSpec
@@ -65,13 +63,13 @@ class KubernetesService:
         binary = find_kube_apiserver()
         root.mkdir(parents=True, exist_ok=True)
         port = free_ports(1, host)[0]
+        from .certs import make_authority  # cryptography (the tls extra): only where certificates are made
+
         ca = make_authority(root, name="elect-kubernetes-ca")
         serving = ca.issue("kube-apiserver", root, hosts=(host, "localhost", "127.0.0.1", "kubernetes.default.svc"))
         signing = ca.issue("service-accounts", root)  # only its key is used: service-account tokens' signature
         public = root / "service-accounts.pub"  # kube-apiserver reads the verifying key as a PEM public key
-        key = serialization.load_pem_private_key(signing.key.read_bytes(), password=None)
-        public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                         serialization.PublicFormat.SubjectPublicKeyInfo))
+        public.write_bytes(signing.public_key_pem())
         users = {"admin": (ADMIN_USER, secrets.token_hex(16)), "member": (MEMBER_USER, secrets.token_hex(16)),
                  "nobody": (NOBODY_USER, secrets.token_hex(16))}
         tokens = root / "tokens.csv"

@@ -48,6 +48,7 @@ from elect.contract import Characteristics
 from elect.core import Acquire, Extend, Ready, Revoke
 from elect.driver import Driver, FunctionIO
 from elect.errors import ElectError
+from elect.reach import require_listening
 from elect.roles import Role, partition_of
 from neli.core import READ_BACK, Assigned, NeliCore, NeliInput, Publish, Received, Skipped, Unassigned
 from neli.group import configure_group, speaks_consumer_protocol, warn_of_broker_defaults
@@ -119,6 +120,7 @@ class KafkaElector(BaseElector):
     # ----------------------------------------------------------------- lifecycle hooks
     def _on_start(self) -> None:
         o = self.options
+        require_listening("Kafka", o.servers)
         self.partitions = ensure_topic(o)
         admin = self._admin = admin_client(o)
         if o.protocol == "consumer":

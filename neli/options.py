@@ -45,7 +45,8 @@ class CoreSettings(TypedDict):
 class KafkaOptions(AccessOptions):
     """Options of the NELI elector (see neli/__init__.py for what each mode promises). TLS and credentials:
     `elect.secrets.AccessOptions` (ca, cert, key: TLS to the brokers; user with password_file or password_env: SASL
-    as `sasl_mechanism`, PLAIN or SCRAM-SHA-256/512), passed to every client and admin client the elector makes.
+    with the mechanism below), passed to every client and admin client the elector makes. sasl_mechanism: PLAIN or
+    SCRAM-SHA-256/512.
 
     servers: bootstrap `host:port` list. topic: the leader topic (created with `partitions` partitions
     on first use). group: the consumer group (default: the topic's name); several groups may share a

@@ -96,45 +96,45 @@ class RaftOptions(PeerOptions):
 
     listen: this node's HOST:PORT (the URL's host part). peers: the other nodes, ID@HOST:PORT each (static
     membership; every node must be given the same set). partitions: election groups; roles map onto them
-    (`elect.roles.partition_of`). replication: nodes per group (None: all of them). election_timeout: ET.
-    heartbeat_interval: leader heartbeat period (default ET/10). priority: `balanced` (spread primaries and
-    successors evenly), `zeebe` (ZEP006's table) or `off` (stock Raft, randomized timeouts in [ET, ET +
-    election_jitter), by default [ET, 2 ET)). pre_vote, check_quorum: Raft's PreVote (a node campaigns only
-    once a majority would vote for it) and CheckQuorum (a leader without a majority of fresh acks steps down,
-    which is what bounds a cut-off leader's deadline; off, leadership is no longer exclusive), both on by
-    default; stock Raft as many systems run it switches them off. quiesce: an idle partition whose followers
-    all answered stops heartbeating, one beat per pair of nodes carrying its liveness and lease instead
-    (`raft_priority.links`), so an idle node's CPU and messages do not grow with partitions (default on; off,
-    every partition heartbeats on its own, as plain Raft).
-    improvements: the three improvements over ZEP006 together (fast failover, short decay rounds,
-    rebalancing to the primary); each can be overridden by `fast_failover`, `decay_interval` (seconds;
-    0 = ET, i.e. ZEP006) and `rebalance`. rebalance_hysteresis: how long a higher-priority node must be
-    healthy and caught up before the leader hands back (default 3 ET). rebalance_limit, rebalance_window: at
-    most rebalance_limit such hand-backs per node in any rebalance_window seconds (default: no limit; window
-    10 ET), so a returning node takes its partitions back a few at a time. data_dir: where term and vote
-    are fsynced (default: a directory per cluster under the system temp dir). revoke_timeout: longest
-    wait for blocking Revoked callbacks before a handover goes ahead anyway. handover_timeout: how long
-    stop() waits for successors to take over (default 2 ET). tick: driver timer granularity (default
-    heartbeat_interval / 5). ack_delay: how long heartbeat acknowledgements may wait to ride along with
-    this node's next batch to the same peer (default 1.5 x heartbeat_interval, within half the lease
-    with the heartbeat interval; 0 = send at once): with many partitions it halves the number of
-    batches, the main steady-state cost. cluster: a name every node is given alike; by default the
-    cluster is identified by its nodes' ids and addresses, which breaks when nodes see each other at
-    different addresses (NAT, proxies, container networks): name it then. ca, cert, key: paths of PEM files for
-    mutual TLS between the nodes (all three, or none for plaintext): the CA that signed every node's certificate,
-    and this node's certificate and key; a node's certificate must name its id (common name or DNS name, as
-    `elect certs make` writes them), and a peer whose certificate names another id than it claims is refused.
-    weights: ID:WEIGHT for any nodes that do not weigh 1 (URL `weights=a:2,b:0.5`, YAML a list of the same),
-    given identically to every node: a node of weight 2 is primary for twice as many partitions
-    (`raft_priority.priorities`). A cluster-wide option, not each node's own, because every node computes the
-    whole priority table by itself and they must agree; weights are part of the cluster's identity on the wire
-    (`wire_id`), so nodes given different weights do not talk to each other instead of disagreeing about who
-    should lead. weight: this node's weight, only as a check against `weights` (a configuration shared with the
-    lease methods may say it). max_roles: a soft cap on the roles this node leads, enforced through interest
-    (see raft_priority/elector.py): its own say, needing no agreement. max_drift: how much faster than a leader's
-    clock a voter's may run with leases still disjoint (default 0.1, i.e. 10 %): the leader's lease is the lease
-    window / (1 + max_drift) (`RaftConfig.max_drift`, docs/clocks.md); a larger value fences a cut-off leader
-    earlier. Give every node the same.
+    (`elect.roles.partition_of`). replication: nodes per group (None: all of them). election_timeout: ET, the
+    detection budget D: a silent leader is replaced about this long after it went quiet. heartbeat_interval: leader
+    heartbeat period (default ET/10). priority: `balanced` (spread primaries and successors evenly), `zeebe`
+    (ZEP006's table) or `off` (stock Raft, randomized timeouts). election_jitter: with priority=off, timeouts are
+    drawn from [ET, ET + election_jitter) (default [ET, 2 ET)). pre_vote, check_quorum: Raft's PreVote (a node
+    campaigns only once a majority would vote for it) and CheckQuorum (a leader without a majority of fresh acks
+    steps down, which is what bounds a cut-off leader's deadline; off, leadership is no longer exclusive), both on
+    by default; stock Raft as many systems run it switches them off. quiesce: an idle partition whose followers all
+    answered stops heartbeating, one beat per pair of nodes carrying its liveness and lease instead
+    (`raft_priority.links`), so an idle node's CPU and messages do not grow with partitions (default on; off, every
+    partition heartbeats on its own, as plain Raft). improvements: the three improvements over ZEP006 together (fast
+    failover, short decay rounds, rebalancing to the primary); each can be overridden on its own. fast_failover: the
+    successor campaigns at once when the leader's node is known dead, not after a decay round. decay_interval:
+    seconds between priority decay steps (0 = ET, i.e. ZEP006). rebalance: hand a partition back to its returning
+    primary. rebalance_hysteresis: how long a higher-priority node must be healthy and caught up before the leader
+    hands back (default 3 ET). rebalance_limit, rebalance_window: at most rebalance_limit such hand-backs per node
+    in any rebalance_window seconds (default: no limit; window 10 ET), so a returning node takes its partitions back
+    a few at a time. data_dir: where term and vote are fsynced (default: a directory per cluster under the system
+    temp dir). revoke_timeout: longest wait for blocking Revoked callbacks before a handover goes ahead anyway.
+    handover_timeout: how long stop() waits for successors to take over (default 2 ET). tick: driver timer
+    granularity (default heartbeat_interval / 5). ack_delay: how long heartbeat acknowledgements may wait to ride
+    along with this node's next batch to the same peer (default 1.5 x heartbeat_interval, within half the lease with
+    the heartbeat interval; 0 = send at once): with many partitions it halves the number of batches, the main
+    steady-state cost. cluster: a name every node is given alike; by default the cluster is identified by its nodes'
+    ids and addresses, which breaks when nodes see each other at different addresses (NAT, proxies, container
+    networks): name it then. ca, cert, key: paths of PEM files for mutual TLS between the nodes (all three, or none
+    for plaintext): the CA that signed every node's certificate, and this node's certificate and key; a node's
+    certificate must name its id (common name or DNS name, as `elect certs make` writes them), and a peer whose
+    certificate names another id than it claims is refused. weights: ID:WEIGHT for any nodes that do not weigh 1
+    (URL `weights=a:2,b:0.5`, YAML a list of the same), given identically to every node: a node of weight 2 is
+    primary for twice as many partitions (`raft_priority.priorities`). A cluster-wide option, not each node's own,
+    because every node computes the whole priority table by itself and they must agree; weights are part of the
+    cluster's identity on the wire (`wire_id`), so nodes given different weights do not talk to each other instead
+    of disagreeing about who should lead. weight: this node's weight, only as a check against `weights` (a
+    configuration shared with the lease methods may say it). max_roles: a soft cap on the roles this node leads,
+    enforced through interest (see raft_priority/elector.py): its own say, needing no agreement. max_drift: how much
+    faster than a leader's clock a voter's may run with leases still disjoint (default 0.1, i.e. 10 %): the leader's
+    lease is the lease window / (1 + max_drift) (`RaftConfig.max_drift`, docs/clocks.md); a larger value fences a
+    cut-off leader earlier. Give every node the same.
     """
 
     replication: int | None = None

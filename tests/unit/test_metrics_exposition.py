@@ -214,7 +214,7 @@ def test_watch_metrics_names_what_it_cannot_read(tmp_path: Path) -> None:
 
     dead = f"127.0.0.1:{free_port()}"
     result = run_elect("watch", "--metrics", dead, "--once")
-    assert result.returncode == 1 and f"metrics at http://{dead}/metrics" in result.stderr
+    assert result.returncode == 3 and f"metrics at http://{dead}/metrics" in result.stderr
     result = run_elect("watch", "--metrics", "nonsense", "--once")
     assert result.returncode == 2 and "--metrics: expected HOST:PORT" in result.stderr
     result = run_elect("watch", "--metrics", dead, "memory://g")

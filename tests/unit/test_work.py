@@ -123,6 +123,7 @@ def test_a_raising_fn_is_logged_and_the_role_resigned(url: str, stopped: list[Ba
     running = a.run("r", work)
     wait_until(lambda: b.is_leader("r"), 20, what="b taking the role a's failed work resigned")
     assert running.failures == 1 and a.running and "the application's bug" in caplog.text
+    wait_until(lambda: "r" in a.roles, 20, what="a contending for r again after its hold-off")
     b.resign("r")  # back to a: fn runs again (after the back-off) and works this time
     wait_until(lambda: len(work.started) == 2, 20, what="the next call")
     assert a.is_leader("r") and running.failures == 1
@@ -138,6 +139,46 @@ def test_a_fn_that_always_fails_does_not_spin(url: str, stopped: list[BaseElecto
     for n, gap in enumerate(gaps[:4]):  # back-off 0.1, 0.2, 0.4, 0.8 s
         assert gap >= 0.1 * 2**n * 0.9, gaps
     assert [lead.token for lead in work.started[:5]] == [1, 2, 3, 4, 5]  # each call under a new leadership
+
+
+def test_a_lone_members_failing_work_is_held_off_not_looped(url: str, stopped: list[BaseElector],
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """The getting-started program with a bug in its work (issue 54): a lone member released the role and took it
+    straight back, token 1, 2, 3 every 0.1-0.2 s, a traceback each time. Released, the role is left alone for the
+    back-off; each failure is one record, the traceback with the first."""
+    a = member(url, "a", ["r"], stopped)
+    tokens = acquisitions(a)
+    a.start()
+    work = Worker(raises=1000)
+    a.run("r", work)
+    wait_until(lambda: len(work.started) >= 4, 10, what="four calls")
+    times = [t for t, _ in tokens]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    for n, gap in enumerate(gaps[:3]):  # each acquisition a hold-off after the last: 0.1, 0.2, 0.4 s
+        assert gap >= 0.1 * 2**n * 0.9, gaps
+    records = [r for r in caplog.records if "work for 'r'" in r.getMessage()]
+    assert len(records) >= 3 and records[0].exc_info is not None and all(r.exc_info is None for r in records[1:])
+    assert "raised again (2 in a row)" in records[1].getMessage()
+
+
+def test_restart_keeps_the_leadership_and_calls_fn_again(url: str, stopped: list[BaseElector]) -> None:
+    a, b = member(url, "a", ["r"], stopped), member(url, "b", ["r"], stopped)
+    a.start()
+    b.start()
+    work = Worker(raises=3)
+    running = a.run("r", work, on_error="restart")
+    wait_until(lambda: len(work.started) == 4, 10, what="three failed calls and a fourth")
+    assert {lead.token for lead in work.started} == {1} and a.is_leader("r") and not b.is_leader("r")
+    gaps = [later - earlier for earlier, later in itertools.pairwise(work.started_at)]
+    for n, gap in enumerate(gaps):  # back-off 0.1, 0.2, 0.4 s under the one leadership
+        assert gap >= 0.1 * 2**n * 0.9, gaps
+    assert running.failures == 3 and running.calls == 4
+
+
+def test_on_error_is_checked(url: str, stopped: list[BaseElector]) -> None:
+    a = member(url, "a", ["r"], stopped)
+    with pytest.raises(ConfigError, match="on_error: must be one of release, restart"):
+        a.run("r", Worker(), on_error="retry")
 
 
 def test_grace_bounds_how_long_the_successor_waits(url: str, stopped: list[BaseElector]) -> None:
