@@ -71,6 +71,7 @@ from elect.etcd_gateway import (
     unb64,
 )
 from elect.json_http import JSON
+from elect.reach import require_listening
 from elect.roles import Role
 
 log = logging.getLogger("cas_lease")
@@ -106,6 +107,7 @@ class EtcdStore:
         self._gaps = 0               # times the watch started again from "now" (after a compaction): changes missed
         self._covered = 0            # gaps a renewal has since read every key for
         self._watch_requests = 0
+        self._behind = 0             # renewals that found the watch behind and read every key instead
 
     #: etcd refuses a transaction with more operations than its `--max-txn-ops` (128 by default), counting a nested
     #: transaction's compares against what the outer one leaves: 126 role transactions of at most 2 compares each
@@ -141,6 +143,7 @@ class EtcdStore:
             return f"etcd at {where} did not answer within {timeout:g} s (connect_timeout): {exc}{hint}"
 
         try:
+            require_listening("etcd", self.options.endpoints)
             opened = register_within(lambda budget: self._register(record, budget), timeout, self._closed,
                                      unavailable)
         except ElectError:
@@ -283,8 +286,15 @@ class EtcdStore:
         once it has delivered the touch itself, it has delivered everything before it, queued to the loop ahead
         of this renewal's outcome, so the renewal costs one small transaction whatever the number of roles (it
         read every key before: at 6,000 roles a megabyte of JSON four times a second per member, and renewals
-        timed out). Only when the watch may have missed something (it restarted after a compaction) or seems stuck (it
-        has not delivered the touch within the request's budget) does the renewal read every key as well."""
+        timed out). When the watch may have missed something (it restarted after a compaction) or has not
+        delivered the touch within a renew interval, the renewal reads every key as well.
+
+        A watch that is merely behind is left running: etcd serves a watch that starts at a past revision (every
+        restart does) from a loop that runs every 100 ms, so restarting one that has not caught up yet only
+        puts it back at the end of that wait. Restarting it from here made a loop at ttl=0.1 (request budget
+        50 ms): every renewal restarted the watch before etcd delivered to it, and ended too late for the
+        leadership it extended to outlive the next one (issue 61). A watch that has stopped for good falls
+        silent, and its stream's read timeout restarts it (our own touches reach it every renew interval)."""
         deadline = time.monotonic() + timeout
         key = self._member_key(self.session)
         touch = {"request_put": {"key": b64(key), "ignore_value": True, "ignore_lease": True}}
@@ -298,13 +308,12 @@ class EtcdStore:
         if full:
             self._covered = max(self._covered, gaps)
             return [self._snapshot(data, 1)]
-        # the extension counts from when the renewal was sent, so waiting for the watch costs no validity; only a
-        # watch that has not delivered this very write within the request's budget is taken for stuck
-        if self._delivered_through(rev, max(0.0, deadline - time.monotonic())) and self._gaps == gaps:
+        # the extension counts from when the renewal was sent, but the core extends only when it ends: waiting
+        # longer than a renew interval would leave the extended leadership too little time to be renewed again
+        wait = min(self.options.interval, max(0.0, deadline - time.monotonic()))
+        if self._delivered_through(rev, wait) and self._gaps == gaps:
             return []
-        with self._watch_lock:  # behind: start it again (from where it stopped), and read everything now
-            if self._watch is not None:
-                self._watch.close()
+        self._behind += 1
         data = self._txn([], [self._range(self._roles), self._range(self._members)], [],
                          max(0.01, deadline - time.monotonic()), gw)
         return [self._snapshot(data, 0)]

@@ -5,22 +5,32 @@
 - a fencing token that did not increase from one leader of a role to the next (a member resuming its
   own leadership under the same token, nobody else having acquired in between, is allowed: see
   elect.contract.Leadership);
-- a role without a leader for longer than its bound after the last fault healed.
+- a role without a leader for longer than its bound after the last fault healed;
+- a member caught in an acquire/fence loop: resuming the same leadership (same token, nobody else between) right
+  after fencing itself, and fenced again before it lasted a detection budget, more than `LOOP_LIMIT` times in a
+  row while no fault was under way. Safe, and still a broken promise: the role churns while nothing is wrong
+  (issue 61: etcd at ttl=0.1 looped for minutes, each leadership doomed when it began).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from elect.contract import Characteristics
+from elect_bench.faults import known
 from elect_bench.history import History
 from elect_bench.measures import leaderless, overlaps
+
+#: How many times in a row a member may fence and resume one leadership with no fault under way (a slow request
+#: now and then fences and resumes once; a loop does it every renewal).
+LOOP_LIMIT = 3
 
 
 @dataclass(frozen=True)
 class Violation:
-    kind: str  # overlap | token | leaderless
+    kind: str  # overlap | token | leaderless | loop
     role: str
     at: float
     detail: str
@@ -32,11 +42,11 @@ class Violation:
 
 def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_bound: float | None = None,
           healed_at: float | None = None, overlap_tolerance: float = 0.0,
-          max_overlap: float | None = None) -> list[Violation]:
+          max_overlap: float | None = None, budget: float = 1.0) -> list[Violation]:
     """Every violation in `history`; tokens are checked only where the method has them (`tokens`: an anchor
     without a fencing token prints 0); `leaderless_bound` applies from `healed_at` (default: the last fault).
     `max_overlap` (a non-exclusive mode's bound) is judged per pair of leaderships: a chain of handovers may keep
-    some two members leading for longer, each pair within the bound."""
+    some two members leading for longer, each pair within the bound. `budget`: the detection budget, for `loops`."""
     found: list[Violation] = []
     by_role = history.intervals()
     for role, ivs in sorted(by_role.items()):
@@ -58,6 +68,7 @@ def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_
                 found.append(Violation("token", role, nxt["mono"],
                                        f"{nxt['member']} got token {nxt['token']} after {prev['member']}'s "
                                        f"{prev['token']}", since=prev["mono"]))
+    found += loops(history, budget=budget)
     if leaderless_bound is not None:
         since = healed_at if healed_at is not None else max((f.mono for f in history.faults), default=history.start)
         for role in history.roles:
@@ -68,8 +79,61 @@ def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_
     return sorted(found, key=lambda v: (v.at, v.role))
 
 
-def check_promise(history: History, promised: Characteristics) -> list[Violation]:
+def loops(history: History, limit: int = LOOP_LIMIT, budget: float = 1.0) -> list[Violation]:
+    """Every run of more than `limit` fence-and-resume cycles of one member's leadership of one role outside the
+    harness's fault windows: the same token acquired again right after it fenced itself, and fenced again within
+    `budget` (the detection budget: a leadership that outlives it was renewed, so a later fence is another
+    matter, a false failover the floor pass counts). A fault or its healing between two cycles ends the run (a
+    member fencing once per strike is not looping)."""
+    windows = _fault_windows(history)
+    marks = sorted(f.mono for f in history.faults)
+    found: list[Violation] = []
+    runs: dict[tuple[str, str], list[float]] = {}  # (member, role) -> the fences of the current run
+    fenced: dict[tuple[str, str], tuple[int, float]] = {}  # its last fence, not yet followed by anything
+    since: dict[tuple[str, str], float] = {}  # when its current leadership began
+    for line in history.lines:
+        key = (line["member"], line["role"])
+        if line["event"] == "fenced":
+            fenced[key] = (line["token"], line["mono"])
+            if line["mono"] - since.get(key, -math.inf) > budget:
+                runs.pop(key, None)  # it lasted: renewed, not doomed
+            continue
+        if line["event"] == "acquired":
+            since[key] = line["mono"]
+        last = fenced.pop(key, None)
+        if line["event"] != "acquired":
+            runs.pop(key, None)
+            continue
+        if last is None or last[0] != line["token"] or any(w0 <= last[1] <= w1 for w0, w1 in windows):
+            runs.pop(key, None)
+            continue
+        run = runs.setdefault(key, [])
+        if run and any(run[-1] < m <= last[1] for m in marks):
+            run.clear()  # a strike or a healing between: a new run
+        run.append(last[1])
+        if len(run) == limit + 1:
+            found.append(Violation("loop", line["role"], run[0],
+                                   f"{line['member']} fenced itself and resumed token {line['token']} {len(run)} times "
+                                   f"in a row from {run[0]:.3f} s with no fault under way (an acquire/fence loop)"))
+    return found
+
+
+def _fault_windows(history: History) -> list[tuple[float, float]]:
+    """Where a fault was under way: from each fault that heals to its healing (or the end of the history)."""
+    out = []
+    records = sorted(history.faults, key=lambda f: f.mono)
+    for i, record in enumerate(records):
+        kind = known(record.kind)
+        if kind is None or kind.healed_as is None:
+            continue
+        heal = next((r.mono for r in records[i + 1:] if r.kind == kind.healed_as and r.target == record.target),
+                    history.end)
+        out.append((record.mono, heal))
+    return out
+
+
+def check_promise(history: History, promised: Characteristics, budget: float = 1.0) -> list[Violation]:
     """`check` against what an elector promises (its `characteristics`): exclusivity, or a non-exclusive mode's
-    overlap bound where it states one; token order where it has tokens."""
+    overlap bound where it states one; token order where it has tokens; no acquire/fence loops at `budget`."""
     return check(history, exclusive=promised.exclusive, tokens=promised.has_token,
-                 max_overlap=None if promised.exclusive else promised.max_overlap)
+                 max_overlap=None if promised.exclusive else promised.max_overlap, budget=budget)

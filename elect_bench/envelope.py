@@ -62,18 +62,28 @@ class Point:
 @dataclass(frozen=True)
 class Floor:
     """The floor pass: `budgets` screened from the smallest up for `screen` seconds at rest (idle and beside each
-    of `busy`), the first that passes held for `rest` seconds; the method's floor is the first that holds."""
+    of `busy`), the first that passes held for `rest` seconds; the method's floor is the first that holds.
+
+    Before the screen, at each of `start_budgets`, `starts` cold starts (a fresh group each, idle), each settled and
+    then at rest for `start_rest` seconds: a loop or a false failover shows in some cold starts and not in others
+    (issue 61: etcd at 0.1 s looped in 3 of 10), so one long window proves little. A budget whose cold starts were
+    not all clean (settled, no leadership ended at rest, no violation) is not the floor."""
 
     budgets: tuple[float, ...]
     busy: tuple[int, ...] = (0, 2)
     rest: float = 600.0
     screen: float = 60.0
+    starts: int = 30
+    start_rest: float = 10.0
+    start_budgets: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.budgets or min(self.budgets) <= 0:
             raise ConfigError("floor.budgets: at least one budget, all > 0", parameter="floor")
         if self.rest <= 0 or self.screen <= 0 or min(self.busy, default=0) < 0:
             raise ConfigError("floor: rest > 0, screen > 0, busy >= 0", parameter="floor")
+        if self.starts < 0 or self.start_rest <= 0 or min(self.start_budgets, default=1.0) <= 0:
+            raise ConfigError("floor: starts >= 0, start_rest > 0, start_budgets > 0", parameter="floor")
 
 
 @dataclass(frozen=True)
@@ -165,12 +175,15 @@ class EnvelopeScenario:
         floor_data = given.pop("floor", None)
         floor = None
         if floor_data:
-            known = {"budgets", "busy", "rest", "screen"}
+            known = {"budgets", "busy", "rest", "screen", "starts", "start_rest", "start_budgets"}
             if unknown := sorted(set(floor_data) - known):
                 raise ConfigError(f"unknown floor key(s) {unknown}; known: {sorted(known)}", parameter="floor")
             floor = Floor(budgets=tuple(float(b) for b in listed(floor_data.get("budgets", []))),
                           busy=tuple(int(b) for b in listed(floor_data.get("busy", [0, 2]))),
-                          rest=float(floor_data.get("rest", 600.0)), screen=float(floor_data.get("screen", 60.0)))
+                          rest=float(floor_data.get("rest", 600.0)), screen=float(floor_data.get("screen", 60.0)),
+                          starts=int(floor_data.get("starts", 30)),
+                          start_rest=float(floor_data.get("start_rest", 10.0)),
+                          start_budgets=tuple(float(b) for b in listed(floor_data.get("start_budgets", []))))
         for key in ("faults", "methods"):
             if key in given:
                 given[key] = tuple(listed(given[key]))
@@ -191,15 +204,16 @@ class FloorRun:
     budget: float
     busy: int
     rest: float  # as asked
-    stage: str  # "screen" or "hold"
+    stage: str  # "start" (one cold start of several), "screen" or "hold"
     trial: TrialResult | None = None
 
     @property
     def held(self) -> bool | None:
-        """Whether no leadership ended in the window (None: the window could not run)."""
+        """Whether the group settled and no leadership ended in the window, with no violation (a loop, say) (None:
+        the window could not run)."""
         if self.trial is None or not self.trial.ok:
             return None
-        return self.trial.rest_changes == 0
+        return self.trial.rest_changes == 0 and not self.trial.violations
 
     def to_json(self) -> dict[str, Any]:
         return {"method": self.method, "budget": self.budget, "busy": self.busy, "rest": self.rest,
@@ -277,11 +291,35 @@ class EnvelopeResult:
         levels = set(self.scenario.floor.busy) if self.scenario.floor is not None else set()
         for method in self.methods():
             holds = [r for r in self.floor if r.method == method and r.stage == "hold"]
+            starts = [r for r in self.floor if r.method == method and r.stage == "start"]
             passed = sorted(b for b in {r.budget for r in holds}  # held idle and busy (a run cut short may lack one)
                             if {r.busy for r in holds if r.budget == b} >= levels
-                            and all(r.held for r in holds if r.budget == b))
+                            and all(r.held for r in holds if r.budget == b)
+                            and all(r.held for r in starts if r.budget == b))
             found[method] = passed[0] if passed else None
         return found
+
+    def cold_starts(self) -> list[dict[str, Any]]:
+        """Per method and budget of the cold-start stage: how many starts, how many never settled, looped, or ended
+        a leadership at rest, and the settling time (the report's cold-start table)."""
+        rows = []
+        cells = sorted({(r.method, r.budget) for r in self.floor if r.stage == "start"},
+                       key=lambda mb: (self.methods().index(mb[0]) if mb[0] in self.methods() else 99, mb[1]))
+        for method, budget in cells:
+            trials = [r.trial for r in self.floor if (r.method, r.budget, r.stage) == (method, budget, "start")
+                      and r.trial is not None]
+            ran = [t for t in trials if t.ok]
+            settled = sorted(t.settled for t in ran if t.settled is not None)
+            rows.append({
+                "method": method, "budget": budget, "starts": len(trials), "ran": len(ran),
+                "unsettled": sum(1 for t in ran if t.settled is None),
+                "looping": sum(1 for t in ran if any(v.startswith("loop ") for v in t.violations)),
+                "false_failovers": sum(1 for t in ran if t.rest_changes), "ended": sum(t.rest_changes for t in ran),
+                "clean": sum(1 for t in ran if t.rest_changes == 0 and not t.violations),
+                "settled_median": settled[len(settled) // 2] if settled else None,
+                "settled_max": settled[-1] if settled else None,
+                "errors": sorted({t.error.splitlines()[0] for t in trials if not t.ok and t.error})})
+        return rows
 
     def methods(self) -> list[str]:
         return [m for m in self.scenario.base.methods if m not in self.skipped]
@@ -313,7 +351,7 @@ class EnvelopeResult:
             "command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
             "kafka_broker": self.kafka_broker, "load": self.load, "scenario": self.scenario.to_json(),
             "skipped": self.skipped, "held": self.held, "summary": self.summaries(),
-            "floors": self.floors(), "floor": [r.to_json() for r in self.floor],
+            "floors": self.floors(), "floor": [r.to_json() for r in self.floor], "cold_starts": self.cold_starts(),
             "cost": self.cost_rows(), "cut_short": self.cut_short, "missing": self.missing(),
             "trials": {key: [t.to_json() for c in cells for t in c.trials] for key, cells in self.cells.items()},
             "cost_trials": [t.to_json() | {"roles": run_.roles} for run_ in self.cost for t in run_.cell.trials]}
@@ -417,10 +455,17 @@ def _floors(scenario: EnvelopeScenario, methods: Sequence[str], env: Any, result
     plan = scenario.floor
     origin = scenario.origin
     for method in methods:
+        clean = {}  # budget -> whether every cold start there was clean: all of them are run, floor or not
+        for budget in sorted(plan.start_budgets):
+            point = replace(origin, budget=budget)
+            if not scenario.held(method, point):
+                clean[budget] = _cold_starts(scenario, method, point, env, result, show, after_trial)
         for budget in sorted(plan.budgets):
             point = replace(origin, budget=budget)
             if scenario.held(method, point):
                 continue
+            if not clean.get(budget, True):
+                continue  # a start that looped or failed over at rest: not the floor, and the screen is moot
             passed = True
             for stage, seconds in (("screen", plan.screen), ("hold", plan.rest)):
                 for busy in plan.busy:
@@ -443,6 +488,28 @@ def _floors(scenario: EnvelopeScenario, methods: Sequence[str], env: Any, result
                     break
             if passed:
                 break  # this method's floor: the budgets above it are not needed
+
+
+def _cold_starts(scenario: EnvelopeScenario, method: str, point: Point, env: Any, result: EnvelopeResult,
+                 show: Callable[[str, str], None], after_trial: Callable[[], None]) -> bool:
+    """`floor.starts` cold starts of `method` at `point` (idle), each a fresh group settled then at rest for
+    `floor.start_rest` seconds; True if every one was clean. Starts a checkpoint has are not run again."""
+    assert scenario.floor is not None
+    plan = scenario.floor
+    have = [r for r in result.floor if (r.method, r.budget, r.stage) == (method, point.budget, "start")]
+    for index in range(len(have), plan.starts):
+        at = scenario.at(replace(point, busy=0), rest=plan.start_rest, faults=(_none(),), trials=1)
+        cell = suite.Cell(method_spec(method), _none(), at.members)
+        label = f"floor: D={point.budget:g} s, cold start {index + 1} of {plan.starts}"
+        suite.run_cells(at, [cell], env, _under(label, show))
+        trial = cell.trials[0]
+        run_ = FloorRun(method, point.budget, 0, plan.start_rest, "start", trial)
+        if run_.held:
+            trial.history = {}  # the lines of a start that failed are kept: they show what went wrong
+        result.floor.append(run_)
+        have.append(run_)
+        after_trial()
+    return all(r.held for r in have)
 
 
 def _cost(scenario: EnvelopeScenario, methods: Sequence[str], workdir: Path, result: EnvelopeResult,
@@ -575,8 +642,11 @@ def provenance(result: EnvelopeResult) -> str:
 
 
 def summary_of_floor(result: EnvelopeResult) -> list[dict[str, Any]]:
+    """A row per window of the screen and hold stages (the cold starts have a table of their own)."""
     rows = []
     for run_ in result.floor:
+        if run_.stage == "start":
+            continue
         trial = run_.trial
         rows.append({"method": run_.method, "budget": run_.budget, "busy": run_.busy, "stage": run_.stage,
                      "rest": trial.rest if trial else 0.0, "ended": trial.rest_changes if trial else None,
@@ -618,7 +688,26 @@ def floor_table(result: EnvelopeResult) -> list[str]:
     body = [[r["method"], f"{r['budget']:g} s", str(r["busy"]), r["stage"], f"{r['rest']:.0f}",
              "-" if r["ended"] is None else str(r["ended"]) + ("" if r["ok"] else f" ({r['error']})"),
              _fmt(floors.get(r["method"]), "{:g} s")] for r in summary_of_floor(result)]
-    return ["## The floor", "", FLOOR_NOTES, "", *_markdown(header, body), ""]
+    return ["## The floor", "", FLOOR_NOTES, "", *cold_start_table(result), *_markdown(header, body), ""]
+
+
+def cold_start_table(result: EnvelopeResult) -> list[str]:
+    """Per method and budget: cold starts run, and how many never settled, looped or failed over at rest."""
+    rows = result.cold_starts()
+    if not rows:
+        return []
+    plan = result.scenario.floor
+    rest = f"{plan.start_rest:g} s" if plan is not None else "a window"
+    header = ["method", "D", "cold starts", "clean", "never settled", "looping", "with false failovers",
+              "leaderships ended", "settled in (median / max)"]
+    body = [[r["method"], f"{r['budget']:g} s",
+             str(r["ran"]) + (f" of {r['starts']}" if r["ran"] < r["starts"] else ""),
+             str(r["clean"]), str(r["unsettled"]), str(r["looping"]), str(r["false_failovers"]), str(r["ended"]),
+             f"{_fmt(r['settled_median'], '{:.1f}')} / {_fmt(r['settled_max'], '{:.1f}')} s"
+             + (f" ({r['errors'][0]})" if r["errors"] else "")] for r in rows]
+    return [f"Cold starts: a fresh group per start, idle, settled, then {rest} at rest; *clean*: settled, no "
+            "leadership ended at rest, no violation (an acquire/fence loop, a group that never went quiet).", "",
+            *_markdown(header, body), ""]
 
 
 def cost_table(result: EnvelopeResult) -> list[str]:

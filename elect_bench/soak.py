@@ -254,7 +254,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
         for log in sorted((env.workdir / unique).glob("*.log")):
             shutil.copyfile(log, keep_logs / log.name)
     _measure(strikes, history, records, sorted(group.role_names), bound)
-    violations = check_promise(history, promised)
+    violations = check_promise(history, promised, spec.budget)
     evidence = {i: _around(history, v) for i, v in enumerate(violations)}
     return SoakResult(spec, command, started_wall, time.monotonic() - began, machine or this_machine(), strikes,
                       violations, evidence, history, writes, error, loads)
@@ -325,7 +325,8 @@ def _status(strikes: Sequence[Strike], group: _Group, records: list[FaultRecord]
     """The live line: faults so far by kind, violations so far, and what is left (time, or rounds). Each new
     violation is spelled out too, so that a run cut short still says what it found."""
     counts = Counter(s.fault for s in strikes)
-    so_far = check_promise(History(group.lines(), list(records), start=began, end=time.monotonic()), promised)
+    so_far = check_promise(History(group.lines(), list(records), start=began, end=time.monotonic()), promised,
+                           spec.budget)
     new = [f"violation: {v}\n" for v in so_far if str(v) not in group.reported]
     group.reported.update(str(v) for v in so_far)
     kinds = " ".join(f"{k} {n}" for k, n in sorted(counts.items()))

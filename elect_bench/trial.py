@@ -96,6 +96,7 @@ class TrialResult:
     rebalance: float | None = None                        # restart: from the return to balanced for good
     violations: list[str] = field(default_factory=list)
     startup: float = 0.0                                  # seconds from start to every role led
+    settled: float | None = None                          # seconds from start until quiet (None: never, in bound)
     cpu: dict[str, float] = field(default_factory=dict)   # member -> share of one core
     rss_mb: dict[str, float] = field(default_factory=dict)
     members: int = 0
@@ -259,7 +260,12 @@ def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result:
                what=f"{spec.method.name}: a leader for every role")
     result.startup = time.monotonic() - began
     progress("settling")
-    settle(procs, quiet=max(1.0, 1.5 * spec.budget), limit=spec.bound, all_started=True)
+    quiet = max(1.0, 1.5 * spec.budget)
+    if settle(procs, quiet=quiet, limit=spec.bound, all_started=True):
+        result.settled = max(p.log.last for p in procs) - began
+    else:  # a liveness failure of its own: the group never went quiet (an acquire/fence loop, say)
+        result.violations.append(f"unsettled: the group had not been quiet for {quiet:g} s within {spec.bound:g} s "
+                                 "of every role being led after its cold start")
     steady = time.monotonic()
     steady_ivs = History([line for p in procs for line in p.log.lines], end=steady).intervals()
     result.steady_max_led = max_led(steady_ivs, steady - 1e-6)
@@ -417,7 +423,7 @@ def _measure(spec: TrialSpec, promised: Characteristics, history: History, procs
     spans = [o for r in ivs.values() for o in overlaps(r)]
     result.overlap = sum(e - s for s, e, _ in spans)
     result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)
-    result.violations = [str(v) for v in check_promise(history, promised)]
+    result.violations += [str(v) for v in check_promise(history, promised, spec.budget)]
     result.max_drift = promised.max_drift
 
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 BUNDLED = ("default, demo, infra, load, raft, lease, sim, idle, neli, neli-fast, writes, anchors, anchors-load, "
-           "envelope, drift")
+           "envelope, floor, drift")
 
 
 def register(sub: Any) -> None:

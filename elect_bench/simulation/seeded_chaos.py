@@ -231,7 +231,7 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     history = done.history()
     bound = promise(kind, shape)
     found = check(history, exclusive=not bound, max_overlap=bound or None,
-                  leaderless_bound=leaderless_bound(kind, shape), healed_at=done.healed_at)
+                  leaderless_bound=leaderless_bound(kind, shape), healed_at=done.healed_at, budget=shape.ttl)
     return Outcome(kind, seed, tuple(found), tuple(done.faults), done.world.events_processed, len(history.lines))
 
 

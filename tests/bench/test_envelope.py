@@ -18,7 +18,8 @@ def test_an_envelope_measures_each_point_the_floor_and_the_cost(tmp_path: Path) 
     spec = tmp_path / "tiny-envelope.yaml"
     spec.write_text("kind: envelope\nname: tiny-envelope\nmethods: [etcd]\nbudget: 1.0\nroles: 4\nmembers: 2\n"
                     "faults: [kill]\ntrials: 1\nrest: 1.5\nsweep: {roles: [8]}\n"
-                    "floor: {budgets: [1.0], busy: [0, 1], screen: 1, rest: 1.5}\ncost: 1.5\n")
+                    "floor: {budgets: [1.0], busy: [0, 1], screen: 1, rest: 1.5, starts: 2, start_rest: 1,\n"
+                    "        start_budgets: [1.0]}\ncost: 1.5\n")
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "elect", "bench", str(spec), "--out", str(out)],
                           capture_output=True, text=True, timeout=280)
@@ -33,11 +34,16 @@ def test_an_envelope_measures_each_point_the_floor_and_the_cost(tmp_path: Path) 
         # measured (a second and a half at rest can be a few of the kernel's 10 ms CPU ticks, or none)
         assert 0 <= row["rest_cpu_mean"] < 1 and 0 < row["cpu_mean"] < 1
     assert [(r["budget"], r["busy"], r["stage"]) for r in data["floor"]] == \
-        [(1.0, 0, "screen"), (1.0, 1, "screen"), (1.0, 0, "hold"), (1.0, 1, "hold")]
+        [(1.0, 0, "start"), (1.0, 0, "start"), (1.0, 0, "screen"), (1.0, 1, "screen"), (1.0, 0, "hold"),
+         (1.0, 1, "hold")]
     assert data["floors"] == {"etcd": 1.0}
+    [starts] = data["cold_starts"]
+    assert (starts["method"], starts["budget"], starts["ran"], starts["clean"], starts["looping"]) == \
+        ("etcd", 1.0, 2, 2, 0) and starts["settled_median"] > 0
     assert [(r["roles"], r["ok"]) for r in data["cost"]] == [(4, 1), (8, 1)]
     assert all(r["sent_rps_mean"] > 0 for r in data["cost"])  # renewals, counted by the relays
     report = (out / "report.md").read_text()
+    assert "Cold starts: a fresh group per start" in report
     for heading in ("# elect operating envelope: tiny-envelope", "## Which method for me", "## The floor",
                     "## Cost at rest", "## Every cell"):
         assert heading in report
