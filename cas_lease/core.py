@@ -199,6 +199,9 @@ class LeaseCore:
         self._stopping = False
         self._renew_inflight = False
         self._renewed_sent: float | None = None  # when the last successful renewal was sent
+        self._renew_asked = -INF   # when the renewal in flight (or the last one) was asked for
+        self._unled: dict[Role, float] = {}  # keys of ours not taken up (`_outlasts`), since when
+        self._renew_latency = 0.0  # how long the last successful renewal took, asked to answered
         self._next_renew = now
         self._ka_inflight = False
         self._next_ka = now + (timing.keepalive_interval or 0.0)
@@ -313,6 +316,7 @@ class LeaseCore:
             self._renew_inflight = False
             if ok:
                 self._renewed_sent = sent if self._renewed_sent is None else max(self._renewed_sent, sent)
+                self._renew_latency = max(0.0, now - sent)
                 self._next_renew = sent + self.timing.renew_interval
                 # extended now, not at the next tick: a tick may come late while thousands of roles change hands
                 self._check_leaderships(now, self.valid_until(), [])
@@ -493,6 +497,7 @@ class LeaseCore:
         if not self._renew_inflight and renewing:
             if now >= self._next_renew:
                 self._renew_inflight = True
+                self._renew_asked = now
                 actions.append(Renew())
             else:
                 wake.append(self._next_renew)
@@ -515,6 +520,8 @@ class LeaseCore:
     def _own_keys(self, now: float, valid: float, wake: list[float]) -> None:
         """Adopt keys of this session that are not led (created, or confirmed again); delete unwanted ones."""
         owned = self._owned()
+        for role in [r for r in self._unled if r not in owned or r in self._leading]:
+            del self._unled[role]
         for role, token in list(self._must_delete.items()):
             holder = self.holder(role)
             if role not in self._deleting and (role not in owned or holder is None or holder.token != token):
@@ -528,11 +535,35 @@ class LeaseCore:
                     continue
                 self._deleting.add(role)
                 self._ready.messages.append(Delete(role, holder.token))
-            elif valid > now and not self._stopping:
+            elif self._stopping or valid <= now:
+                continue  # no renewal in force: taken up once one lands
+            elif self._outlasts(now, valid):
+                self._unled.pop(role, None)
                 self._leading[role] = _Lead(holder.token, since=now, pinned=role in self._pin)
                 self._pin.discard(role)
                 self._ready.changes.append(Acquire(role, holder.token, valid, shared=True))
                 wake.append(valid)
+            elif now - self._unled.setdefault(role, now) >= self.timing.ttl:
+                # renewals have landed too late to lead it for a TTL: hand it to a member whose renewals land in
+                # time (left to the others for resign_backoff, then deleted: `_contending` is false meanwhile)
+                del self._unled[role]
+                self._backoff[role] = now + self.timing.resign_backoff
+                self._record_dirty = True
+                wake.append(now)
+            else:
+                wake.append(self._unled[role] + self.timing.ttl)
+
+    def _outlasts(self, now: float, valid: float) -> bool:
+        """Whether a leadership taken up now, valid until `valid`, would be renewed before it lapses if the next
+        renewal takes as long as the last one did. One that would not (renewals taking most of renew_deadline: a
+        store stalled, or a watch behind that the renewal waits for) is left until renewals land in time again:
+        taken up, it would only be fenced again at once, an acquire/fence loop that changes nothing but the
+        application's events (issue 61). The key stays this member's meanwhile; nobody else may take it."""
+        if self._renew_inflight:
+            lands = self._renew_asked + self._renew_latency
+        else:
+            lands = max(self._next_renew, now) + self._renew_latency
+        return valid > max(now, lands)
 
     def _shed(self, now: float, live: dict[str, MemberRecord], share: dict[str, float], counts: Counter[str],
               wake: list[float]) -> None:

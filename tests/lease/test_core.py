@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 from lease_sim import Sim, decide
@@ -11,6 +11,7 @@ from lease_sim import Sim, decide
 from cas_lease.core import LeaseCore, Timing
 from cas_lease.model import (
     Create,
+    Delete,
     Done,
     Expire,
     Holder,
@@ -596,3 +597,63 @@ def test_a_dead_holders_roles_are_split_between_the_survivors_at_once(timing: Ti
     for name in "bc":
         taken = {e.t for e in sim.members[name].events if e.kind == "acquired" and e.t > crashed}
         assert len(taken) == 1, (name, sorted(taken))
+
+
+# ---------------------------------------------------------------------------------------------- liveness
+FAST = Timing(ttl=0.1, renew_interval=0.025, renew_deadline=0.075, fair_delay=0.025, resign_backoff=0.1,
+              retry_interval=0.01, silence_takeover=True, keepalive_interval=0.66)
+
+
+def _renewing(core: LeaseCore, until: float, latency: Callable[[float], float]) -> list[tuple[float, object]]:
+    """Drive `core` alone until `until`: each Renew answered `latency(sent)` seconds after it was asked (the
+    store and the watch behind it), every other action at once; the leadership changes, timed."""
+    changes: list[tuple[float, object]] = []
+    now, pending = 0.0, []  # (when it lands, what)
+    while now < until:
+        ready = (core.tick(now), core.ready())[1]
+        changes += [(now, c) for c in ready.changes]
+        for action in ready.messages:
+            pending.append((now + (latency(now) if isinstance(action, Renew) else 0.001), Done(action, True, now)))
+        pending.sort(key=lambda p: p[0])
+        nxt = min([core.next_wakeup(), *(p[0] for p in pending[:1]), until])
+        now = max(nxt, now + 1e-4)
+        while pending and pending[0][0] <= now:
+            core.step(pending.pop(0)[1], now)
+    return changes
+
+
+def test_a_leadership_that_would_lapse_before_its_next_renewal_is_not_taken_up() -> None:
+    """Issue 61: renewals that took 52 ms at ttl=0.1 (etcd's watch behind, the renewal waiting for it) each ended
+    with 23 ms of their 75 ms left; the member adopted its own key, fenced it 23 ms later, adopted it again, for
+    minutes. A leadership that cannot be renewed in time is not taken up: the member waits for renewals that land
+    in time, and leads from then on without a fence."""
+    core = LeaseCore("a", "s1", FAST, ["x"], now=0.0)
+    core.step(Snapshot({"x": Holder("s1", "a", 7)}, {}, 7), 0.0)  # its own key, as after the cold start's Create
+    slow_until = 1.0
+    changes = _renewing(core, 2.0, lambda sent: 0.052 if sent < slow_until else 0.002)
+    slow = [c for t, c in changes if t < slow_until]
+    assert not [c for c in slow if isinstance(c, (Acquire, Fence))], slow[:6]
+    later = [c for t, c in changes if t >= slow_until and isinstance(c, (Acquire, Fence))]
+    assert later == [Acquire("x", 7, later[0].deadline, shared=True)], later  # type: ignore[union-attr]
+
+
+def test_a_key_it_cannot_lead_in_time_is_handed_on_after_a_ttl() -> None:
+    """Renewals that stay too slow to lead by: after a TTL of them the member deletes its key and leaves the role
+    to the others for resign_backoff, so a member whose renewals land in time can lead it."""
+    core = LeaseCore("a", "s1", FAST, ["x"], now=0.0)
+    core.step(Snapshot({"x": Holder("s1", "a", 7)}, {}, 7), 0.0)
+    deleted: list[float] = []
+    now, pending = 0.0, []
+    while now < 0.5 and not deleted:
+        core.tick(now)
+        ready = core.ready()
+        assert not [c for c in ready.changes if isinstance(c, (Acquire, Fence))]
+        for action in ready.messages:
+            if isinstance(action, Delete):
+                deleted.append(now)
+            pending.append((now + (0.052 if isinstance(action, Renew) else 0.001), Done(action, True, now)))
+        pending.sort(key=lambda p: p[0])
+        now = max(min([core.next_wakeup(), *(p[0] for p in pending[:1]), 0.5]), now + 1e-4)
+        while pending and pending[0][0] <= now:
+            core.step(pending.pop(0)[1], now)
+    assert deleted and FAST.ttl <= deleted[0] <= FAST.ttl + 0.1, deleted
