@@ -610,7 +610,8 @@ def _renewing(core: LeaseCore, until: float, latency: Callable[[float], float]) 
     changes: list[tuple[float, object]] = []
     now, pending = 0.0, []  # (when it lands, what)
     while now < until:
-        ready = (core.tick(now), core.ready())[1]
+        core.tick(now)
+        ready = core.ready()
         changes += [(now, c) for c in ready.changes]
         for action in ready.messages:
             pending.append((now + (latency(now) if isinstance(action, Renew) else 0.001), Done(action, True, now)))
