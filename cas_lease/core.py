@@ -4,7 +4,7 @@ It follows `elect.core`'s protocol: `step(message, now)` takes observations of t
 membership entries) and the outcome of the actions it asked for (`Done`); `tick(now)` decides; commands
 (roles changed, resign, stop, and the driver's notices: released, lapsed, suspended, rebind) are
 methods. `ready()` hands over leadership changes and store actions. No I/O, threads or sleeps, so the
-etcd and ZooKeeper drivers share every decision and tests run it on virtual time.
+etcd, ZooKeeper and Kubernetes stores share every decision and tests run it on virtual time.
 
 Safety: a leadership's deadline is `sent + renew_deadline`, `sent` being when the last renewal that
 succeeded was sent (and never past the store's own lease). A contender takes a key over only after

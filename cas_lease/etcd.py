@@ -252,7 +252,8 @@ class EtcdStore:
         delete = {"request_delete_range": {"key": b64(key)}}
         if isinstance(action, Create | Take):
             # no lease: only Delete and Expire (both timed by the core) may remove a role key
-            put = {"request_put": {"key": b64(key), "value": b64(encode_holder(self.member, self.session))}}
+            value = encode_holder(self.member, self.session, since=time.time())
+            put = {"request_put": {"key": b64(key), "value": b64(value)}}
             if isinstance(action, Create):
                 return {"compare": [_compare(key, "CREATE", 0)], "success": [put],
                         "failure": [self._range(key, prefix=False)]}

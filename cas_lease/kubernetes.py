@@ -708,6 +708,17 @@ def lease_role(prefix: str, obj: JSON) -> Role | None:
     return role if isinstance(role, (str, int)) and not isinstance(role, bool) else None
 
 
+def lease_acquired(obj: JSON) -> float | None:
+    """When the Lease's holder took it (its `acquireTime`, wall seconds), or None."""
+    stamp = (obj.get("spec") or {}).get("acquireTime")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def lease_holder(obj: JSON) -> Holder | None:
     """Who holds a role Lease: an elect session (its annotation names the member the spec names), a holder outside
     elect (a pseudo-session of the Lease's own), or nobody; the token is `leaseTransitions`."""

@@ -1,6 +1,7 @@
 """How roles and records are written into a store: key names and small JSON values, both ways.
 
-Shared by the etcd and ZooKeeper drivers so both stores hold the same layout:
+Shared by the etcd and ZooKeeper stores so both hold the same layout (Kubernetes names its Leases after the roles
+too: cas_lease.kubernetes):
 `<prefix>/roles/<role>` (value: holder member and session) and `<prefix>/members/<session>`
 (value: member id, the roles it contends for, those it is transferring to a named member, and its weight and
 max_roles where not the defaults: a record of an older version has neither and reads as weight 1, no cap). A role name
@@ -38,8 +39,22 @@ def role_of(name: str) -> Role:
     return unquote(name)
 
 
-def encode_holder(member: str, session: str) -> bytes:
-    return json.dumps({"member": member, "session": session}, separators=(",", ":")).encode()
+def encode_holder(member: str, session: str, since: float | None = None) -> bytes:
+    """A role key's value. `since`: the wall time the holder took the role, for stores that keep no write time of
+    their own (etcd); `elect watch` shows how long the holder has led from it."""
+    data: dict[str, object] = {"member": member, "session": session}
+    if since is not None:
+        data["since"] = round(since, 3)
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def holder_since(raw: bytes) -> float | None:
+    """The wall time a role key's value says its holder took the role (None: not written, or not ours)."""
+    try:
+        since = json.loads(raw).get("since")
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return float(since) if isinstance(since, int | float) else None
 
 
 def decode_holder(raw: bytes, token: int, fallback_session: str = "?") -> Holder:

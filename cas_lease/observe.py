@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cas_lease.names import decode_holder, role_of
+from cas_lease.names import decode_holder, holder_since, role_of
 from cas_lease.options import EtcdOptions, KubernetesOptions, ZooKeeperOptions
 from elect.errors import AccessRefused, InfrastructureUnavailable
 from elect.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64, range_end, unb64
@@ -18,6 +18,7 @@ class EtcdObserver:
     def __init__(self, options: EtcdOptions) -> None:
         self._gw = Gateway(options.endpoints, Access.of(options))
         self._roles = options.key_prefix + "roles/"
+        self.where = f"etcd prefix {options.key_prefix!r} (the members' prefix=)"
 
     def claims(self, timeout: float) -> list[Claim]:
         try:
@@ -30,8 +31,9 @@ class EtcdObserver:
         out = []
         for kv in data.get("kvs", []):
             key = unb64(kv.get("key")).decode(errors="replace")
-            holder = decode_holder(unb64(kv.get("value")), int(kv.get("mod_revision", 0)))
-            out.append(Claim(str(role_of(key[len(self._roles):])), holder.member, holder.token))
+            value = unb64(kv.get("value"))
+            holder = decode_holder(value, int(kv.get("mod_revision", 0)))
+            out.append(Claim(str(role_of(key[len(self._roles):])), holder.member, holder.token, holder_since(value)))
         return out
 
     def close(self) -> None:
@@ -45,6 +47,7 @@ class ZooKeeperObserver:
         from cas_lease.zookeeper import client_security
 
         self._roles = options.root + "/roles"
+        self.where = f"ZooKeeper path {options.root!r} (the members' path)"
         self._client: Any = KazooClient(hosts=",".join(options.hosts), timeout=max(options.session_timeout, 4.0),
                                         **client_security(options, options.password()))
         self._connect_timeout = options.connect_timeout
@@ -64,8 +67,8 @@ class ZooKeeperObserver:
                     continue  # released between the listing and the read
                 if not raw:
                     continue  # a free role: its node stays, empty (cas_lease.zookeeper)
-                holder = decode_holder(raw, int(stat.mzxid))
-                out.append(Claim(str(role_of(name)), holder.member, holder.token))
+                holder = decode_holder(raw, int(stat.mzxid))  # the node's data is written when it changes hands
+                out.append(Claim(str(role_of(name)), holder.member, holder.token, stat.mtime / 1000.0))
             return out
         except NoNodeError:
             return []  # no member has started under this path yet
@@ -84,10 +87,11 @@ class KubernetesObserver:
         self._client = Client(resolve(options))
         self._path = leases(options.namespace)
         self._prefix = options.prefix
+        self.where = f"the Leases of namespace {options.namespace!r} named {options.prefix!r}..."
 
     def claims(self, timeout: float) -> list[Claim]:
         from cas_lease.kube_api import Refused, Unreachable
-        from cas_lease.kubernetes import lease_holder, lease_role
+        from cas_lease.kubernetes import lease_acquired, lease_holder, lease_role
 
         try:
             status, data = self._client.request("GET", self._path, None, timeout)
@@ -101,7 +105,7 @@ class KubernetesObserver:
         for obj in data.get("items") or []:
             role, holder = lease_role(self._prefix, obj), lease_holder(obj)
             if role is not None and holder is not None:
-                out.append(Claim(str(role), holder.member, holder.token))
+                out.append(Claim(str(role), holder.member, holder.token, lease_acquired(obj)))
         return out
 
     def close(self) -> None:

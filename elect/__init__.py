@@ -1,5 +1,5 @@
-"""Leader election per role, three ways (Raft with priorities, NELI over Kafka, CAS leases on etcd or
-ZooKeeper), behind one contract, with a harness that measures how each hands over when things fail.
+"""Leader election per role, three ways (Raft with priorities, NELI over Kafka, CAS leases on etcd, ZooKeeper or
+Kubernetes Lease objects), behind one contract, with a harness that measures how each hands over when things fail.
 
     import elect
     e = elect.connect("memory://demo", roles=["prices.EURUSD"], member="a")
@@ -7,9 +7,10 @@ ZooKeeper), behind one contract, with a harness that measures how each hands ove
         e.subscribe(print)
         e.is_leader("prices.EURUSD")
         e.run("prices.EURUSD", work)   # work(lead, stop) while leading; a handover waits for it
-        e.observe(print)               # LeaderChanged(role, leader, token): whom it sees lead (memory, raft, etcd, zk)
+        e.observe(print)               # LeaderChanged(role, leader, token): whom it sees lead
+                                       # (memory, raft, etcd, zookeeper, kubernetes)
         e.metrics().serve(9100)        # Prometheus metrics of this member (the `metrics` extra)
-        e.transfer("prices.EURUSD", to="b")  # hand one role to a named member (raft, etcd, zk, memory)
+        e.transfer("prices.EURUSD", to="b")  # to a named member (memory, raft, etcd, zookeeper, kubernetes)
         e.drain()                      # hand over, see the successors take over, stop
 """
 

@@ -262,10 +262,10 @@ class BaseElector(Elector):
 
         What each method can see: memory the group's owner of the role, raft the node that leads the role's
         partition group after the transfer (heard in its heartbeats; its `Acquired` follows within a heartbeat
-        round), etcd and ZooKeeper the new holder of the role's key. NELI (kafka://) and PySyncObj cannot: a
-        member that hands its partitions over has left the consumer group, or shut that partition's SyncObj
-        down, so `drain` returns after the handover (`successors` None). While draining, `resign` raises
-        `NotStarted` and role changes only update `roles`.
+        round), etcd, ZooKeeper and Kubernetes the new holder of the role's key (Lease). NELI (kafka://) and
+        PySyncObj cannot: a member that hands its partitions over has left the consumer group, or shut that
+        partition's SyncObj down, so `drain` returns after the handover (`successors` None). While draining,
+        `resign` raises `NotStarted` and role changes only update `roles`.
         """
         began = time.monotonic()
         with self._lock:
@@ -338,9 +338,10 @@ class BaseElector(Elector):
         (`leader` None: it sees no leader; `leader` may be this member), in order, on a thread of its own (not the
         event thread, so a slow observer holds no handover back); the leaders seen so far are replayed first.
 
-        What each method sees: memory the group's owner of the role; etcd and ZooKeeper the holder of the role's
-        key, as its watch reports it (None once the key is gone); raft the leader of the role's partition group,
-        heard in its heartbeats (None from when this node's election timer ran out, or while it campaigns).
+        What each method sees: memory the group's owner of the role; etcd, ZooKeeper and Kubernetes the holder of the
+        role's key (Lease), as its watch reports it (None once the key is gone); raft the leader of the role's
+        partition group, heard in its heartbeats (None from when this node's election timer ran out, or while it
+        campaigns).
         Raises `NotSupported` where the method cannot see it (`characteristics.observes_leaders` False; the message
         says why)."""
         if not self.characteristics.observes_leaders:

@@ -179,6 +179,7 @@ class MetricsObserver:
         self.endpoints = [endpoint_url(e) for e in endpoints]
         self.roles: set[str] = set()  # every role some member contends for, led or not
         self.note = ""
+        self.where = "the members' metrics endpoints"
 
     def claims(self, timeout: float) -> list[Claim]:
         out: list[Claim] = []

@@ -40,14 +40,19 @@ class LeaderChanged:
 
 @dataclass(frozen=True)
 class Claim:
-    """`member` holds `role` per the store, under `token` (None where the store keeps no token)."""
+    """`member` holds `role` per the store, under `token` (None where the store keeps no token), since the wall time
+    `since_ts` (None where the store keeps no such time: a Kafka group's assignment)."""
 
     role: str
     member: str
     token: int | None = None
+    since_ts: float | None = None
 
 
 class Observer(Protocol):
+    #: where the claims are read, as a user would recognize it (`elect watch` names it when it finds none there)
+    where: str
+
     def claims(self, timeout: float) -> list[Claim]:
         """Every role claim in the store now; raises InfrastructureUnavailable when it cannot be read."""
         ...

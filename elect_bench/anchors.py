@@ -93,7 +93,11 @@ def program(name: str) -> tuple[str, ...]:
 
 
 def available(name: str) -> str | None:
-    """None if the anchor can run here, else why not (the program does not build, the module is missing)."""
+    """None if the anchor can run here, else why not (a wheel install, the program does not build, the module is
+    missing)."""
+    if not (ROOT / name).is_dir():
+        return (f"the anchors' adapters are built from a checkout of elect (bench/anchors/{name} is not in an "
+                "installed wheel): clone the repository, run ./setup there, and run `elect bench anchors` in it")
     if name == "kazoo":
         try:
             import kazoo.version

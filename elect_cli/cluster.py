@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from elect_cluster.endpoints import Endpoints
-from elect_cluster.errors import ClusterError
+from elect_cluster.errors import ClusterError, MissingBinary
 from elect_cluster.local import BROKERS, DEFAULT_SERVICES, SERVICES, LocalCluster, MemberStatus, default_workdir
 
 
@@ -82,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"cluster down ({LocalCluster(args.workdir).workdir})")
             return 0
         return _status(args)
-    except ClusterError as exc:
+    except ClusterError as exc:  # a program not installed: 2, like configuration; a service that failed: 3
         print(f"elect cluster {args.cluster_command}: error: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, MissingBinary) else 3
 
 
 def _images(args: argparse.Namespace) -> int:

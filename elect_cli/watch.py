@@ -37,22 +37,30 @@ class LeaderTable:
     rows: dict[str, dict[str, tuple[int | None, float]]] = field(default_factory=dict)
     events: int = 0
     note: str = ""  # shown under the table (e.g. why the store could not be read just now)
+    unknown_since: set[tuple[str, str]] = field(default_factory=set)  # (role, member) aged from the first sight
 
-    def sync(self, claims: Iterable[Claim], now: float, roles: Iterable[str] = ()) -> None:
-        """Make the table what an observer read from the store; a holder's `for` runs from when it was first
-        seen with its token. `roles`: roles known to exist though nobody may hold them (shown with no leader)."""
-        seen: dict[str, dict[str, int | None]] = {role: {} for role in roles}
+    def sync(self, claims: Iterable[Claim], now: float, roles: Iterable[str] = (), wall: float | None = None) -> None:
+        """Make the table what an observer read from the store; a holder's `for` runs from when the store says it
+        took the role where the store keeps that (`Claim.since_ts`), else from when the watch first saw it with its
+        token (shown as at least that: `>`). `roles`: roles known to exist though nobody may hold them (shown with
+        no leader)."""
+        wall = time.time() if wall is None else wall
+        seen: dict[str, dict[str, Claim]] = {role: {} for role in roles}
         for claim in claims:
-            seen.setdefault(claim.role, {})[claim.member] = claim.token
+            seen.setdefault(claim.role, {})[claim.member] = claim
         for role in set(self.rows) | set(seen):
             holders = self.rows.setdefault(role, {})
             new = seen.get(role, {})
-            for member in [m for m, (token, _) in holders.items() if m not in new or new[m] != token]:
+            for member in [m for m, (token, _) in holders.items() if m not in new or new[m].token != token]:
                 del holders[member]
                 self.events += 1
-            for member, token in new.items():
+            for member, claim in new.items():
                 if member not in holders:
-                    holders[member] = (token, now)
+                    if claim.since_ts is not None:  # the record's own age, on this clock
+                        holders[member] = (claim.token, now - max(0.0, wall - claim.since_ts))
+                    else:
+                        holders[member] = (claim.token, now)
+                        self.unknown_since.add((role, member))
                     self.events += 1
 
     def apply(self, line: dict[str, Any]) -> None:
@@ -73,7 +81,14 @@ class LeaderTable:
             for member, (token, since) in sorted(holders.items()):
                 flag = "  OVERLAP" if len(holders) > 1 else ""
                 shown = "-" if token is None else str(token)
-                out.append(f"{role:<24} {member:<20} {shown:>8} {now - since:>8.1f}s{flag}")
+                age = now - since
+                if (role, member) not in self.unknown_since:
+                    held = f"{age:>8.1f}s"
+                elif age < 0.05:  # first seen just now and the store keeps no time: unknown, not zero
+                    held = f"{'?':>9}"
+                else:
+                    held = f">{age:.1f}s".rjust(9)
+                out.append(f"{role:<24} {member:<20} {shown:>8} {held}{flag}")
         out.append(f"{self.events} changes" + (f"  ({self.note})" if self.note else ""))
         return "\n".join(out)
 
@@ -202,7 +217,8 @@ def _watch_observer(observer: Observer, args: argparse.Namespace) -> int:
                     table.note = observer.note
                 else:
                     table.sync(claims, time.monotonic())
-                    table.note = ""
+                    table.note = "" if table.rows else (f"nothing held under {observer.where}: no member of this "
+                                                        "group leads a role there now, or it is not the members'")
             except InfrastructureUnavailable as exc:
                 if args.once:
                     raise  # exit 3, as for every command that cannot reach its infrastructure

@@ -19,6 +19,7 @@ class KafkaObserver:
         from confluent_kafka.admin import AdminClient
 
         self.options = options
+        self.where = f"the consumer group {options.group_id!r} (the members' group=, or the topic's default)"
         self._admin: Any = AdminClient({"bootstrap.servers": options.bootstrap, "client.id": "elect-watch",
                                         "socket.connection.setup.timeout.ms": int(options.connect_timeout * 1000),
                                         **options.client_security()})

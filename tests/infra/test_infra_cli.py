@@ -62,4 +62,4 @@ def test_bad_arguments_and_errors_exit_non_zero(tmp_path: Path) -> None:
         [sys.executable, "-m", "elect_cli.cluster", "cluster", "up", "--workdir", str(tmp_path),
          "--services", "etcd"], capture_output=True, text=True, timeout=60,
         env={**os.environ, "ELECT_ETCD_BIN": str(tmp_path / "none")})
-    assert missing.returncode == 1 and "apt-get install etcd-server" in missing.stderr
+    assert missing.returncode == 2 and "apt-get install etcd-server" in missing.stderr

@@ -89,13 +89,12 @@ def test_existing_topic_with_another_partition_count_is_refused(infra: Endpoints
     assert caught.value.parameter == "partitions" and "partitions=3" in str(caught.value)
 
 
-def test_unreachable_broker_fails_within_the_connect_timeout() -> None:
-    port = free_port()  # nothing listens there
-    elector = elect.connect(f"kafka://127.0.0.1:{port}/t?connect_timeout=1", [0], member="a")
-    began = time.monotonic()
-    with pytest.raises(InfrastructureUnavailable, match="connect_timeout"):
+def test_a_closed_broker_port_is_reported_at_once() -> None:
+    """Nothing listens there: the connection is refused, which waiting out connect_timeout would not change."""
+    port = free_port()
+    elector = elect.connect(f"kafka://127.0.0.1:{port}/t?connect_timeout=600", [0], member="a")
+    with pytest.raises(InfrastructureUnavailable, match="refused the connection: is it running"):
         elector.start()
-    assert time.monotonic() - began < 10
 
 
 def test_two_groups_share_one_topic_and_each_leads_every_role(infra: Endpoints,

@@ -1,5 +1,5 @@
 """examples/fenced_service.py and its asyncio twin as a user runs them: two service processes on the real etcd,
-writing to the fenced store.
+writing to the sqlite ledger they share, which refuses stale tokens.
 
 memory:// is in-process, so two processes cannot share a group there; etcd is the lightest real store the session
 infrastructure offers. What is checked is what the example promises its reader: every role is led by one of the
@@ -9,9 +9,9 @@ the other takes its roles and writes on under a higher token.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from elect_bench.fenced.process import StoreProcess
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.waiting import WaitTimeout, wait_until
 
@@ -36,16 +35,14 @@ LEADS = re.compile(r"^(\S+) leads (\S+) under token (\d+)$")
 class Service:
     """One example process; its stdout lines collected by a thread (a full pipe would block the service)."""
 
-    def __init__(self, example: str, member: str, url: str, store: str, workdir: Path) -> None:
+    def __init__(self, example: str, member: str, url: str, db: Path, workdir: Path) -> None:
         self.member = member
         self.stderr_path = workdir / f"{member}.stderr"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        with open(self.stderr_path, "w") as stderr:
+        with open(self.stderr_path, "w") as stderr:  # the installed library only: no PYTHONPATH into the checkout
             self.proc = subprocess.Popen(
                 [sys.executable, str(ROOT / "examples" / example), url, "--roles", ",".join(ROLES), "--id", member,
-                 "--store", store, "--every", "0.05"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
-                start_new_session=True)
+                 "--db", str(db), "--every", "0.05"], cwd=workdir,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"example-{member}")
         self._reader.start()
@@ -85,6 +82,21 @@ class Service:
             self.proc.stdout.close()
 
 
+def ledger(db: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every write the ledger took, per role, in the order it took them."""
+    if not db.exists():
+        return {}
+    with sqlite3.connect(db, timeout=30) as conn:
+        try:
+            rows = conn.execute("SELECT role, member, token, seq FROM writes ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # not created yet
+            return {}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for role, member, token, seq in rows:
+        found.setdefault(role, []).append({"member": member, "token": token, "seq": seq})
+    return found
+
+
 def writes_by(dump: dict[str, list[dict[str, Any]]], role: str, member: str, token: int) -> int:
     return sum(1 for w in dump.get(role, []) if w["member"] == member and w["token"] == token)
 
@@ -93,17 +105,16 @@ def writes_by(dump: dict[str, list[dict[str, Any]]], role: str, member: str, tok
 def test_two_example_services_share_roles_fence_writes_and_hand_over_on_sigterm(example: str, infra: Endpoints,
                                                                                   tmp_path: Path) -> None:
     url = f"etcd://{infra.etcd[0]}/example-{time.monotonic_ns()}?ttl=1.0"
-    store = StoreProcess(tmp_path / "store")
+    db = tmp_path / "ledger.db"
     services: list[Service] = []
     try:
-        store.start()
-        services = [Service(example, name, url, store.where, tmp_path) for name in ("a", "b")]
+        services = [Service(example, name, url, db, tmp_path) for name in ("a", "b")]
         a, b = services
 
         def current() -> dict[str, tuple[str, int]] | None:
-            """Who leads each role (one member, with its token) by the services' own lines and the store's writes."""
+            """Who leads each role (one member, with its token) by the services' own lines and the ledger's writes."""
             leaders: dict[str, tuple[str, int]] = {}
-            dump = store.dump()
+            dump = ledger(db)
             for role in ROLES:
                 claims = [(s.member, s.led()[role]) for s in services if role in s.led()]
                 if not claims:
@@ -116,10 +127,10 @@ def test_two_example_services_share_roles_fence_writes_and_hand_over_on_sigterm(
 
         try:
             wait_until(lambda: a.says("a started") and b.says("b started"), 60.0, what="both services started")
-            leaders = wait_until(current, 60.0, what="every role led, its leader's writes in the store")
+            leaders = wait_until(current, 60.0, what="every role led, its leader's writes in the ledger")
         except WaitTimeout as exc:
             pytest.fail(f"{exc}\n" + "\n".join(s.diagnostics() for s in services))
-        dump = store.dump()
+        dump = ledger(db)
         for role, (member, token) in leaders.items():
             last = dump[role][-1]
             assert (last["member"], last["token"]) == (member, token), (role, dump[role][-3:])
@@ -140,7 +151,7 @@ def test_two_example_services_share_roles_fence_writes_and_hand_over_on_sigterm(
         assert all(f'"{role}": "{survivor.member}"' in drained for role in handed), drained
 
         def taken_over() -> bool:
-            dump = store.dump()
+            dump = ledger(db)
             for role, old in handed.items():
                 new = survivor.led().get(role)
                 if new is None or new <= old or writes_by(dump, role, survivor.member, new) < 5:
@@ -151,14 +162,13 @@ def test_two_example_services_share_roles_fence_writes_and_hand_over_on_sigterm(
             wait_until(taken_over, 60.0, what=f"{survivor.member} writing {sorted(handed)} under higher tokens")
         except WaitTimeout as exc:
             pytest.fail(f"{exc}\n" + "\n".join(s.diagnostics() for s in services))
-        dump = store.dump()
+        dump = ledger(db)
         for role, old in handed.items():
             tokens = [w["token"] for w in dump[role]]
-            assert tokens == sorted(tokens), (role, tokens)  # the store never took a stale token
+            assert tokens == sorted(tokens), (role, tokens)  # the ledger never took a stale token
             first_new = next(i for i, w in enumerate(dump[role]) if w["member"] == survivor.member and w["token"] > old)
             assert all(w["member"] == survivor.member for w in dump[role][first_new:]), role
         assert survivor.proc.poll() is None, survivor.diagnostics()
     finally:
         for service in services:
             service.stop()
-        store.stop()
