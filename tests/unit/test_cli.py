@@ -192,3 +192,49 @@ def test_a_member_freezes_its_heap_at_start_and_once_its_leaderships_settle() ->
         assert heap.frozen and gc.get_freeze_count() >= at_start + len(made)
     finally:
         gc.unfreeze()
+
+
+def test_a_yaml_typo_names_the_file_the_line_and_the_closest_key(tmp_path: Path) -> None:
+    config = tmp_path / "elect.yaml"
+    config.write_text("elector: memory\ngroup: g\nmember: a\nrole: [x]\n")
+    result = run_elect("member", "--config", str(config))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{config}:4: unknown key 'role' (did you mean 'roles'?)" in result.stderr, result.stderr
+    assert "a configuration takes elector, url, member, id, roles, require, options" in result.stderr
+
+
+def test_a_member_without_roles_says_so(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "elect", "member", "memory://none", "--id", "a", "--control"],
+                            input="stop\n", capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "contends for no roles" in result.stderr, result.stderr
+    assert '"confirmed": false' in result.stderr and "led nothing" in result.stderr
+
+
+def test_schemes_says_what_each_option_does_in_columns() -> None:
+    result = run_elect("schemes", "etcd://")  # the scheme as a URL's head is taken too
+    assert result.returncode == 0, result.stderr
+    ttl = next(line for line in result.stdout.splitlines() if line.split()[0] == "ttl")
+    assert "silence after which a holder's key may be taken over" in ttl
+    lines = run_elect("schemes", "raft").stdout.splitlines()[1:]
+    rows = [line for line in lines if not line.lstrip().startswith("URL")]
+    starts = {line.find("'balanced'") for line in rows if line.split()[0] == "priority"} | \
+        {line.find("''") for line in rows if line.split()[0] == "listen"}  # the default column, two rows
+    assert len(starts) == 1 and -1 not in starts, "one column start (priority's type once broke the columns)"
+
+
+def test_version() -> None:
+    result = run_elect("--version")
+    assert result.returncode == 0 and result.stdout.startswith("elect ")
+
+
+def test_leader_table_ages_holders_from_the_record_where_the_store_keeps_one() -> None:
+    table = LeaderTable()
+    table.sync([Claim("0", "a", 3, since_ts=1000.0), Claim("1", "b", 4)], now=50.0, wall=1012.5)
+    text = table.render(now=50.0)
+    row0 = next(line for line in text.splitlines() if line.startswith("0 "))
+    row1 = next(line for line in text.splitlines() if line.startswith("1 "))
+    assert row0.rstrip().endswith("12.5s") and row1.rstrip().endswith("?")  # no store time, seen just now: unknown
+    assert table.render(now=53.0).splitlines()[2].rstrip().endswith(">3.0s")  # at least since the watch saw it
+    empty = LeaderTable()
+    empty.sync([], now=1.0)
+    assert not empty.rows
