@@ -398,7 +398,11 @@ class KubernetesStore:
     def _renew(self, timeout: float) -> list[Observation]:
         """Rewrite this member's Lease (a new resource version: it is alive), then the role Leases it holds that a
         client-go reader would soon find stale, and wait until the watch has delivered the member Lease's write:
-        everything before it has then been reported (as for etcd), so the renewal extends only what is still ours."""
+        everything before it has then been reported (as for etcd), so the renewal extends only what is still ours.
+        As for etcd (`EtcdStore._renew`, issue 61), the wait is at most a renew interval, and a watch that is only
+        behind is left running while the renewal lists every Lease: restarting it from here could put it behind
+        again on every renewal; one that stopped falls silent and its own read timeout restarts it (our member
+        Lease is rewritten every renew interval)."""
         sent = time.monotonic()
         deadline = sent + timeout
         rv = self._write_member(deadline)
@@ -406,12 +410,9 @@ class KubernetesStore:
         if sent - self._collected >= self._abandoned / 3:
             self._collected = sent
             self._pool().submit(self._collect)
-        if self._delivered_through(rv, _left(deadline)):
+        if self._delivered_through(rv, min(self.options.interval, _left(deadline))):
             return seen
-        with self._watch_lock:  # the watch is behind or stuck: start it again, and read everything now
-            if self._watch is not None:
-                self._watch.close()
-        return [*seen, self._list(_left(deadline))]
+        return [*seen, self._list(_left(deadline))]  # behind: read everything now, the watch catches up on its own
 
     def _write_member(self, deadline: float) -> int:
         """Rewrite this session's member Lease on condition of its last version; its new version."""

@@ -64,10 +64,11 @@ class Floor:
     """The floor pass: `budgets` screened from the smallest up for `screen` seconds at rest (idle and beside each
     of `busy`), the first that passes held for `rest` seconds; the method's floor is the first that holds.
 
-    Before the screen, at each of `start_budgets`, `starts` cold starts (a fresh group each, idle), each settled and
-    then at rest for `start_rest` seconds: a loop or a false failover shows in some cold starts and not in others
-    (issue 61: etcd at 0.1 s looped in 3 of 10), so one long window proves little. A budget whose cold starts were
-    not all clean (settled, no leadership ended at rest, no violation) is not the floor."""
+    Before the screen, at each of `start_budgets` and (when there are any) at every budget the search screens,
+    `starts` cold starts (a fresh group each, idle), each settled and then at rest for `start_rest` seconds: a loop
+    or a false failover shows in some cold starts and not in others (issue 61: etcd at 0.1 s looped in 3 of 10), so
+    one long window proves little. A budget whose cold starts were not all clean (settled, no leadership ended at
+    rest, no violation) is not the floor."""
 
     budgets: tuple[float, ...]
     busy: tuple[int, ...] = (0, 2)
@@ -464,6 +465,8 @@ def _floors(scenario: EnvelopeScenario, methods: Sequence[str], env: Any, result
             point = replace(origin, budget=budget)
             if scenario.held(method, point):
                 continue
+            if plan.start_budgets and budget not in clean:  # no floor is claimed without clean cold starts there
+                clean[budget] = _cold_starts(scenario, method, point, env, result, show, after_trial)
             if not clean.get(budget, True):
                 continue  # a start that looped or failed over at rest: not the floor, and the screen is moot
             passed = True
