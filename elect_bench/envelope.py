@@ -481,7 +481,8 @@ def _floors(scenario: EnvelopeScenario, methods: Sequence[str], env: Any, result
                         label = f"floor: D={budget:g} s, {busy} busy, {stage} {seconds:g} s"
                         suite.run_cells(at, [cell], env, _under(label, show))
                         run_.trial = cell.trials[0]
-                        run_.trial.history = {}
+                        if run_.held:  # a window that lost leaderships keeps its lines: they show which and when
+                            run_.trial.history = {}
                         result.floor.append(run_)
                         after_trial()
                     if not run_.held:

@@ -60,6 +60,14 @@ class Method:
     build: Callable[[Group, Mapping[str, str]], dict[str, str]]
     secure: bool = False  # runs on a secured cluster (`Endpoints.secured`): TLS, client certificates, passwords
     struck: tuple[str, ...] = ()
+    planned: float = 0.0  # how many D after start the method may still move roles by plan (raft's hand-backs)
+
+    def quiet(self, budget: float) -> float:
+        """How long a group must be quiet to count as settled: 1.5 D (at least 1 s), and longer than the method's
+        planned moves after a start: raft hands a partition back to its primary once that primary has been up
+        for `rebalance_hysteresis` (3 ET), and a group that looked quiet before then moved a role at rest (seen
+        in the floor pass at D = 0.5 s: 7 of 30 cold starts "lost" a role 1.5 s in, each a graceful hand-back)."""
+        return max(1.0, 1.5 * budget, self.planned * budget)
 
     def strikes(self, turn: int) -> str:
         """The service the `turn`-th infrastructure fault (0, 1, ...) of this method strikes."""
@@ -310,13 +318,16 @@ KUBERNETES_STRUCK = ("kubernetes", "etcd")
 """An infrastructure fault on Kubernetes strikes kube-apiserver, then the etcd it stores its objects in, in turn:
 with one etcd member the second is an outage of the whole API, which the members must survive too."""
 
+#: raft's hand-back to a returning primary: 3 ET of its health (`rebalance_hysteresis`), and a round to carry it out
+RAFT_HAND_BACK = 4.0
+
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("raft", "raft", "Raft per partition, balanced priorities, with the improvements over ZEP006", (),
            lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                     "priority": "balanced"}, _raft),
+                     "priority": "balanced"}, _raft, planned=RAFT_HAND_BACK),
     Method("raft-loud", "raft", "as raft, but every partition heartbeats on its own (quiesce=off): plain multi-Raft",
            (), lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                          "priority": "balanced", "quiesce": "off"}, _raft),
+                          "priority": "balanced", "quiesce": "off"}, _raft, planned=RAFT_HAND_BACK),
     Method("raft-zeebe", "raft", "Raft per partition, plain ZEP006 (zeebe priorities, no improvements)", (),
            lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
                      "priority": "zeebe", "improvements": "off"}, _raft),

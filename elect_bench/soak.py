@@ -221,7 +221,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
             for p in group.procs:
                 p.start()
             wait_until(group.all_led, bound + 30, interval=0.05, what=f"{spec.method.name}: a leader for every role")
-            settle(group.procs, quiet=max(1.0, 1.5 * spec.budget), limit=bound, all_started=True)
+            settle(group.procs, quiet=spec.method.quiet(spec.budget), limit=bound, all_started=True)
             plan = schedule(spec.seed, spec.faults, spec.roles)
             limit = spec.rounds * len(spec.faults) if spec.rounds else math.inf
             while time.monotonic() - began < spec.duration and len(strikes) < limit:

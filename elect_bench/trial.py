@@ -260,7 +260,7 @@ def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result:
                what=f"{spec.method.name}: a leader for every role")
     result.startup = time.monotonic() - began
     progress("settling")
-    quiet = max(1.0, 1.5 * spec.budget)
+    quiet = spec.method.quiet(spec.budget)
     if settle(procs, quiet=quiet, limit=spec.bound, all_started=True):
         result.settled = max(p.log.last for p in procs) - began
     else:  # a liveness failure of its own: the group never went quiet (an acquire/fence loop, say)

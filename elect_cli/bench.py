@@ -289,7 +289,8 @@ def _progress() -> Any:
             resumed.append(done)
         elapsed = time.monotonic() - began
         ran = done - resumed[0]
-        eta = f", ~{elapsed / ran * (total - done):.0f} s left" if ran > 0 else ""
-        line(f"[{done}/{total}] {cell}: {status} ({elapsed:.0f} s{eta})")
+        eta = f", ~{elapsed / ran * (total - done):.0f} s left" if ran > 0 and total > done else ""
+        count = f"[{done}/{total}] " if total else ""  # a floor-only envelope counts its windows in the cell's name
+        line(f"{count}{cell}: {status} ({elapsed:.0f} s{eta})")
 
     return show
