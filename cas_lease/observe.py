@@ -12,6 +12,7 @@ from cas_lease.options import EtcdOptions, KubernetesOptions, ZooKeeperOptions
 from elect.errors import AccessRefused, InfrastructureUnavailable
 from elect.etcd_gateway import Access, Gateway, GatewayError, Refused, Unreachable, b64, range_end, unb64
 from elect.observe import Claim
+from elect.reach import require_listening
 
 
 class EtcdObserver:
@@ -51,6 +52,7 @@ class ZooKeeperObserver:
         self._client: Any = KazooClient(hosts=",".join(options.hosts), timeout=max(options.session_timeout, 4.0),
                                         **client_security(options, options.password()))
         self._connect_timeout = options.connect_timeout
+        self._hosts = options.hosts
 
     def claims(self, timeout: float) -> list[Claim]:
         from kazoo.exceptions import KazooException, NoNodeError
@@ -58,6 +60,7 @@ class ZooKeeperObserver:
 
         try:
             if not self._client.connected:
+                require_listening("ZooKeeper", self._hosts)  # kazoo retries a refused port until its timeout
                 self._client.start(timeout=max(timeout, self._connect_timeout))
             out = []
             for name in self._client.get_children(self._roles):

@@ -11,25 +11,35 @@ from typing import Any
 
 from elect.errors import InfrastructureUnavailable
 from elect.observe import Claim
+from elect.reach import require_listening
 from neli.options import KafkaOptions
 
 
 class KafkaObserver:
     def __init__(self, options: KafkaOptions) -> None:
-        from confluent_kafka.admin import AdminClient
-
         self.options = options
         self.where = f"the consumer group {options.group_id!r} (the members' group=, or the topic's default)"
-        self._admin: Any = AdminClient({"bootstrap.servers": options.bootstrap, "client.id": "elect-watch",
-                                        "socket.connection.setup.timeout.ms": int(options.connect_timeout * 1000),
-                                        **options.client_security()})
+        self._admin: Any = None  # made at the first read, once a broker is known to listen
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            # librdkafka retries a refused port until its timeout, logging each try: ask once first
+            require_listening("Kafka", self.options.servers)
+            o = self.options
+            self._admin = AdminClient({"bootstrap.servers": o.bootstrap, "client.id": "elect-watch",
+                                       "socket.connection.setup.timeout.ms": int(o.connect_timeout * 1000),
+                                       **o.client_security()})
+        return self._admin
 
     def claims(self, timeout: float) -> list[Claim]:
         from confluent_kafka import KafkaException
 
         group = self.options.group_id
+        admin = self._client()
         try:
-            futures = self._admin.describe_consumer_groups([group], request_timeout=timeout)
+            futures = admin.describe_consumer_groups([group], request_timeout=timeout)
             description = futures[group].result(timeout=timeout + 1)
         except (KafkaException, TimeoutError) as exc:
             raise InfrastructureUnavailable(f"kafka: cannot describe group {group!r}: {exc}") from None
