@@ -325,17 +325,20 @@ class EnvelopeResult:
     def methods(self) -> list[str]:
         return [m for m in self.scenario.base.methods if m not in self.skipped]
 
-    def headline(self) -> Fault:
-        """The fault the tables and pictures lead with: the scenario's first (kill in bench/envelope.yaml)."""
-        return self.scenario.base.faults[0]
+    def headline(self) -> Fault | None:
+        """The fault the tables and pictures lead with: the scenario's first (kill in bench/envelope.yaml); None for
+        a run without faults (bench/floor.yaml: the floor pass alone)."""
+        return self.scenario.base.faults[0] if self.scenario.base.faults else None
 
     def along(self, axis: str, method: str, *, failed_over: bool = False,
               rows: Sequence[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """`method`'s summary rows for the headline fault along one axis, the base point included; with
         `failed_over`, only those with a failover measured."""
-        name = self.headline().name
+        headline = self.headline()
+        if headline is None:
+            return []
         return [r for r in (self.summaries() if rows is None else rows)
-                if r["method"] == method and r["fault"] == name and r["axis"] in ("base", axis)
+                if r["method"] == method and r["fault"] == headline.name and r["axis"] in ("base", axis)
                 and (r["failover_n"] or not failed_over)]
 
     def largest_held(self, method: str, ratio: float = 1.1) -> int | None:

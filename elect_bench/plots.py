@@ -49,24 +49,26 @@ def draw_envelope(result: EnvelopeResult, out: Path) -> list[Path]:
     methods = result.methods()
     paths = []
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for method in methods:
-        points = sorted((r["roles"], r["failover_p99_ratio"])
-                        for r in result.along("roles", method, failed_over=True, rows=rows))
-        if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
-    for level, style in ((1.1, "--"), (1.3, ":")):
-        ax.axhline(level, color="grey", linestyle=style, linewidth=1, label=f"{level} D")
-    _log_roles(ax)
-    ax.set_xlabel("roles (log)")
-    ax.set_ylabel(f"{result.headline().name} failover p99 / D")
-    ax.set_title(f"Failover as the roles grow ({result.scenario.origin.members} members, "
-                 f"D = {result.scenario.origin.budget:g} s)", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    path = out / "envelope-failover.png"
-    _save(plt, fig, path)
-    paths.append(path)
+    headline = result.headline()
+    if headline is not None:  # a run of the floor pass alone has no failover to draw
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for method in methods:
+            points = sorted((r["roles"], r["failover_p99_ratio"])
+                            for r in result.along("roles", method, failed_over=True, rows=rows))
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
+        for level, style in ((1.1, "--"), (1.3, ":")):
+            ax.axhline(level, color="grey", linestyle=style, linewidth=1, label=f"{level} D")
+        _log_roles(ax)
+        ax.set_xlabel("roles (log)")
+        ax.set_ylabel(f"{headline.name} failover p99 / D")
+        ax.set_title(f"Failover as the roles grow ({result.scenario.origin.members} members, "
+                     f"D = {result.scenario.origin.budget:g} s)", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        path = out / "envelope-failover.png"
+        _save(plt, fig, path)
+        paths.append(path)
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, method in enumerate(methods):

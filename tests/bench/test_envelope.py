@@ -49,3 +49,22 @@ def test_an_envelope_measures_each_point_the_floor_and_the_cost(tmp_path: Path) 
         assert heading in report
     for plot in ("envelope-failover.png", "envelope-false-failovers.png", "envelope-cost.png"):
         assert (out / plot).stat().st_size > 0 and plot in report
+
+
+def test_the_floor_pass_alone_writes_its_report(tmp_path: Path) -> None:
+    """bench/floor.yaml's shape, `faults: []` (no sweep, no cost): the run ends with its report and the floor's
+    pictures; it once ended in an IndexError drawing a failover picture it had no fault for."""
+    spec = tmp_path / "tiny-floor.yaml"
+    spec.write_text("kind: envelope\nname: tiny-floor\nmethods: [etcd]\nbudget: 1.0\nroles: 2\nmembers: 2\n"
+                    "faults: []\ntrials: 1\nrest: 1\n"
+                    "floor: {budgets: [1.0], busy: [0], screen: 1, rest: 1, starts: 1, start_rest: 1,\n"
+                    "        start_budgets: [1.0]}\n")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "elect", "bench", str(spec), "--out", str(out)],
+                          capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    data = json.loads((out / "results.json").read_text())
+    assert data["floors"] == {"etcd": 1.0} and data["summary"] == []
+    report = (out / "report.md").read_text()
+    assert "## The floor" in report and "envelope-false-failovers.png" in report
+    assert not (out / "envelope-failover.png").exists()
