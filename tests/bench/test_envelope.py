@@ -14,16 +14,22 @@ import pytest
 pytestmark = pytest.mark.infra
 
 
-def test_an_envelope_measures_each_point_the_floor_and_the_cost(tmp_path: Path) -> None:
-    spec = tmp_path / "tiny-envelope.yaml"
-    spec.write_text("kind: envelope\nname: tiny-envelope\nmethods: [etcd]\nbudget: 1.0\nroles: 4\nmembers: 2\n"
-                    "faults: [kill]\ntrials: 1\nrest: 1.5\nsweep: {roles: [8]}\n"
-                    "floor: {budgets: [1.0], busy: [0, 1], screen: 1, rest: 1.5, starts: 2, start_rest: 1,\n"
-                    "        start_budgets: [1.0]}\ncost: 1.5\n")
+def _run(tmp_path: Path, spec_text: str) -> Path:
+    """`elect bench SPEC --out DIR` to the end; DIR."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(spec_text)
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "elect", "bench", str(spec), "--out", str(out)],
                           capture_output=True, text=True, timeout=280)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    return out
+
+
+def test_an_envelope_measures_each_point_the_floor_and_the_cost(tmp_path: Path) -> None:
+    out = _run(tmp_path, "kind: envelope\nname: tiny-envelope\nmethods: [etcd]\nbudget: 1.0\nroles: 4\nmembers: 2\n"
+                         "faults: [kill]\ntrials: 1\nrest: 1.5\nsweep: {roles: [8]}\n"
+                         "floor: {budgets: [1.0], busy: [0, 1], screen: 1, rest: 1.5, starts: 2, start_rest: 1,\n"
+                         "        start_budgets: [1.0]}\ncost: 1.5\n")
     data = json.loads((out / "results.json").read_text())
     rows = data["summary"]
     assert [(r["axis"], r["roles"], r["method"], r["fault"], r["ok"]) for r in rows] == \
@@ -54,15 +60,10 @@ def test_an_envelope_measures_each_point_the_floor_and_the_cost(tmp_path: Path) 
 def test_the_floor_pass_alone_writes_its_report(tmp_path: Path) -> None:
     """bench/floor.yaml's shape, `faults: []` (no sweep, no cost): the run ends with its report and the floor's
     pictures; it once ended in an IndexError drawing a failover picture it had no fault for."""
-    spec = tmp_path / "tiny-floor.yaml"
-    spec.write_text("kind: envelope\nname: tiny-floor\nmethods: [etcd]\nbudget: 1.0\nroles: 2\nmembers: 2\n"
-                    "faults: []\ntrials: 1\nrest: 1\n"
-                    "floor: {budgets: [1.0], busy: [0], screen: 1, rest: 1, starts: 1, start_rest: 1,\n"
-                    "        start_budgets: [1.0]}\n")
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "elect", "bench", str(spec), "--out", str(out)],
-                          capture_output=True, text=True, timeout=280)
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    out = _run(tmp_path, "kind: envelope\nname: tiny-floor\nmethods: [etcd]\nbudget: 1.0\nroles: 2\nmembers: 2\n"
+                         "faults: []\ntrials: 1\nrest: 1\n"
+                         "floor: {budgets: [1.0], busy: [0], screen: 1, rest: 1, starts: 1, start_rest: 1,\n"
+                         "        start_budgets: [1.0]}\n")
     data = json.loads((out / "results.json").read_text())
     assert data["floors"] == {"etcd": 1.0} and data["summary"] == []
     report = (out / "report.md").read_text()
