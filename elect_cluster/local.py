@@ -387,13 +387,11 @@ class LocalCluster:
         if self._running(member):
             return
         popen = self._popen.get((member.service, member.index))
-        code = None
-        if popen is not None:
-            # `_running` polled before it looked: a child that exited in between is reaped here, so its code is read
-            try:
-                code = popen.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                code = None  # its group is gone but it is not (yet) reaped: say only that it is not running
+        # `_running` polled before it looked: a child that exited in between is reaped here, so its code is read
+        try:
+            code = popen.wait(timeout=1.0) if popen is not None else None
+        except subprocess.TimeoutExpired:
+            code = None  # its group is gone but it is not (yet) reaped: say only that it is not running
         how = f"exited with code {code}" if code is not None else "is not running"
         raise ClusterError(f"{member.label} ({' '.join(member.spec.argv[:2])} ...) {how} while starting. "
                            f"Log {member.spec.log}, last lines:\n{_indent(tail(member.spec.log))}")
