@@ -34,6 +34,7 @@ from elect.core import Acquire, Fence, LeaderSeen, Ready, Revoke
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.links import Links, quiet_key
 from raft_priority.messages import (
+    Conf,
     HardState,
     Heartbeat,
     HeartbeatResponse,
@@ -92,15 +93,20 @@ class RaftGroup:
         "campaign_due",
         "cfg",
         "closed",
+        "committed",
+        "conf",
+        "conf_acked",
         "contact",
         "deadline",
         "elected_at",
         "first_timeout",
         "group",
+        "halves",
         "hb_due",
         "healthy_since",
         "heard",
         "leader",
+        "learners",
         "lease_span",
         "links",
         "log_index",
@@ -109,6 +115,7 @@ class RaftGroup:
         "node",
         "peer_priority",
         "peers",
+        "pending",
         "pin",
         "positions",
         "prioritized",
@@ -126,7 +133,10 @@ class RaftGroup:
         "round",
         "serving",
         "state",
+        "simple",
         "succession",
+        "target",
+        "targets",
         "term",
         "timeout_sent",
         "transfer_closed",
@@ -136,6 +146,7 @@ class RaftGroup:
         "transfer_to",
         "vote_sent_at",
         "voted_for",
+        "voter",
         "votes",
         "window",
         "yield_until",
@@ -153,7 +164,9 @@ class RaftGroup:
         budget: HandoverBudget | None = None,
         links: Links | None = None,
     ) -> None:
-        if node not in spec.priorities:
+        hs = hard_state or HardState()
+        conf = hs.conf if hs.conf is not None else Conf(voters=dict(spec.priorities))
+        if node not in conf.members():
             raise ValueError(f"{node!r} is not a member of group {spec.group}")
         self.group = spec.group
         self.node = node
@@ -162,24 +175,24 @@ class RaftGroup:
         self.acc: Ready[Message, HardState] = ready if ready is not None else Ready()
         # rebalancing handovers are rate-limited per node: a host passes every group the same budget
         self.budget = budget if budget is not None else HandoverBudget(config.rebalance_limit, config.rebalance_window)
-        order = {m: i for i, m in enumerate(spec.members)}
-        peers = sorted((m for m in spec.members if m != node), key=lambda m: (-spec.priorities[m], order[m]))
-        self.peers: tuple[str, ...] = tuple(peers)
-        self.peer_priority: tuple[int, ...] = tuple(spec.priorities[p] for p in peers)
-        self.priority = spec.priorities[node]
-        self._priorities = dict(spec.priorities)
-        self.max_priority = spec.max_priority
-        self.quorum = spec.quorum
+        self.state = RaftState.FOLLOWER
+        self.committed = conf.position  # a group's first configuration is agreed by being given to every member
+        self.target: Conf | None = None
+        self.pending = False
+        self.conf_acked: dict[str, tuple[int, int] | None] = {}
+        self.acks: dict[str, float] = {}
+        self.heard: dict[str, float] = {}
+        self.healthy_since: dict[str, float] = {}
+        self.positions: dict[str, tuple[int, int]] = {}
+        self._use_conf(conf)
         self.prioritized = config.priority_mode == "zeebe"
         self.window = config.lease_window if config.check_quorum else INF  # how long a voter refuses votes
         self.lease_span = config.leader_lease if config.check_quorum else INF  # how long a quorum ack leases
         # the node links' quorum a quiet lease rests on: (the followers that answered quiet, in one order for all
         # groups; how many of them make a quorum with this node), set when the group goes quiet (`_note_quiet`)
         self._shared_key: tuple[tuple[str, ...], int] | None = None
-        hs = hard_state or HardState()
         self.term = hs.term
         self.voted_for = hs.voted_for
-        self.state = RaftState.FOLLOWER
         self.leader: str | None = None
         self.log_index = 0
         self.log_term = 0
@@ -200,11 +213,7 @@ class RaftGroup:
         self.campaign_due = INF
         self.vote_sent_at = now
         # leader
-        self.acks: dict[str, float] = {}
-        self.heard: dict[str, float] = {}
-        self.healthy_since: dict[str, float] = {}
         self.elected_at = -INF
-        self.positions: dict[str, tuple[int, int]] = {}
         self.quorum_ack = -INF
         self._lease = -INF
         self.serving = False
@@ -323,6 +332,144 @@ class RaftGroup:
         """Take everything produced since the last call (of every group sharing the accumulator)."""
         return self.acc.take()
 
+    # ------------------------------------------------------------------ membership
+
+    def set_target(self, target: Conf | None, now: float) -> None:
+        """The configuration this group should reach (its voters and priorities, learners, payload; its position is
+        ignored). Whoever leads it gets there one committed entry at a time (`_advance`): new voters join as learners
+        and are made voters once they hold the leader's configuration; voters change through a joint configuration;
+        a leader that is not among the new voters hands over before the joint one is left. None: stay."""
+        self.target = target
+        self.pending = target is not None or self.conf.joint
+        if self.state is RaftState.LEADER:
+            if self.quiet:
+                self.wake(now)
+            self._advance(now)
+            self._refresh_deadline()
+
+    @property
+    def settled(self) -> bool:
+        """One voter set that includes this member, no learners, and the latest configuration committed."""
+        return self.simple and not self.learners and self.committed == self.conf.position
+
+    def at_target(self) -> bool:
+        """The configuration is the target (voters, priorities, learners, payload), committed and not joint."""
+        t, c = self.target, self.conf
+        if c.joint or self.committed != c.position:
+            return False
+        return t is None or (dict(t.voters) == dict(c.voters) and set(t.learners) == set(c.learners)
+                             and t.payload == c.payload)
+
+    def _use_conf(self, conf: Conf) -> None:
+        """Make ``conf`` this member's configuration: whom it counts, heartbeats and asks for votes. Raft uses the
+        latest configuration a member holds, committed or not."""
+        self.conf = conf
+        node = self.node
+        prios: dict[str, int] = {m: 0 for m in (conf.old or ())}
+        prios.update(conf.voters)  # outgoing voters weigh nothing: they should not attract leadership
+        order = {m: i for i, m in enumerate(prios)}
+        peers = sorted((m for m in prios if m != node), key=lambda m: (-prios[m], order[m]))
+        self.peers: tuple[str, ...] = tuple(peers)
+        self.peer_priority: tuple[int, ...] = tuple(prios[p] for p in peers)
+        self.learners: tuple[str, ...] = tuple(m for m in conf.learners if m != node and m not in prios)
+        self.targets: tuple[str, ...] = self.peers + self.learners
+        self.priority = conf.voters.get(node, 0)
+        self._priorities = prios
+        self.max_priority = max(conf.voters.values(), default=0)
+        self.halves = conf.halves()
+        self.voter = conf.votes_in(node)
+        self.simple = len(self.halves) == 1 and node in self.halves[0]
+        self.quorum = len(self.halves[0]) // 2 + 1 if self.simple else 0
+        if self.state is RaftState.LEADER:
+            for p in self.targets:
+                if p not in self.heard:
+                    self.acks[p] = -INF
+                    self.heard[p] = -INF
+                    self.healthy_since[p] = INF
+                    self.positions[p] = (-1, -1)
+                    self.conf_acked[p] = None
+            for d in (self.acks, self.heard, self.healthy_since, self.positions, self.conf_acked):
+                for p in [p for p in d if p not in prios and p not in self.learners]:
+                    del d[p]
+
+    def _won(self, votes: set[str]) -> bool:
+        """A majority of every half of the configuration is in ``votes``."""
+        for half in self.halves:
+            if 2 * len(votes & half) <= len(half):
+                return False
+        return True
+
+    def _append(self, conf: Conf, now: float) -> None:
+        """The leader's next configuration entry: used at once, persisted, sent with the next heartbeats."""
+        self._use_conf(conf)
+        self._persist()
+        self._recompute_lease()
+        self._check_commit(now)
+        self.hb_due = now  # tell the followers now
+
+    def _check_commit(self, now: float) -> None:
+        """The leader's latest entry is committed once a majority of every half holds it; then the next step."""
+        pos = self.conf.position
+        if self.committed == pos:
+            return
+        acked, node = self.conf_acked, self.node
+        for half in self.halves:
+            n = sum(1 for m in half if m == node or acked.get(m) == pos)
+            if 2 * n <= len(half):
+                return
+        self.committed = pos
+        self._advance(now)
+
+    def _advance(self, now: float) -> None:
+        """One step towards the target, by the leader, once its latest entry is committed (its own election's
+        entry first: the rule that designs out the single-server change bug, docs/architecture.md)."""
+        conf = self.conf
+        if self.state is not RaftState.LEADER or self.committed != conf.position or conf.term != self.term:
+            return
+        if self.transfer_to is not None or not self.serving:
+            return
+        t = self.target
+        if conf.joint:
+            if self.node in conf.voters:
+                self._append(conf.next(self.term, old=None), now)
+            else:  # not a voter of what comes next: a new voter leaves the joint configuration
+                live = now - self.cfg.election_timeout
+                to = next((p for p in self.peers if p in conf.voters and self.heard[p] >= live
+                           and self._caught_up(p)), None)
+                if to is not None:
+                    self.transfer_leadership(to, now)
+            return
+        if t is None:
+            self.pending = False
+            return
+        cur, want = set(conf.voters), set(t.voters)
+        if cur != want:
+            joining = want - cur
+            learners = set(conf.learners)
+            if not joining <= learners:  # new voters hear the leader first
+                self._append(conf.next(self.term, learners=tuple(sorted(learners | joining | set(t.learners))),
+                                       payload=t.payload if t.payload is not None else conf.payload), now)
+                return
+            pos = conf.position
+            if any(self.conf_acked.get(m) != pos for m in joining):
+                return  # not caught up yet: asked again at their next answer
+            self._append(conf.next(self.term, voters=dict(t.voters), old=dict(conf.voters),
+                                   learners=tuple(sorted(set(t.learners) - want)), payload=t.payload), now)
+            return
+        if dict(conf.voters) != dict(t.voters) or set(conf.learners) != set(t.learners) or conf.payload != t.payload:
+            self._append(conf.next(self.term, voters=dict(t.voters), learners=tuple(sorted(t.learners)),
+                                   payload=t.payload), now)
+            return
+        self.pending = False
+
+    def _adopt_conf(self, conf: Conf) -> None:
+        """A follower takes its leader's latest entry: Raft's log matching, for a log of one whole entry. The
+        leader's entry is of its own term (it made one on election), so positions only grow."""
+        self._use_conf(conf)
+        self.committed = (-1, -1)
+        self._persist()
+        self.pending = self.target is not None or conf.joint
+
     def is_leader(self, now: float) -> bool:
         """Leading, not handing over, and the lease has not run out."""
         return self.state is RaftState.LEADER and self.serving and now < self.lease_until
@@ -380,7 +527,8 @@ class RaftGroup:
                     self.refuse_votes_until = heard + self.window
                 if notify:
                     self.acc.messages.append(HeartbeatResponse(self.group, self.node, leader, self.term, -INF,
-                                                               self.log_index, self.log_term, False))
+                                                               self.log_index, self.log_term, False,
+                                                               *self.conf.position))
         self._refresh_deadline()
 
     def _keeps_quiet(self, msg: Message) -> bool:
@@ -423,7 +571,8 @@ class RaftGroup:
         with thousands of groups, every one heartbeating to a dead peer for as long as it stays dead is more than
         a node can send (the spiral a kill caused at 6,000 partitions); it rejoins through its first vote
         request, which wakes the group."""
-        if not (self.cfg.quiesce and self.serving and self.transfer_to is None and self.resume_from == INF):
+        if not (self.cfg.quiesce and self.serving and self.transfer_to is None and self.resume_from == INF
+                and self.settled and not self.pending):
             return False
         live = self._live_peers(now)
         if len(live) < self.quorum - 1:
@@ -494,6 +643,9 @@ class RaftGroup:
             return
         if self.leader is not None:
             self._set_leader(None)
+        if not self.voter:  # a learner, or no longer a member: it never campaigns
+            self.contact = now
+            return
         if not self.prioritized:
             self._campaign(now)
             return
@@ -544,6 +696,8 @@ class RaftGroup:
         return (last_term, last_index) >= (self.log_term, self.log_index)
 
     def _campaign(self, now: float, force: bool = False, seq: int = 0, pin: bool = False) -> None:
+        if not self.voter:
+            return
         self._set_leader(None)
         self.pin = Pin.ASKED if pin else Pin.NONE
         self.retry_at = INF
@@ -552,11 +706,12 @@ class RaftGroup:
             self.votes = {self.node}
             self.campaign_due = now + self._campaign_timeout()
             proposed = self.term + 1
+            ct, ci = self.conf.position
             for p in self.peers:
                 self.acc.messages.append(
-                    PreVoteRequest(self.group, self.node, p, proposed, self.log_index, self.log_term)
+                    PreVoteRequest(self.group, self.node, p, proposed, self.log_index, self.log_term, ct, ci)
                 )
-            if len(self.votes) >= self.quorum:
+            if self._won(self.votes):
                 self._start_election(now, False, 0)
         else:
             self._start_election(now, force, seq)
@@ -570,11 +725,12 @@ class RaftGroup:
         self.votes = {self.node}
         self.vote_sent_at = now
         self.campaign_due = now + self._campaign_timeout()
+        ct, ci = self.conf.position
         for p in self.peers:
             self.acc.messages.append(
-                VoteRequest(self.group, self.node, p, self.term, self.log_index, self.log_term, force, seq)
+                VoteRequest(self.group, self.node, p, self.term, self.log_index, self.log_term, force, seq, ct, ci)
             )
-        if len(self.votes) >= self.quorum:
+        if self._won(self.votes):
             self._become_leader(now)
 
     def _become_leader(self, now: float) -> None:
@@ -584,12 +740,21 @@ class RaftGroup:
         self.pin = Pin.HELD if self.pin is Pin.ASKED else Pin.NONE
         self._set_leader(self.node)
         sent = self.vote_sent_at
-        for p in self.peers:
+        self.acks.clear()
+        self.heard.clear()
+        self.healthy_since.clear()
+        self.positions.clear()
+        self.conf_acked.clear()
+        for p in self.targets:
             voted = p in self.votes
             self.acks[p] = sent if voted else -INF
             self.heard[p] = now if voted else -INF
             self.healthy_since[p] = now if voted else INF
             self.positions[p] = (-1, -1)
+            self.conf_acked[p] = None
+        # the leader's own entry: committing it is what lets it change the configuration
+        self._use_conf(self.conf.next(self.term))
+        self._persist()
         self.transfer_to = None
         self.transfer_due = INF
         self.transfer_closed = 0
@@ -602,6 +767,7 @@ class RaftGroup:
             self._step_down(now, "stale election", fenced=True)
             return
         self._acquire()
+        self._check_commit(now)  # a member alone commits at once
         self._broadcast(now)
 
     def _step_down(self, now: float, reason: str, fenced: bool = False) -> None:
@@ -658,6 +824,9 @@ class RaftGroup:
             self._step_down(now, "check quorum", fenced=True)
 
     def _recompute_lease(self) -> None:
+        if not (self.simple and not self.learners):
+            self._recompute_joint_lease()
+            return
         need = self.quorum - 1
         if need <= 0:
             self.quorum_ack = INF
@@ -667,6 +836,18 @@ class RaftGroup:
             self.quorum_ack = sorted(self.acks.values(), reverse=True)[need - 1]
         self._lease = INF if self.lease_span == INF else self.quorum_ack + self.lease_span
 
+    def _recompute_joint_lease(self) -> None:
+        """The lease while the configuration has two halves, learners, or leaves this member out: the earliest of
+        each half's quorum acknowledgement (this member's own counts as now and for ever, where it votes)."""
+        acks, node, q = self.acks, self.node, INF
+        for half in self.halves:
+            need = len(half) // 2 + 1
+            values = sorted((INF if m == node else acks.get(m, -INF) for m in half), reverse=True)
+            if values[need - 1] < q:
+                q = values[need - 1]
+        self.quorum_ack = q
+        self._lease = INF if self.lease_span == INF else q + self.lease_span
+
     def _leader_tick(self, now: float) -> None:
         self._check_lease(now)
         if self.state is not RaftState.LEADER:
@@ -674,6 +855,8 @@ class RaftGroup:
         if now >= self.transfer_due:
             self._abandon_transfer(now)
         if now >= self.hb_due:
+            if self.pending:
+                self._advance(now)
             resend = self.timeout_sent and self.transfer_to is not None
             if self.cfg.rebalance and self.serving and self.prioritized and self.pin is not Pin.HELD:
                 self._maybe_rebalance(now)
@@ -682,7 +865,7 @@ class RaftGroup:
                 self._send_timeout_now()  # the first may have been lost; the target dedups by term
 
     def _broadcast(self, now: float) -> None:
-        if not self.peers:
+        if not self.targets:
             self.hb_due = INF
             return
         succession: tuple[int, ...] = ()
@@ -694,11 +877,19 @@ class RaftGroup:
         if not quiesce and self.quiet_peers:
             self._forget_quiet_peers()  # they wake on this round's heartbeats
         msgs = self.acc.messages
-        for p in self.peers:
-            msgs.append(Heartbeat(group, node, p, term, now, succession, closed, quiesce))
+        conf = self.conf
+        pos = conf.position
+        ct, ci = pos
+        committed = self.committed == pos
+        acked = self.conf_acked
+        for p in self.targets:
+            msgs.append(Heartbeat(group, node, p, term, now, succession, closed, quiesce, ct, ci, committed,
+                                  None if acked.get(p) == pos else conf))
         self.hb_due = now + self.cfg.heartbeat_interval
 
     def _caught_up(self, peer: str) -> bool:
+        if self.conf_acked.get(peer) != self.conf.position:
+            return False  # it would not win: voters holding the leader's configuration refuse it
         t, i = self.positions[peer]
         return (t, i + self.cfg.rebalance_max_lag) >= (self.log_term, self.log_index)
 
@@ -728,7 +919,7 @@ class RaftGroup:
             self.healthy_since[to] = now  # start its hysteresis again: no flapping
         self.resume_from = now
         self._broadcast(now)
-        if self.quorum == 1:
+        if self._won({self.node}):
             self.resume_from = INF
             self.serving = True
             self._acquire()  # the transfer was abandoned
@@ -738,7 +929,8 @@ class RaftGroup:
     def _on_heartbeat(self, m: Heartbeat, now: float) -> None:
         if m.term < self.term:  # a deposed leader: tell it the newer term
             self.acc.messages.append(
-                HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term)
+                HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term,
+                                  False, *self.conf.position)
             )
             return
         if m.term == self.term and self.state is RaftState.LEADER:
@@ -753,6 +945,11 @@ class RaftGroup:
             self.retry_at = INF
         self.succession = m.succession
         self.closed = m.transfer_closed
+        conf = m.conf
+        if conf is not None and conf.position > self.conf.position:
+            self._adopt_conf(conf)
+        if m.committed and (m.conf_term, m.conf_index) == self.conf.position:
+            self.committed = self.conf.position
         if self.refuse_votes_until < now + self.window:
             self.refuse_votes_until = now + self.window
         if m.quiesce and not self.quiet:
@@ -761,7 +958,7 @@ class RaftGroup:
             self.links.follow_quiet(m.src, self.group, self.qkey)
         self.acc.messages.append(
             HeartbeatResponse(self.group, self.node, m.src, self.term, m.sent_at, self.log_index, self.log_term,
-                              self.quiet)
+                              self.quiet, *self.conf.position)
         )
 
     def _on_heartbeat_response(self, m: HeartbeatResponse, now: float) -> None:
@@ -771,8 +968,18 @@ class RaftGroup:
         if self.state is not RaftState.LEADER or m.term != self.term:
             return
         p = m.src
+        if p not in self.heard:
+            return  # not a member of this configuration (any more)
         self._hear(p, now)
         self.positions[p] = (m.last_log_term, m.last_log_index)
+        pos = (m.conf_term, m.conf_index)
+        if pos != self.conf_acked[p]:
+            self.conf_acked[p] = pos
+            if pos == self.conf.position:
+                if self.committed != pos:
+                    self._check_commit(now)
+                elif self.pending:
+                    self._advance(now)  # a learner caught up
         if m.quiet != (p in self.quiet_peers):
             self._note_quiet(p, m.quiet, now)
         if m.echo > self.acks[p]:
@@ -824,6 +1031,7 @@ class RaftGroup:
             return
         ok = (
             (self.voted_for == m.src or m.term > self.term or (self.voted_for is None and self.leader is None))
+            and (m.conf_term, m.conf_index) >= self.conf.position
             and self._log_ok(m.last_log_index, m.last_log_term)
         )
         if ok and self.prioritized and self.cfg.fast_failover and self.state in (RaftState.FOLLOWER,
@@ -855,7 +1063,7 @@ class RaftGroup:
         if m.granted:
             if self.state is RaftState.PRE_CANDIDATE and m.term == self.term + 1:
                 self.votes.add(m.src)
-                if len(self.votes) >= self.quorum:
+                if self._won(self.votes):
                     self._start_election(now, False, 0)
         elif m.term > self.term:
             self._higher_term(now, m.term)
@@ -876,7 +1084,8 @@ class RaftGroup:
             return
         if m.term > self.term:
             self._higher_term(now, m.term)
-        ok = self.voted_for in (None, m.src) and self._log_ok(m.last_log_index, m.last_log_term)
+        ok = (self.voted_for in (None, m.src) and (m.conf_term, m.conf_index) >= self.conf.position
+              and self._log_ok(m.last_log_index, m.last_log_term))
         if ok:
             self.voted_for = m.src
             self._persist()
@@ -896,7 +1105,7 @@ class RaftGroup:
             return
         if self.state is RaftState.CANDIDATE and m.term == self.term and m.granted:
             self.votes.add(m.src)
-            if len(self.votes) >= self.quorum:
+            if self._won(self.votes):
                 self._become_leader(now)
 
     def _on_timeout_now(self, m: TimeoutNow, now: float) -> None:
@@ -911,7 +1120,8 @@ class RaftGroup:
     # ------------------------------------------------------------------ outputs
 
     def _persist(self) -> None:
-        self.acc.persist[self.group] = HardState(self.term, self.voted_for)
+        conf = self.conf
+        self.acc.persist[self.group] = HardState(self.term, self.voted_for, conf if conf.index else None)
 
     def _acquire(self) -> None:
         """Lead until the lease end known now; the lease moves on without an Extend (see the class)."""

@@ -7,7 +7,9 @@ as immutable once built.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -26,6 +28,9 @@ class PreVoteRequest(Message):
 
     last_log_index: int = 0
     last_log_term: int = 0
+    conf_term: int = 0
+    """The position of the candidate's configuration (`Conf.position`): voters holding a later one refuse."""
+    conf_index: int = 0
 
 
 @dataclass(slots=True)
@@ -41,6 +46,8 @@ class VoteRequest(Message):
     """Sent after a TimeoutNow: voters grant it even inside a leader's lease."""
     transfer_seq: int = 0
     """Which transfer of the previous term's leader this campaign answers (only with ``force``)."""
+    conf_term: int = 0
+    conf_index: int = 0
 
 
 @dataclass(slots=True)
@@ -59,6 +66,13 @@ class Heartbeat(Message):
     quiesce: bool = False
     """The leader asks the follower to go quiet in this group: stop timing it per group and time the leader's
     node link instead (`raft_priority.links`)."""
+    conf_term: int = 0
+    """The position of the leader's latest configuration (`Conf`)."""
+    conf_index: int = 0
+    committed: bool = False
+    """That configuration is committed (a quorum of every half of it holds it)."""
+    conf: Conf | None = None
+    """The whole configuration, for a follower whose acknowledged position is not the leader's."""
 
 
 @dataclass(slots=True)
@@ -68,6 +82,9 @@ class HeartbeatResponse(Message):
     last_log_term: int = 0
     quiet: bool = False
     """The follower is quiet in this group under the receiver (it answered a quiesce heartbeat)."""
+    conf_term: int = 0
+    """The position of the configuration the follower holds."""
+    conf_index: int = 0
 
 
 NODE = -1
@@ -104,9 +121,59 @@ class TimeoutNow(Message):
     """An operator's transfer: the receiver, once leader, does not rebalance the group back."""
 
 
+NO_VOTERS: Mapping[str, int] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Conf:
+    """One entry of a group's configuration log. Each entry is a whole configuration, so the latest is all a
+    member keeps: its log is one entry long, and Raft's rules for logs hold for it as written (docs/architecture.md,
+    "Membership"). ``term``/``index``: the entry's place (the term of the leader that made it, and one more than
+    the entry before it), compared as Raft compares last log entries.
+
+    ``voters``: the voters and their priorities. ``old``: while joint, the outgoing voters (and priorities): an
+    election or a lease then needs a majority of each. ``learners``: members that hear the leader and answer it but
+    neither vote nor count. ``payload``: what the group agrees on besides (the cluster group's `Membership`); opaque
+    to the core."""
+
+    term: int = 0
+    index: int = 0
+    voters: Mapping[str, int] = field(default_factory=dict)
+    old: Mapping[str, int] | None = None
+    learners: tuple[str, ...] = ()
+    payload: Any = None
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return (self.term, self.index)
+
+    @property
+    def joint(self) -> bool:
+        return self.old is not None
+
+    def halves(self) -> tuple[frozenset[str], ...]:
+        """The voter sets whose majorities an election or a lease needs: one, or two while joint."""
+        new = frozenset(self.voters)
+        if self.old is None or frozenset(self.old) == new:
+            return (new,)
+        return (frozenset(self.old), new)
+
+    def votes_in(self, node: str) -> bool:
+        return node in self.voters or (self.old is not None and node in self.old)
+
+    def members(self) -> set[str]:
+        return {*self.voters, *(self.old or ()), *self.learners}
+
+    def next(self, term: int, **changes: Any) -> Conf:
+        """The entry after this one, made by the leader of ``term``."""
+        return replace(self, term=term, index=self.index + 1, **changes)
+
+
 @dataclass(frozen=True, slots=True)
 class HardState:
-    """What must be on disk before any message of the same step is sent."""
+    """What must be on disk before any message of the same step is sent: term, vote and the configuration (None:
+    the one the group was created with, never changed)."""
 
     term: int = 0
     voted_for: str | None = None
+    conf: Conf | None = None

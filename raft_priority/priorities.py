@@ -36,12 +36,15 @@ Strategy = str
 
 def assign_priorities(
     nodes: Sequence[str], partitions: int, replication: int, strategy: Strategy = "balanced",
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | None = None, primaries: Sequence[int] | None = None,
 ) -> list[dict[str, int]]:
     """Per partition (index 0..P-1): member node -> priority; the primary has ``replication``.
 
     Members are listed best first. Deterministic: the same arguments always give the same result.
     ``weights``: node -> weight (> 0; a node not named weighs 1); ``balanced`` only (see the module).
+    ``primaries``: each partition's primary (an index into ``nodes``), kept as given, with the other ranks laid out
+    around them as always (`raft_priority.membership.sticky_primaries` keeps them across membership changes);
+    ``balanced`` only.
     """
     names = list(nodes)
     n = len(names)
@@ -52,8 +55,10 @@ def assign_priorities(
     if partitions < 0:
         raise ValueError("partitions must be >= 0")
     scaled = integer_weights([(weights or {}).get(name, 1.0) for name in names])
-    if scaled is not None and strategy != "balanced":
-        raise ValueError(f"weights need the balanced strategy, not {strategy!r}")
+    if (scaled is not None or primaries is not None) and strategy != "balanced":
+        raise ValueError(f"weights and primaries need the balanced strategy, not {strategy!r}")
+    if primaries is not None and (len(primaries) != partitions or any(not 0 <= x < n for x in primaries)):
+        raise ValueError(f"primaries must name one of the {n} nodes for each of the {partitions} partitions")
     if strategy == "zeebe":
         return [{names[m]: p for m, p in ranks} for ranks in _zeebe(n, partitions, replication)]
     if strategy == "off":
@@ -61,7 +66,7 @@ def assign_priorities(
     if strategy == "balanced":
         return [
             {names[m]: replication - k for k, m in enumerate(order)}
-            for order in _balanced(n, partitions, replication, scaled or [1] * n)
+            for order in _balanced(n, partitions, replication, scaled or [1] * n, primaries)
         ]
     raise ValueError(f"unknown strategy {strategy!r} (balanced, zeebe, off)")
 
@@ -80,14 +85,21 @@ def integer_weights(weights: Sequence[float]) -> list[int] | None:
     return [i // common for i in ints]
 
 
-def _primaries(partitions: int, w: list[int]) -> list[int]:
-    """The primary of each partition: counts by largest remainder, each partition to the node furthest behind
-    its proportional part so far (see the module). With equal weights: i mod N."""
+def primary_quota(partitions: int, w: Sequence[int]) -> list[int]:
+    """How many partitions each node is primary of: the weights' proportional parts by largest remainder."""
     n, total = len(w), sum(w)
     quota = [partitions * wx // total for wx in w]
     by_remainder = sorted(range(n), key=lambda x: (-(partitions * w[x] % total), x))
     for x in by_remainder[: partitions - sum(quota)]:
         quota[x] += 1
+    return quota
+
+
+def _primaries(partitions: int, w: list[int]) -> list[int]:
+    """The primary of each partition: counts by largest remainder, each partition to the node furthest behind
+    its proportional part so far (see the module). With equal weights: i mod N."""
+    n, total = len(w), sum(w)
+    quota = primary_quota(partitions, w)
     count = [0] * n
     out: list[int] = []
     for i in range(partitions):
@@ -117,9 +129,12 @@ def _zeebe(n: int, partitions: int, rf: int) -> list[list[tuple[int, int]]]:
     return out
 
 
-def _balanced(n: int, partitions: int, rf: int, w: list[int]) -> list[list[int]]:
+def _balanced(n: int, partitions: int, rf: int, w: list[int], given: Sequence[int] | None = None) -> list[list[int]]:
     equal = len(set(w)) == 1
-    first = [i % n for i in range(partitions)] if equal else _primaries(partitions, w)
+    if given is not None:
+        first = list(given)
+    else:
+        first = [i % n for i in range(partitions)] if equal else _primaries(partitions, w)
     order: list[list[int]] = [[x] for x in first]  # members, best first
     if rf == 1 or partitions == 0:
         return order

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
+from raft_priority.membership import Membership
 from raft_priority.messages import (
     NODE,
+    Conf,
     Heartbeat,
     HeartbeatResponse,
     Message,
@@ -36,12 +38,17 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
     hb_len: list[int] = []
     hb_succ: list[int] = []
     hb_quiesce: list[bool] = []
+    hb_cterm: list[int] = []
+    hb_cindex: list[int] = []
+    hb_committed: list[bool] = []
     r_group: list[int] = []
     r_term: list[int] = []
     r_echo: list[float] = []
     r_index: list[int] = []
     r_lterm: list[int] = []
     r_quiet: list[bool] = []
+    r_cterm: list[int] = []
+    r_cindex: list[int] = []
     for m in msgs:
         t = type(m)
         if t is Heartbeat:
@@ -53,6 +60,11 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
             hb_len.append(len(m.succession))
             hb_succ.extend(m.succession)
             hb_quiesce.append(m.quiesce)
+            hb_cterm.append(m.conf_term)
+            hb_cindex.append(m.conf_index)
+            hb_committed.append(m.committed)
+            if m.conf is not None:
+                _put_conf(batch.heartbeats.confs.add(heartbeat=len(hb_group) - 1), m.conf)
         elif t is HeartbeatResponse:
             assert isinstance(m, HeartbeatResponse)
             r_group.append(m.group)
@@ -61,17 +73,20 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
             r_index.append(m.last_log_index)
             r_lterm.append(m.last_log_term)
             r_quiet.append(m.quiet)
+            r_cterm.append(m.conf_term)
+            r_cindex.append(m.conf_index)
         elif t is PreVoteRequest:
             assert isinstance(m, PreVoteRequest)
             batch.pre_votes.add(group=m.group, term=m.term, last_log_index=m.last_log_index,
-                                last_log_term=m.last_log_term)
+                                last_log_term=m.last_log_term, conf_term=m.conf_term, conf_index=m.conf_index)
         elif t is PreVoteResponse:
             assert isinstance(m, PreVoteResponse)
             batch.pre_vote_responses.add(group=m.group, term=m.term, granted=m.granted)
         elif t is VoteRequest:
             assert isinstance(m, VoteRequest)
             batch.votes.add(group=m.group, term=m.term, last_log_index=m.last_log_index,
-                            last_log_term=m.last_log_term, force=m.force, transfer_seq=m.transfer_seq)
+                            last_log_term=m.last_log_term, force=m.force, transfer_seq=m.transfer_seq,
+                            conf_term=m.conf_term, conf_index=m.conf_index)
         elif t is VoteResponse:
             assert isinstance(m, VoteResponse)
             batch.vote_responses.add(group=m.group, term=m.term, granted=m.granted)
@@ -96,6 +111,10 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
         h.succession.extend(hb_succ)
         if any(hb_quiesce):  # the column is left out when no heartbeat asks (what a node without quiescence sends)
             h.quiesce.extend(hb_quiesce)
+        h.conf_term.extend(hb_cterm)
+        h.conf_index.extend(hb_cindex)
+        if any(hb_committed):
+            h.committed.extend(hb_committed)
     if r_group:
         r = batch.heartbeat_responses
         r.group.extend(r_group)
@@ -105,7 +124,29 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
         r.last_log_term.extend(r_lterm)
         if any(r_quiet):
             r.quiet.extend(r_quiet)
+        r.conf_term.extend(r_cterm)
+        r.conf_index.extend(r_cindex)
     return batch
+
+
+def _put_conf(out: pb.ConfEntry, conf: Conf) -> None:
+    out.term, out.index = conf.term, conf.index
+    out.voter.extend(conf.voters)
+    out.priority.extend(conf.voters.values())
+    if conf.old is not None:
+        out.joint = True
+        out.old.extend(conf.old)
+        out.old_priority.extend(conf.old.values())
+    out.learner.extend(conf.learners)
+    if conf.payload is not None:
+        assert isinstance(conf.payload, Membership)
+        out.payload = conf.payload.to_json().encode()
+
+
+def _get_conf(c: pb.ConfEntry) -> Conf:
+    payload = Membership.from_json(c.payload) if c.payload else None
+    old = dict(zip(c.old, c.old_priority, strict=True)) if c.joint else None
+    return Conf(c.term, c.index, dict(zip(c.voter, c.priority, strict=True)), old, tuple(c.learner), payload)
 
 
 class MalformedBatch(ValueError):
@@ -145,23 +186,38 @@ def _decode(batch: pb.Batch) -> list[Message]:
         if sum(h.succession_len) != len(succ):
             raise ValueError(f"succession_len adds up to {sum(h.succession_len)}, succession has {len(succ)}")
         pos = 0
-        quiesce = list(h.quiesce) or [False] * len(h.group)
-        for g, t, s, c, n, q in zip(h.group, h.term, h.sent_at, h.transfer_closed, h.succession_len, quiesce,
-                                    strict=True):
-            out.append(Heartbeat(g, src, dst, t, s, tuple(succ[pos:pos + n]) if n else (), c, q))
+        count = len(h.group)
+        quiesce = list(h.quiesce) or [False] * count
+        cterm = list(h.conf_term) or [0] * count  # a node of an earlier version sends no positions
+        cindex = list(h.conf_index) or [0] * count
+        committed = list(h.committed) or [False] * count
+        confs: dict[int, Conf] = {}
+        for c in h.confs:
+            if c.heartbeat >= count:
+                raise ValueError(f"a configuration for heartbeat {c.heartbeat} of {count}")
+            confs[c.heartbeat] = _get_conf(c)
+        for k, (g, t, s, c, n, q, ct, ci, cm) in enumerate(zip(h.group, h.term, h.sent_at, h.transfer_closed,
+                                                                h.succession_len, quiesce, cterm, cindex, committed,
+                                                                strict=True)):
+            out.append(Heartbeat(g, src, dst, t, s, tuple(succ[pos:pos + n]) if n else (), c, q, ct, ci, cm,
+                                 confs.get(k)))
             pos += n
     if batch.HasField("heartbeat_responses"):
         r = batch.heartbeat_responses
         quiet = list(r.quiet) or [False] * len(r.group)
-        for g, t, e, i, lt, q in zip(r.group, r.term, r.echo, r.last_log_index, r.last_log_term, quiet,
-                                     strict=True):
-            out.append(HeartbeatResponse(g, src, dst, t, e, i, lt, q))
+        rterm = list(r.conf_term) or [0] * len(r.group)
+        rindex = list(r.conf_index) or [0] * len(r.group)
+        for g, t, e, i, lt, q, ct, ci in zip(r.group, r.term, r.echo, r.last_log_index, r.last_log_term, quiet,
+                                             rterm, rindex, strict=True):
+            out.append(HeartbeatResponse(g, src, dst, t, e, i, lt, q, ct, ci))
     for p in batch.pre_votes:
-        out.append(PreVoteRequest(p.group, src, dst, p.term, p.last_log_index, p.last_log_term))
+        out.append(PreVoteRequest(p.group, src, dst, p.term, p.last_log_index, p.last_log_term, p.conf_term,
+                                  p.conf_index))
     for q in batch.pre_vote_responses:
         out.append(PreVoteResponse(q.group, src, dst, q.term, q.granted))
     for v in batch.votes:
-        out.append(VoteRequest(v.group, src, dst, v.term, v.last_log_index, v.last_log_term, v.force, v.transfer_seq))
+        out.append(VoteRequest(v.group, src, dst, v.term, v.last_log_index, v.last_log_term, v.force, v.transfer_seq,
+                               v.conf_term, v.conf_index))
     for w in batch.vote_responses:
         out.append(VoteResponse(w.group, src, dst, w.term, w.granted))
     for x in batch.timeout_nows:

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\nraft.proto\x12\relect.raft.v1\"\x90\x01\n\nHeartbeats\x12\r\n\x05group\x18\x01 \x03(\r\x12\x0c\n\x04term\x18\x02 \x03(\x04\x12\x0f\n\x07sent_at\x18\x03 \x03(\x01\x12\x17\n\x0ftransfer_closed\x18\x04 \x03(\r\x12\x16\n\x0esuccession_len\x18\x05 \x03(\r\x12\x12\n\nsuccession\x18\x06 \x03(\r\x12\x0f\n\x07quiesce\x18\x07 \x03(\x08\"}\n\x12HeartbeatResponses\x12\r\n\x05group\x18\x01 \x03(\r\x12\x0c\n\x04term\x18\x02 \x03(\x04\x12\x0c\n\x04\x65\x63ho\x18\x03 \x03(\x01\x12\x16\n\x0elast_log_index\x18\x04 \x03(\x04\x12\x15\n\rlast_log_term\x18\x05 \x03(\x04\x12\r\n\x05quiet\x18\x06 \x03(\x08\"\\\n\x0ePreVoteRequest\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x03 \x01(\x04\x12\x15\n\rlast_log_term\x18\x04 \x01(\x04\"?\n\x0fPreVoteResponse\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x0f\n\x07granted\x18\x03 \x01(\x08\"~\n\x0bVoteRequest\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x03 \x01(\x04\x12\x15\n\rlast_log_term\x18\x04 \x01(\x04\x12\r\n\x05\x66orce\x18\x05 \x01(\x08\x12\x14\n\x0ctransfer_seq\x18\x06 \x01(\r\"<\n\x0cVoteResponse\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x0f\n\x07granted\x18\x03 \x01(\x08\"@\n\x08NodeBeat\x12\x0f\n\x07sent_at\x18\x01 \x01(\x01\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x06\"@\n\x0bNodeBeatAck\x12\x0c\n\x04\x65\x63ho\x18\x01 \x01(\x01\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x06\"L\n\nTimeoutNow\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x14\n\x0ctransfer_seq\x18\x03 \x01(\r\x12\x0b\n\x03pin\x18\x04 \x01(\x08\"\x81\x04\n\x05\x42\x61tch\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x0b\n\x03src\x18\x02 \x01(\t\x12\x0b\n\x03\x64st\x18\x03 \x01(\t\x12-\n\nheartbeats\x18\x04 \x01(\x0b\x32\x19.elect.raft.v1.Heartbeats\x12>\n\x13heartbeat_responses\x18\x05 \x01(\x0b\x32!.elect.raft.v1.HeartbeatResponses\x12\x30\n\tpre_votes\x18\x06 \x03(\x0b\x32\x1d.elect.raft.v1.PreVoteRequest\x12:\n\x12pre_vote_responses\x18\x07 \x03(\x0b\x32\x1e.elect.raft.v1.PreVoteResponse\x12)\n\x05votes\x18\x08 \x03(\x0b\x32\x1a.elect.raft.v1.VoteRequest\x12\x33\n\x0evote_responses\x18\t \x03(\x0b\x32\x1b.elect.raft.v1.VoteResponse\x12/\n\x0ctimeout_nows\x18\n \x03(\x0b\x32\x19.elect.raft.v1.TimeoutNow\x12+\n\nnode_beats\x18\x0b \x03(\x0b\x32\x17.elect.raft.v1.NodeBeat\x12\x32\n\x0enode_beat_acks\x18\x0c \x03(\x0b\x32\x1a.elect.raft.v1.NodeBeatAck\"\x05\n\x03\x41\x63k2=\n\x04Raft\x12\x35\n\x07\x44\x65liver\x12\x14.elect.raft.v1.Batch\x1a\x12.elect.raft.v1.Ack(\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\nraft.proto\x12\relect.raft.v1\"\xf3\x01\n\nHeartbeats\x12\r\n\x05group\x18\x01 \x03(\r\x12\x0c\n\x04term\x18\x02 \x03(\x04\x12\x0f\n\x07sent_at\x18\x03 \x03(\x01\x12\x17\n\x0ftransfer_closed\x18\x04 \x03(\r\x12\x16\n\x0esuccession_len\x18\x05 \x03(\r\x12\x12\n\nsuccession\x18\x06 \x03(\r\x12\x0f\n\x07quiesce\x18\x07 \x03(\x08\x12\x11\n\tconf_term\x18\x08 \x03(\x04\x12\x12\n\nconf_index\x18\t \x03(\x04\x12\x11\n\tcommitted\x18\n \x03(\x08\x12\'\n\x05\x63onfs\x18\x0b \x03(\x0b\x32\x18.elect.raft.v1.ConfEntry\"\xb0\x01\n\tConfEntry\x12\x11\n\theartbeat\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\r\n\x05index\x18\x03 \x01(\x04\x12\r\n\x05voter\x18\x04 \x03(\t\x12\x10\n\x08priority\x18\x05 \x03(\r\x12\r\n\x05joint\x18\x06 \x01(\x08\x12\x0b\n\x03old\x18\x07 \x03(\t\x12\x14\n\x0cold_priority\x18\x08 \x03(\r\x12\x0f\n\x07learner\x18\t \x03(\t\x12\x0f\n\x07payload\x18\n \x01(\x0c\"\xa4\x01\n\x12HeartbeatResponses\x12\r\n\x05group\x18\x01 \x03(\r\x12\x0c\n\x04term\x18\x02 \x03(\x04\x12\x0c\n\x04\x65\x63ho\x18\x03 \x03(\x01\x12\x16\n\x0elast_log_index\x18\x04 \x03(\x04\x12\x15\n\rlast_log_term\x18\x05 \x03(\x04\x12\r\n\x05quiet\x18\x06 \x03(\x08\x12\x11\n\tconf_term\x18\x07 \x03(\x04\x12\x12\n\nconf_index\x18\x08 \x03(\x04\"\x83\x01\n\x0ePreVoteRequest\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x03 \x01(\x04\x12\x15\n\rlast_log_term\x18\x04 \x01(\x04\x12\x11\n\tconf_term\x18\x05 \x01(\x04\x12\x12\n\nconf_index\x18\x06 \x01(\x04\"?\n\x0fPreVoteResponse\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x0f\n\x07granted\x18\x03 \x01(\x08\"\xa5\x01\n\x0bVoteRequest\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x03 \x01(\x04\x12\x15\n\rlast_log_term\x18\x04 \x01(\x04\x12\r\n\x05\x66orce\x18\x05 \x01(\x08\x12\x14\n\x0ctransfer_seq\x18\x06 \x01(\r\x12\x11\n\tconf_term\x18\x07 \x01(\x04\x12\x12\n\nconf_index\x18\x08 \x01(\x04\"<\n\x0cVoteResponse\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x0f\n\x07granted\x18\x03 \x01(\x08\"@\n\x08NodeBeat\x12\x0f\n\x07sent_at\x18\x01 \x01(\x01\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x06\"@\n\x0bNodeBeatAck\x12\x0c\n\x04\x65\x63ho\x18\x01 \x01(\x01\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x06\"L\n\nTimeoutNow\x12\r\n\x05group\x18\x01 \x01(\r\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x14\n\x0ctransfer_seq\x18\x03 \x01(\r\x12\x0b\n\x03pin\x18\x04 \x01(\x08\"\x81\x04\n\x05\x42\x61tch\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x0b\n\x03src\x18\x02 \x01(\t\x12\x0b\n\x03\x64st\x18\x03 \x01(\t\x12-\n\nheartbeats\x18\x04 \x01(\x0b\x32\x19.elect.raft.v1.Heartbeats\x12>\n\x13heartbeat_responses\x18\x05 \x01(\x0b\x32!.elect.raft.v1.HeartbeatResponses\x12\x30\n\tpre_votes\x18\x06 \x03(\x0b\x32\x1d.elect.raft.v1.PreVoteRequest\x12:\n\x12pre_vote_responses\x18\x07 \x03(\x0b\x32\x1e.elect.raft.v1.PreVoteResponse\x12)\n\x05votes\x18\x08 \x03(\x0b\x32\x1a.elect.raft.v1.VoteRequest\x12\x33\n\x0evote_responses\x18\t \x03(\x0b\x32\x1b.elect.raft.v1.VoteResponse\x12/\n\x0ctimeout_nows\x18\n \x03(\x0b\x32\x19.elect.raft.v1.TimeoutNow\x12+\n\nnode_beats\x18\x0b \x03(\x0b\x32\x17.elect.raft.v1.NodeBeat\x12\x32\n\x0enode_beat_acks\x18\x0c \x03(\x0b\x32\x1a.elect.raft.v1.NodeBeatAck\"\x05\n\x03\x41\x63k2=\n\x04Raft\x12\x35\n\x07\x44\x65liver\x12\x14.elect.raft.v1.Batch\x1a\x12.elect.raft.v1.Ack(\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,27 +33,29 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'raft_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_HEARTBEATS']._serialized_start=30
-  _globals['_HEARTBEATS']._serialized_end=174
-  _globals['_HEARTBEATRESPONSES']._serialized_start=176
-  _globals['_HEARTBEATRESPONSES']._serialized_end=301
-  _globals['_PREVOTEREQUEST']._serialized_start=303
-  _globals['_PREVOTEREQUEST']._serialized_end=395
-  _globals['_PREVOTERESPONSE']._serialized_start=397
-  _globals['_PREVOTERESPONSE']._serialized_end=460
-  _globals['_VOTEREQUEST']._serialized_start=462
-  _globals['_VOTEREQUEST']._serialized_end=588
-  _globals['_VOTERESPONSE']._serialized_start=590
-  _globals['_VOTERESPONSE']._serialized_end=650
-  _globals['_NODEBEAT']._serialized_start=652
-  _globals['_NODEBEAT']._serialized_end=716
-  _globals['_NODEBEATACK']._serialized_start=718
-  _globals['_NODEBEATACK']._serialized_end=782
-  _globals['_TIMEOUTNOW']._serialized_start=784
-  _globals['_TIMEOUTNOW']._serialized_end=860
-  _globals['_BATCH']._serialized_start=863
-  _globals['_BATCH']._serialized_end=1376
-  _globals['_ACK']._serialized_start=1378
-  _globals['_ACK']._serialized_end=1383
-  _globals['_RAFT']._serialized_start=1385
-  _globals['_RAFT']._serialized_end=1446
+  _globals['_HEARTBEATS']._serialized_end=273
+  _globals['_CONFENTRY']._serialized_start=276
+  _globals['_CONFENTRY']._serialized_end=452
+  _globals['_HEARTBEATRESPONSES']._serialized_start=455
+  _globals['_HEARTBEATRESPONSES']._serialized_end=619
+  _globals['_PREVOTEREQUEST']._serialized_start=622
+  _globals['_PREVOTEREQUEST']._serialized_end=753
+  _globals['_PREVOTERESPONSE']._serialized_start=755
+  _globals['_PREVOTERESPONSE']._serialized_end=818
+  _globals['_VOTEREQUEST']._serialized_start=821
+  _globals['_VOTEREQUEST']._serialized_end=986
+  _globals['_VOTERESPONSE']._serialized_start=988
+  _globals['_VOTERESPONSE']._serialized_end=1048
+  _globals['_NODEBEAT']._serialized_start=1050
+  _globals['_NODEBEAT']._serialized_end=1114
+  _globals['_NODEBEATACK']._serialized_start=1116
+  _globals['_NODEBEATACK']._serialized_end=1180
+  _globals['_TIMEOUTNOW']._serialized_start=1182
+  _globals['_TIMEOUTNOW']._serialized_end=1258
+  _globals['_BATCH']._serialized_start=1261
+  _globals['_BATCH']._serialized_end=1774
+  _globals['_ACK']._serialized_start=1776
+  _globals['_ACK']._serialized_end=1781
+  _globals['_RAFT']._serialized_start=1783
+  _globals['_RAFT']._serialized_end=1844
 # @@protoc_insertion_point(module_scope)

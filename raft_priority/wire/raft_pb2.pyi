@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Heartbeats(_message.Message):
-    __slots__ = ("group", "term", "sent_at", "transfer_closed", "succession_len", "succession", "quiesce")
+    __slots__ = ("group", "term", "sent_at", "transfer_closed", "succession_len", "succession", "quiesce", "conf_term", "conf_index", "committed", "confs")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     SENT_AT_FIELD_NUMBER: _ClassVar[int]
@@ -16,6 +16,10 @@ class Heartbeats(_message.Message):
     SUCCESSION_LEN_FIELD_NUMBER: _ClassVar[int]
     SUCCESSION_FIELD_NUMBER: _ClassVar[int]
     QUIESCE_FIELD_NUMBER: _ClassVar[int]
+    CONF_TERM_FIELD_NUMBER: _ClassVar[int]
+    CONF_INDEX_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_FIELD_NUMBER: _ClassVar[int]
+    CONFS_FIELD_NUMBER: _ClassVar[int]
     group: _containers.RepeatedScalarFieldContainer[int]
     term: _containers.RepeatedScalarFieldContainer[int]
     sent_at: _containers.RepeatedScalarFieldContainer[float]
@@ -23,35 +27,71 @@ class Heartbeats(_message.Message):
     succession_len: _containers.RepeatedScalarFieldContainer[int]
     succession: _containers.RepeatedScalarFieldContainer[int]
     quiesce: _containers.RepeatedScalarFieldContainer[bool]
-    def __init__(self, group: _Optional[_Iterable[int]] = ..., term: _Optional[_Iterable[int]] = ..., sent_at: _Optional[_Iterable[float]] = ..., transfer_closed: _Optional[_Iterable[int]] = ..., succession_len: _Optional[_Iterable[int]] = ..., succession: _Optional[_Iterable[int]] = ..., quiesce: _Optional[_Iterable[bool]] = ...) -> None: ...
+    conf_term: _containers.RepeatedScalarFieldContainer[int]
+    conf_index: _containers.RepeatedScalarFieldContainer[int]
+    committed: _containers.RepeatedScalarFieldContainer[bool]
+    confs: _containers.RepeatedCompositeFieldContainer[ConfEntry]
+    def __init__(self, group: _Optional[_Iterable[int]] = ..., term: _Optional[_Iterable[int]] = ..., sent_at: _Optional[_Iterable[float]] = ..., transfer_closed: _Optional[_Iterable[int]] = ..., succession_len: _Optional[_Iterable[int]] = ..., succession: _Optional[_Iterable[int]] = ..., quiesce: _Optional[_Iterable[bool]] = ..., conf_term: _Optional[_Iterable[int]] = ..., conf_index: _Optional[_Iterable[int]] = ..., committed: _Optional[_Iterable[bool]] = ..., confs: _Optional[_Iterable[_Union[ConfEntry, _Mapping]]] = ...) -> None: ...
+
+class ConfEntry(_message.Message):
+    __slots__ = ("heartbeat", "term", "index", "voter", "priority", "joint", "old", "old_priority", "learner", "payload")
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    VOTER_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    JOINT_FIELD_NUMBER: _ClassVar[int]
+    OLD_FIELD_NUMBER: _ClassVar[int]
+    OLD_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    LEARNER_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    heartbeat: int
+    term: int
+    index: int
+    voter: _containers.RepeatedScalarFieldContainer[str]
+    priority: _containers.RepeatedScalarFieldContainer[int]
+    joint: bool
+    old: _containers.RepeatedScalarFieldContainer[str]
+    old_priority: _containers.RepeatedScalarFieldContainer[int]
+    learner: _containers.RepeatedScalarFieldContainer[str]
+    payload: bytes
+    def __init__(self, heartbeat: _Optional[int] = ..., term: _Optional[int] = ..., index: _Optional[int] = ..., voter: _Optional[_Iterable[str]] = ..., priority: _Optional[_Iterable[int]] = ..., joint: _Optional[bool] = ..., old: _Optional[_Iterable[str]] = ..., old_priority: _Optional[_Iterable[int]] = ..., learner: _Optional[_Iterable[str]] = ..., payload: _Optional[bytes] = ...) -> None: ...
 
 class HeartbeatResponses(_message.Message):
-    __slots__ = ("group", "term", "echo", "last_log_index", "last_log_term", "quiet")
+    __slots__ = ("group", "term", "echo", "last_log_index", "last_log_term", "quiet", "conf_term", "conf_index")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     ECHO_FIELD_NUMBER: _ClassVar[int]
     LAST_LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     LAST_LOG_TERM_FIELD_NUMBER: _ClassVar[int]
     QUIET_FIELD_NUMBER: _ClassVar[int]
+    CONF_TERM_FIELD_NUMBER: _ClassVar[int]
+    CONF_INDEX_FIELD_NUMBER: _ClassVar[int]
     group: _containers.RepeatedScalarFieldContainer[int]
     term: _containers.RepeatedScalarFieldContainer[int]
     echo: _containers.RepeatedScalarFieldContainer[float]
     last_log_index: _containers.RepeatedScalarFieldContainer[int]
     last_log_term: _containers.RepeatedScalarFieldContainer[int]
     quiet: _containers.RepeatedScalarFieldContainer[bool]
-    def __init__(self, group: _Optional[_Iterable[int]] = ..., term: _Optional[_Iterable[int]] = ..., echo: _Optional[_Iterable[float]] = ..., last_log_index: _Optional[_Iterable[int]] = ..., last_log_term: _Optional[_Iterable[int]] = ..., quiet: _Optional[_Iterable[bool]] = ...) -> None: ...
+    conf_term: _containers.RepeatedScalarFieldContainer[int]
+    conf_index: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, group: _Optional[_Iterable[int]] = ..., term: _Optional[_Iterable[int]] = ..., echo: _Optional[_Iterable[float]] = ..., last_log_index: _Optional[_Iterable[int]] = ..., last_log_term: _Optional[_Iterable[int]] = ..., quiet: _Optional[_Iterable[bool]] = ..., conf_term: _Optional[_Iterable[int]] = ..., conf_index: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class PreVoteRequest(_message.Message):
-    __slots__ = ("group", "term", "last_log_index", "last_log_term")
+    __slots__ = ("group", "term", "last_log_index", "last_log_term", "conf_term", "conf_index")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     LAST_LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     LAST_LOG_TERM_FIELD_NUMBER: _ClassVar[int]
+    CONF_TERM_FIELD_NUMBER: _ClassVar[int]
+    CONF_INDEX_FIELD_NUMBER: _ClassVar[int]
     group: int
     term: int
     last_log_index: int
     last_log_term: int
-    def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., last_log_term: _Optional[int] = ...) -> None: ...
+    conf_term: int
+    conf_index: int
+    def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., last_log_term: _Optional[int] = ..., conf_term: _Optional[int] = ..., conf_index: _Optional[int] = ...) -> None: ...
 
 class PreVoteResponse(_message.Message):
     __slots__ = ("group", "term", "granted")
@@ -64,20 +104,24 @@ class PreVoteResponse(_message.Message):
     def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., granted: _Optional[bool] = ...) -> None: ...
 
 class VoteRequest(_message.Message):
-    __slots__ = ("group", "term", "last_log_index", "last_log_term", "force", "transfer_seq")
+    __slots__ = ("group", "term", "last_log_index", "last_log_term", "force", "transfer_seq", "conf_term", "conf_index")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     LAST_LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     LAST_LOG_TERM_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    CONF_TERM_FIELD_NUMBER: _ClassVar[int]
+    CONF_INDEX_FIELD_NUMBER: _ClassVar[int]
     group: int
     term: int
     last_log_index: int
     last_log_term: int
     force: bool
     transfer_seq: int
-    def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., last_log_term: _Optional[int] = ..., force: _Optional[bool] = ..., transfer_seq: _Optional[int] = ...) -> None: ...
+    conf_term: int
+    conf_index: int
+    def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., last_log_term: _Optional[int] = ..., force: _Optional[bool] = ..., transfer_seq: _Optional[int] = ..., conf_term: _Optional[int] = ..., conf_index: _Optional[int] = ...) -> None: ...
 
 class VoteResponse(_message.Message):
     __slots__ = ("group", "term", "granted")

@@ -120,13 +120,13 @@ def test_pre_vote_changes_no_state() -> None:
 
 def test_followers_in_lease_refuse_pre_votes() -> None:
     b = elected()
-    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.5)
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0, 1, 1), 1.5)
     assert b["b"].ready().messages == []
     b.run_to(1.95)
     b.crash("a")  # last heartbeat b heard: 1.9 (one every 0.1 s from 1.0)
-    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 - 0.01)
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0, 1, 1), 1.9 + 0.9 - 0.01)
     assert b["b"].ready().messages == []  # W = ET * (1 - lease_margin) = 0.9
-    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0), 1.9 + 0.9 + 0.01)
+    b["b"].step(PreVoteRequest(0, "c", "b", 2, 0, 0, 1, 1), 1.9 + 0.9 + 0.01)
     assert [m.granted for m in b["b"].ready().messages] == [True]  # type: ignore[attr-defined]
 
 
@@ -204,7 +204,7 @@ def test_higher_term_revokes() -> None:
     b["a"].step(HeartbeatResponse(0, "b", "a", 4, 0.0), 1.5)
     out = b["a"].ready()
     assert out.changes == [Revoke(0, "higher term")]  # at the step's time, 1.5
-    assert b["a"].term == 4 and out.persist[0] == HardState(4, None)
+    assert b["a"].term == 4 and out.persist[0] == HardState(4, None, b["a"].conf)
 
 
 def test_leader_ignores_non_forced_votes_inside_its_lease() -> None:
