@@ -98,6 +98,7 @@ class RaftGroup:
         "conf_acked",
         "contact",
         "deadline",
+        "departed",
         "elected_at",
         "first_timeout",
         "group",
@@ -180,6 +181,9 @@ class RaftGroup:
         self.target: Conf | None = None
         self.pending = False
         self.conf_acked: dict[str, tuple[int, int] | None] = {}
+        # members the leader's entries left out, until they answer a heartbeat sent once the latest was committed
+        # (from the time in the value on)
+        self.departed: dict[str, float] = {}
         self.acks: dict[str, float] = {}
         self.heard: dict[str, float] = {}
         self.healthy_since: dict[str, float] = {}
@@ -363,6 +367,7 @@ class RaftGroup:
     def _use_conf(self, conf: Conf) -> None:
         """Make ``conf`` this member's configuration: whom it counts, heartbeats and asks for votes. Raft uses the
         latest configuration a member holds, committed or not."""
+        before = self.conf.members() if self.state is RaftState.LEADER else set()
         self.conf = conf
         node = self.node
         prios: dict[str, int] = {m: 0 for m in (conf.old or ())}
@@ -391,6 +396,12 @@ class RaftGroup:
             for d in (self.acks, self.heard, self.healthy_since, self.positions, self.conf_acked):
                 for p in [p for p in d if p not in prios and p not in self.learners]:
                     del d[p]
+            # a member left out hears the entry that did so: it then knows not to campaign (and its host, to leave)
+            members = conf.members()
+            for p in before - members - {node}:
+                self.departed[p] = INF
+            for p in [p for p in self.departed if p in members]:
+                del self.departed[p]
 
     def _won(self, votes: set[str]) -> bool:
         """A majority of every half of the configuration is in ``votes``."""
@@ -418,6 +429,8 @@ class RaftGroup:
             if 2 * n <= len(half):
                 return
         self.committed = pos
+        for p in self.departed:
+            self.departed[p] = now  # heartbeats from now on say it is committed
         self._advance(now)
 
     def _advance(self, now: float) -> None:
@@ -572,7 +585,7 @@ class RaftGroup:
         a node can send (the spiral a kill caused at 6,000 partitions); it rejoins through its first vote
         request, which wakes the group."""
         if not (self.cfg.quiesce and self.serving and self.transfer_to is None and self.resume_from == INF
-                and self.settled and not self.pending):
+                and self.settled and not self.pending and not self.departed):
             return False
         live = self._live_peers(now)
         if len(live) < self.quorum - 1:
@@ -745,6 +758,7 @@ class RaftGroup:
         self.healthy_since.clear()
         self.positions.clear()
         self.conf_acked.clear()
+        self.departed = {}
         for p in self.targets:
             voted = p in self.votes
             self.acks[p] = sent if voted else -INF
@@ -865,7 +879,7 @@ class RaftGroup:
                 self._send_timeout_now()  # the first may have been lost; the target dedups by term
 
     def _broadcast(self, now: float) -> None:
-        if not self.targets:
+        if not self.targets and not self.departed:
             self.hb_due = INF
             return
         succession: tuple[int, ...] = ()
@@ -885,6 +899,8 @@ class RaftGroup:
         for p in self.targets:
             msgs.append(Heartbeat(group, node, p, term, now, succession, closed, quiesce, ct, ci, committed,
                                   None if acked.get(p) == pos else conf))
+        for p in self.departed:
+            msgs.append(Heartbeat(group, node, p, term, now, (), closed, False, ct, ci, committed, conf))
         self.hb_due = now + self.cfg.heartbeat_interval
 
     def _caught_up(self, peer: str) -> bool:
@@ -969,6 +985,8 @@ class RaftGroup:
             return
         p = m.src
         if p not in self.heard:
+            if (m.conf_term, m.conf_index) == self.conf.position and m.echo >= self.departed.get(p, INF):
+                del self.departed[p]  # it knows it is out, for good
             return  # not a member of this configuration (any more)
         self._hear(p, now)
         self.positions[p] = (m.last_log_term, m.last_log_index)

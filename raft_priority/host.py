@@ -27,7 +27,8 @@ from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup, RaftState
 from raft_priority.interest import Interest, Standing, standing_of
 from raft_priority.links import Links
-from raft_priority.messages import NODE, HardState, Message, NodeBeat, NodeBeatAck
+from raft_priority.membership import CLUSTER, Layout, Membership, sticky_primaries
+from raft_priority.messages import NODE, Conf, HardState, Message, NodeBeat, NodeBeatAck
 
 INF = math.inf
 
@@ -39,8 +40,9 @@ class NodeHost:
     produced (``persist`` keyed by group) without merging per-group output.
     """
 
-    __slots__ = ("_acc", "_beat_due", "_budget", "_heap", "_link_heap", "_link_scheduled", "_peers", "_scheduled",
-                 "config", "groups", "interest", "links", "node", "rng")
+    __slots__ = ("_acc", "_beat_due", "_budget", "_followed", "_heap", "_link_heap", "_link_scheduled", "_peers",
+                 "_remove", "_add", "_leaving", "_scheduled", "_stored", "changed", "cluster", "config", "groups", "interest",
+                 "layout", "links", "node", "rng")
 
     def __init__(self, node: str, config: RaftConfig, rng: random.Random, max_roles: int | None = None) -> None:
         self.node = node
@@ -58,6 +60,16 @@ class NodeHost:
         self._link_heap: list[tuple[float, str, bool]] = []  # (due, peer, leader side?)
         self._link_scheduled: dict[tuple[str, bool], float] = {}
         self.interest = Interest(config.election_timeout, max_roles)
+        # membership (`join_cluster`): the cluster group, and what this node asked of it or, leading it, was asked
+        self.cluster: RaftGroup | None = None
+        self.layout: Layout | None = None
+        self._followed: tuple[int, int] | None = None
+        self._stored: dict[int, HardState] = {}
+        self._add: dict[str, str] = {}
+        self._remove: set[str] = set()
+        self._leaving: set[int] = set()
+        self.changed: set[int] = set()
+        """Partitions whose group this node began or stopped hosting since the driver last cleared it."""
 
     def add_group(self, spec: GroupSpec, now: float, hard_state: HardState | None = None) -> RaftGroup:
         if spec.group in self.groups:
@@ -70,6 +82,142 @@ class NodeHost:
             self._beat_due = now
         self._arm(g)
         return g
+
+    # ------------------------------------------------------------------ membership
+
+    def join_cluster(self, layout: Layout, first: Conf, now: float, states: dict[int, HardState]) -> None:
+        """Host the cluster group and the partitions its configuration gives this node. ``first``: the cluster's
+        configuration as this node is given it (the static `peers` form, the same on every first member), or, for a
+        node joining a running cluster, one that makes it a learner only; a persisted one wins either way.
+        ``states``: what this node persisted, for every group it may come to host."""
+        self.layout = layout
+        self._stored = dict(states)
+        stored = states.get(CLUSTER)
+        hs = stored if stored is not None and stored.conf is not None else HardState(
+            stored.term if stored else 0, stored.voted_for if stored else None, first)
+        g = RaftGroup(GroupSpec(CLUSTER, {self.node: 1}), self.node, self.config, self.rng, now, hs, self._acc,
+                      self._budget, Links(0))  # never quiet: its heartbeats are what a joining node hears first
+        self.cluster = g
+        self.groups[CLUSTER] = g
+        for p in g.peers:
+            self._peers.setdefault(p)
+        self._arm(g)
+        self._follow(now, force=True)
+
+    def membership(self) -> tuple[Conf, bool] | None:
+        """The cluster group's latest configuration, and whether it is committed (None: no cluster group)."""
+        c = self.cluster
+        if c is None:
+            return None
+        return c.conf, c.committed == c.conf.position
+
+    def reconfigure(self, now: float, add: dict[str, str] | None = None, remove: set[str] | None = None) -> str | None:
+        """Ask for members to be added (id -> HOST:PORT; a known id with a new address moves it) or removed. Taken
+        when this node leads the cluster group (None returned), which then makes the changes one committed entry at a
+        time; otherwise the leader this node knows of is returned ('' when none), to ask there. Asking again for
+        what is under way, or done, changes nothing."""
+        c = self.cluster
+        if c is None or c.state is not RaftState.LEADER:
+            return (c.leader or "") if c is not None else ""
+        self._add.update(add or {})
+        self._remove |= remove or set()
+        for m in remove or ():
+            self._add.pop(m, None)
+        self._manage(now)
+        return None
+
+    def _follow(self, now: float, force: bool = False) -> None:
+        """After every step: the partitions follow the cluster group's committed configuration, and its leader
+        works through what it was asked."""
+        c = self.cluster
+        if c is None:
+            return
+        if c.state is RaftState.LEADER and (self._add or self._remove):
+            self._manage(now)
+        pos = c.committed
+        if not force and (pos == self._followed or pos != c.conf.position or c.conf.joint):
+            self._drop_left(now)
+            return
+        if c.conf.joint or not isinstance(c.conf.payload, Membership):
+            return
+        self._followed = pos
+        layout = self.layout
+        assert layout is not None
+        table = layout.table(list(c.conf.voters), c.conf.payload)
+        for p, prios in enumerate(table):
+            g = self.groups.get(p)
+            if self.node in prios and g is None:
+                stored = self._stored.pop(p, None)
+                first = HardState(stored.term if stored else 0, stored.voted_for if stored else None,
+                                  Conf(voters={}, learners=(self.node,)))
+                hs = stored if stored is not None and stored.conf is not None else first
+                if force and (stored is None or stored.conf is None):
+                    hs = HardState(hs.term, hs.voted_for, None)  # the static form: the table is the first entry
+                g = self.add_group(GroupSpec(p, prios), now, hs)
+                self.changed.add(p)
+            if g is not None:
+                g.set_target(Conf(voters=prios), now)
+                self._arm(g)
+                if self.node not in prios:
+                    self._leaving.add(p)
+        self._drop_left(now)
+
+    def _drop_left(self, now: float) -> None:
+        """Groups of partitions this node is no longer given, once it does not lead them (a leader hands over
+        first)."""
+        if not self._leaving:
+            return
+        for gid in list(self._leaving):
+            g = self.groups.get(gid)
+            if g is None or g.target is None or self.node in g.target.voters:
+                self._leaving.discard(gid)
+            elif g.state is not RaftState.LEADER:
+                self.remove_group(gid, now)
+                self._leaving.discard(gid)
+                self.changed.add(gid)
+
+    def _manage(self, now: float) -> None:
+        """The cluster group's leader: the next entry for what it was asked, once the last one is committed. A new
+        node is a learner until it holds the leader's configuration, then a voter with its share of primaries."""
+        c = self.cluster
+        assert c is not None
+        conf = c.conf
+        if c.committed != conf.position or conf.joint or not isinstance(conf.payload, Membership):
+            return
+        voters = set(conf.voters)
+        addresses = conf.payload.address_map()
+        moved = {m: a for m, a in self._add.items() if addresses.get(m) != a}
+        learners = set(conf.learners)
+        done_add = {m for m in self._add if m in voters and m not in moved}
+        for m in done_add:
+            del self._add[m]
+        self._remove -= {m for m in self._remove if m not in voters and m not in learners}
+        if not self._add and not self._remove:
+            if set(addresses) - voters - learners:  # a removed node's address, kept while it was outgoing
+                c.set_target(conf.next(conf.term, payload=Membership.of(
+                    {m: a for m, a in addresses.items() if m in voters or m in learners}, conf.payload.primaries)),
+                    now)
+            return
+        new = [m for m in self._add if m not in voters]
+        if moved or any(m not in learners for m in new):  # addresses first: new nodes as learners
+            addresses.update(moved)
+            c.set_target(conf.next(conf.term, learners=tuple(sorted(learners | set(new))),
+                                   payload=Membership.of(addresses, conf.payload.primaries)), now)
+            return
+        live = now - self.config.election_timeout
+        ready = [m for m in new if c.conf_acked.get(m) == conf.position and c.heard.get(m, -INF) >= live]
+        going = self._remove & voters
+        if not ready and not going:
+            return  # the learners are not caught up yet
+        after = (voters | set(ready)) - going
+        if not after:
+            return
+        layout = self.layout
+        assert layout is not None
+        primaries = sticky_primaries(conf.payload.primaries, sorted(after), dict(layout.weights) or None)
+        c.set_target(conf.next(conf.term, voters={m: 1 for m in sorted(after)},
+                               learners=tuple(sorted(learners - set(ready) - going)),
+                               payload=Membership.of(addresses, primaries)), now)
 
     def remove_group(self, group: int, now: float) -> None:
         """Leave a group (a leader resigns first so its successor need not wait a timeout)."""
@@ -106,6 +254,8 @@ class NodeHost:
                     self._on_beat_ack(msg, now)
         if self.links.fresh:
             self._schedule_links(now)
+        if self.cluster is not None:
+            self._follow(now)
 
     def beat(self, m: NodeBeat, now: float) -> NodeBeatAck | None:
         """A batch that is one `NodeBeat`: ``step_all([m], now)`` in effect. Between nodes whose quiet groups agree
@@ -150,6 +300,8 @@ class NodeHost:
             self._arm(g)
         if self.links.fresh:
             self._schedule_links(now)
+        if self.cluster is not None:
+            self._follow(now)
 
     def next_wakeup(self) -> float:
         heap, scheduled = self._heap, self._scheduled

@@ -102,3 +102,22 @@ def initial(addresses: Mapping[str, str], partitions: int, replication: int | No
     table = assign_priorities(names, partitions, rf, strategy, weights or None)
     primaries = [max(t, key=lambda m: t[m]) for t in table]
     return Membership.of(addresses, primaries), table
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What every node of a cluster is given alike and never changes while it runs: how many partitions, how many
+    replicas each (None: every voter), how priorities are laid out, the nodes' weights."""
+
+    partitions: int
+    replication: int | None = None
+    strategy: str = "balanced"
+    weights: tuple[tuple[str, float], ...] = ()
+
+    def table(self, voters: Sequence[str], membership: Membership) -> list[dict[str, int]]:
+        """Each partition's voters and priorities for this committed membership."""
+        weights = dict(self.weights) or None
+        primaries = membership.primaries
+        if any(p not in voters for p in primaries):  # not a table of these voters: the closest one that is
+            primaries = tuple(sticky_primaries(primaries, voters, weights))
+        return partition_voters(voters, primaries, self.replication, self.strategy, weights)

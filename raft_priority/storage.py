@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from elect.errors import StateUnreadable
-from raft_priority.messages import HardState
+from raft_priority.membership import Membership
+from raft_priority.messages import Conf, HardState
 
 
 class HardStateStore:
@@ -41,7 +42,8 @@ class HardStateStore:
             return None
         try:
             raw = json.loads(text)
-            return _hard_state(raw["term"], raw.get("voted_for"))
+            conf = raw.get("conf")
+            return _hard_state(raw["term"], raw.get("voted_for"), None if conf is None else decode_conf(conf))
         except (ValueError, KeyError, TypeError) as exc:  # replaced atomically: a crash cannot leave this
             raise StateUnreadable(f"Raft state file {path} is damaged ({exc}): {_WHAT_TO_DO}") from None
 
@@ -60,7 +62,10 @@ class HardStateStore:
             return
         for group, hs in states.items():
             tmp = self.dir / f".group-{group}.json.tmp"
-            data = json.dumps({"term": hs.term, "voted_for": hs.voted_for}).encode()
+            record: dict[str, object] = {"term": hs.term, "voted_for": hs.voted_for}
+            if hs.conf is not None:
+                record["conf"] = encode_conf(hs.conf)
+            data = json.dumps(record).encode()
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 view = memoryview(data)
@@ -85,7 +90,9 @@ class HardStateLog:
     changed group and fsyncs once. When the log grows past ``compact_after`` bytes it is rewritten as a
     single line (temporary file, fsync, rename, fsync of the directory), so a crash at any point leaves
     either the old or the new file, and a torn last line (a crash mid-append) is ignored on load.
-    Layout: ``<data_dir>/<node>/hardstate.log``, lines of ``{"<group>": [term, voted_for], ...}``.
+    Layout: ``<data_dir>/<node>/hardstate.log``, lines of ``{"<group>": [term, voted_for], ...}``; a group whose
+    configuration entry changed has it third (``[term, voted_for, {"t": ..., "i": ..., "v": ...}]``), and a line
+    without one keeps the group's last.
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], node: str, compact_after: int = 1 << 20) -> None:
@@ -117,8 +124,13 @@ class HardStateLog:
                 entries = json.loads(line) if line.strip() else {}
                 if not isinstance(entries, dict):
                     raise TypeError(f"a line holds a mapping of groups, not {type(entries).__name__}")
-                for gid, (term, vote) in entries.items():
-                    state[int(gid)] = _hard_state(term, vote)
+                for gid, fields in entries.items():
+                    g = int(gid)
+                    if not isinstance(fields, list) or len(fields) not in (2, 3):
+                        raise TypeError(f"group {gid} holds {fields!r}, not [term, vote(, configuration)]")
+                    earlier = state.get(g)
+                    conf = decode_conf(fields[2]) if len(fields) == 3 else (earlier.conf if earlier else None)
+                    state[g] = _hard_state(fields[0], fields[1], conf)
             except (ValueError, TypeError) as exc:
                 raise StateUnreadable(f"Raft state file {self.path} is damaged at line {number} of "
                                       f"{len(lines) + bool(torn)} ({exc}): {_WHAT_TO_DO}") from None
@@ -139,7 +151,9 @@ class HardStateLog:
             return
         if not self._loaded:
             self.load_all()
-        self._state.update(states)
+        known = self._state
+        line = {str(g): _fields(hs, known.get(g)) for g, hs in states.items()}
+        known.update(states)
         if self._size > self.compact_after or self._rewrite:
             self._compact()
             return
@@ -148,8 +162,7 @@ class HardStateLog:
             created = self._size == 0
         else:
             created = False
-        data = (json.dumps({str(g): [hs.term, hs.voted_for] for g, hs in states.items()},
-                           separators=(",", ":")) + "\n").encode()
+        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
         try:
             _write_all(self._fd, data)
             os.fsync(self._fd)
@@ -169,7 +182,7 @@ class HardStateLog:
     def _compact(self) -> None:
         self.close()
         tmp = self.dir / ".hardstate.log.tmp"
-        data = (json.dumps({str(g): [hs.term, hs.voted_for] for g, hs in self._state.items()},
+        data = (json.dumps({str(g): _fields(hs, None) for g, hs in self._state.items()},
                            separators=(",", ":")) + "\n").encode()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -187,13 +200,45 @@ _WHAT_TO_DO = ("starting on what can be read could vote twice in one term; resto
                "the node's data and start it as a new member")
 
 
-def _hard_state(term: object, vote: object) -> HardState:
+def _hard_state(term: object, vote: object, conf: Conf | None = None) -> HardState:
     """A term (an int, not a bool, never negative) and a vote (a node id or None), checked."""
     if not isinstance(term, int) or isinstance(term, bool) or term < 0:
         raise TypeError(f"term {term!r} is not a term")
     if vote is not None and not isinstance(vote, str):
         raise TypeError(f"vote {vote!r} is not a node id")
-    return HardState(term, vote)
+    return HardState(term, vote, conf)
+
+
+def _fields(hs: HardState, before: HardState | None) -> list[object]:
+    """A group's entry in a line: its configuration only when it is not the one the file already holds."""
+    if hs.conf is None or (before is not None and before.conf == hs.conf):
+        return [hs.term, hs.voted_for]
+    return [hs.term, hs.voted_for, encode_conf(hs.conf)]
+
+
+def encode_conf(conf: Conf) -> dict[str, object]:
+    """A configuration entry as JSON (`Conf`; the payload, a `Membership`, as its own JSON text)."""
+    out: dict[str, object] = {"t": conf.term, "i": conf.index, "v": dict(conf.voters)}
+    if conf.old is not None:
+        out["o"] = dict(conf.old)
+    if conf.learners:
+        out["l"] = list(conf.learners)
+    if conf.payload is not None:
+        assert isinstance(conf.payload, Membership)
+        out["p"] = conf.payload.to_json()
+    return out
+
+
+def decode_conf(raw: object) -> Conf:
+    if not isinstance(raw, dict):
+        raise TypeError(f"a configuration is a mapping, not {raw!r}")
+    term, index, voters = raw.get("t"), raw.get("i"), raw.get("v")
+    if not (isinstance(term, int) and isinstance(index, int) and isinstance(voters, dict)):
+        raise TypeError(f"a configuration needs t, i and v: {raw!r}")
+    old, learners, payload = raw.get("o"), raw.get("l", []), raw.get("p")
+    return Conf(term, index, {str(k): int(v) for k, v in voters.items()},
+                None if old is None else {str(k): int(v) for k, v in dict(old).items()},
+                tuple(str(x) for x in learners), None if payload is None else Membership.from_json(payload))
 
 
 def _write_all(fd: int, data: bytes) -> None:
