@@ -133,8 +133,8 @@ class RaftGroup:
         "rng",
         "round",
         "serving",
-        "state",
         "simple",
+        "state",
         "succession",
         "target",
         "targets",
@@ -405,10 +405,7 @@ class RaftGroup:
 
     def _won(self, votes: set[str]) -> bool:
         """A majority of every half of the configuration is in ``votes``."""
-        for half in self.halves:
-            if 2 * len(votes & half) <= len(half):
-                return False
-        return True
+        return all(2 * len(votes & half) > len(half) for half in self.halves)
 
     def _append(self, conf: Conf, now: float) -> None:
         """The leader's next configuration entry: used at once, persisted, sent with the next heartbeats."""

@@ -46,7 +46,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -57,13 +57,14 @@ from elect.deadlines import SharedDeadline
 from elect.driver import Driver, FunctionIO, Halted
 from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role, partition_of
-from raft_priority.config import GroupSpec, RaftConfig
+from raft_priority.config import RaftConfig
 from raft_priority.core import RaftState
 from raft_priority.grpc_link import Tls, Transport
 from raft_priority.host import NodeHost
 from raft_priority.interest import Standing, wants
-from raft_priority.messages import HardState, Message
-from raft_priority.options import RaftOptions
+from raft_priority.membership import Layout, Membership, initial
+from raft_priority.messages import Conf, HardState, Message
+from raft_priority.options import RaftOptions, parse_peer
 from raft_priority.outbox import Outbox
 from raft_priority.priorities import assign_priorities
 from raft_priority.renewals import Renewals
@@ -139,6 +140,8 @@ class RaftElector(BaseElector):
         self._renewals: Renewals[SharedDeadline] | None = None
         self._handovers: list[_Handover] = []
         self._stopping = False
+        self._linked: Conf | None = None  # the cluster configuration the transport's links were last set from
+        self._joiner: threading.Thread | None = None
 
     # ------------------------------------------------------------------ contract
 
@@ -176,22 +179,32 @@ class RaftElector(BaseElector):
                               parameter="data_dir") from None
         host = NodeHost(self.member, self.config, random.Random(), max_roles=o.max_roles)
         now = time.monotonic()
-        for p, prios in enumerate(self.assignment):
-            if self.member in prios:
-                host.add_group(GroupSpec(p, prios), now, states.get(p))
+        layout = Layout(o.partitions, o.replication, o.strategy, tuple(o.weight_map().items()))
+        if o.join:
+            self.cluster, addresses = self._learn_cluster(store)
+            first = Conf(voters={}, learners=(self.member,))
+        else:
+            addresses = {self.member: o.listen, **o.peer_map()}
+            self._refuse_other_peer_sets(addresses)
+            membership, _ = initial(addresses, o.partitions, o.replication, o.strategy, o.weight_map() or None)
+            first = Conf(voters=dict.fromkeys(sorted(addresses), 1), payload=membership)
+        host.join_cluster(layout, first, now, states)
+        stored = host.membership()
+        if stored is not None and isinstance(stored[0].payload, Membership):
+            addresses = {**addresses, **stored[0].payload.address_map()}
         self.host = host
         self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on)
         host.recount(now)
         for p in host.groups:
             self._set_interest(p, now)
-        peers = o.peer_map()
+        peers = {m: a for m, a in addresses.items() if m != self.member}
         self._store, self._outbox = store, Outbox(host, self._send, ack_delay=o.acks_after)
         io = FunctionIO(apply=self._on_ready, send=lambda messages, now: self._require_outbox().send(messages, now),
                         halted=self._on_halted, persist=self._persist, idle=self._on_idle)
         driver = Driver(host, io, name=f"raft-driver-{self.member}", granularity=o.granularity)
-        tls = Tls.load(o.ca, o.cert, o.key) if o.ca and o.cert and o.key else None
+        tls = self._tls()
         transport = Transport(self.member, o.listen, peers, self.cluster, driver.receive,
-                              election_timeout=o.election_timeout, tls=tls)
+                              election_timeout=o.election_timeout, tls=tls, admin=self._admin)
         self.driver, self.transport = driver, transport
         try:
             transport.start()
@@ -199,6 +212,168 @@ class RaftElector(BaseElector):
             transport.stop(0)
             raise InfrastructureUnavailable(f"raft://{self.member}: {exc}") from exc
         driver.start()
+        mine = addresses.get(self.member)
+        if o.join or (mine is not None and mine != o.listen):
+            # a new node asks to be added; one that moved asks for its new address (the cluster leader does both)
+            self._joiner = threading.Thread(target=self._ask_to_join, name=f"raft-join-{self.member}", daemon=True)
+            self._joiner.start()
+
+    # ------------------------------------------------------------------ membership
+
+    def members(self, timeout: float = 5.0) -> dict[str, object]:
+        """The cluster's configuration as this node holds it: ``{"version": N, "term": T, "committed": bool,
+        "leader": ID|None, "members": [{"id", "address", "voter"}]}`` (voters of both halves while a change is
+        joint; learners are not voters)."""
+        return self._require_driver().call(self._members_now, timeout)
+
+    def reconfigure(self, add: Mapping[str, str] | None = None, remove: Iterable[str] = (),
+                    timeout: float = 30.0) -> dict[str, object]:
+        """Add members (id -> HOST:PORT; a member's id with a new address moves it) and remove members, through
+        whichever node leads the cluster group; returns the committed configuration once it shows the change.
+        ConfigError for a request the cluster refused, InfrastructureUnavailable when it is not committed in
+        ``timeout``."""
+        from raft_priority import admin
+
+        for m, a in (add or {}).items():
+            if parse_peer(f"{m}@{a}") is None:
+                raise ConfigError(f"cannot add {m!r} at {a!r}: expected an id and HOST:PORT", parameter="add")
+        return admin.reconfigure(self.options.listen, dict(add or {}), list(remove), timeout, self._tls(),
+                                 self.member)
+
+    def _members_now(self, now: float) -> dict[str, object]:
+        state = self._host().membership()
+        assert state is not None
+        conf, committed = state
+        addresses = conf.payload.address_map() if isinstance(conf.payload, Membership) else {}
+        voters = [*conf.voters, *(m for m in (conf.old or ()) if m not in conf.voters)]
+        cluster = self._host().cluster
+        return {"version": conf.index, "term": conf.term, "committed": committed, "cluster": self.cluster,
+                "leader": cluster.leader if cluster is not None else None,
+                "members": [{"id": m, "address": addresses.get(m), "voter": True} for m in voters]
+                + [{"id": m, "address": addresses.get(m), "voter": False} for m in conf.learners if m not in voters]}
+
+    def _admin(self, request: dict[str, object]) -> dict[str, object]:
+        """A membership request from `raft_priority.admin` (a gRPC thread): answered from the driver's state."""
+        driver = self._require_driver()
+        op = request.get("op")
+        if op == "members":
+            static = None if self.options.join else sorted([f"{self.member}@{self.options.listen}",
+                                                            *self.options.peers])
+            return {**driver.call(self._members_now, 5.0), "static": static}
+        if op != "reconfigure":
+            return {"error": f"unknown op {op!r} (members, reconfigure)"}
+        if request.get("cluster") != self.cluster:
+            return {"error": f"this node is of cluster {self.cluster}, not {request.get('cluster')!r}"}
+        add, remove = request.get("add") or {}, request.get("remove") or []
+        if not (isinstance(add, dict) and all(isinstance(a, str) and parse_peer(f"{m}@{a}") for m, a in add.items())):
+            return {"error": f"add must map ids to HOST:PORT, got {add!r}"}
+        if not (isinstance(remove, list) and all(isinstance(m, str) for m in remove)):
+            return {"error": f"remove must list ids, got {remove!r}"}
+
+        def ask(now: float) -> tuple[str | None, dict[str, object]]:
+            return self._host().reconfigure(now, dict(add), set(remove)), self._members_now(now)
+
+        leader, conf = driver.call(ask, 5.0)
+        answer: dict[str, object] = {"members": conf}
+        if leader is not None:
+            where = {m["id"]: m["address"] for m in cast("list[dict[str, str]]", conf["members"])}
+            answer.update(leader=leader or None, address=where.get(leader) if leader else None)
+        return answer
+
+    def _tls(self) -> Tls | None:
+        o = self.options
+        return Tls.load(o.ca, o.cert, o.key) if o.ca and o.cert and o.key else None
+
+    def _learn_cluster(self, store: HardStateLog) -> tuple[str, dict[str, str]]:
+        """A joining node: its cluster's wire name and members, from the file it kept or from a running member."""
+        from raft_priority import admin
+
+        kept = store.dir / "cluster"
+        if kept.is_file():
+            return kept.read_text().strip(), dict(self.options.join_map())
+        errors: list[str] = []
+        for peer, address in self.options.join_map().items():
+            try:
+                info = admin.members(address, self.options.election_timeout * 5, self._tls(), peer)
+            except (InfrastructureUnavailable, ConfigError) as exc:
+                errors.append(str(exc))
+                continue
+            cluster = str(info["cluster"])
+            kept.write_text(cluster + "\n")
+            found = {str(m["id"]): str(m["address"]) for m in cast("list[dict[str, str]]", info["members"])
+                     if m.get("address")}
+            return cluster, found
+        raise InfrastructureUnavailable(f"raft://{self.member}: no member to join answered: {'; '.join(errors)}")
+
+    def _refuse_other_peer_sets(self, addresses: Mapping[str, str]) -> None:
+        """A first member whose `peers` differ from a running peer's would count other majorities: refuse at once,
+        naming both sets (a peer not up yet is asked when it starts, by itself)."""
+        from raft_priority import admin
+
+        mine = sorted(f"{m}@{a}" for m, a in addresses.items())
+        for peer, address in self.options.peer_map().items():
+            try:
+                info = admin.ask(address, {"op": "members"}, 1.0, self._tls(), peer, wait=False)
+            except InfrastructureUnavailable:
+                continue
+            theirs = info.get("static")
+            if isinstance(theirs, list) and sorted(theirs) != mine and info.get("cluster") != self.cluster:
+                raise ConfigError(
+                    f"raft://{self.member}: the first members disagree about the cluster: this node was given "
+                    f"{', '.join(mine)}; {peer} at {address} was given {', '.join(sorted(theirs))}. Give every first "
+                    f"member the same peers (or start this node with join= to join {peer}'s cluster)",
+                    parameter="peers")
+
+    def _ask_to_join(self) -> None:
+        """Until the committed configuration has this node as a voter at its address (or it stops): ask."""
+        from raft_priority import admin
+
+        me = {self.member: self.options.listen}
+        while self.running and not self._stopping:
+            places = {**self.options.join_map(), **self._known_addresses()}
+            places.pop(self.member, None)
+            for peer, address in places.items():
+                if not self.running or self._stopping:
+                    return
+                try:
+                    admin.reconfigure(address, me, [], 10 * self.options.election_timeout, self._tls(), peer)
+                    return
+                except (InfrastructureUnavailable, ConfigError) as exc:
+                    log.info("raft://%s: joining through %s: %s", self.member, peer, exc)
+            time.sleep(self.options.election_timeout)  # nobody answered: try the others again
+
+    def _known_addresses(self) -> dict[str, str]:
+        try:
+            members = cast("list[dict[str, str]]", self.members()["members"])
+        except Exception:  # stopping
+            return {}
+        return {m["id"]: m["address"] for m in members if m.get("address")}
+
+    def _follow_membership(self) -> None:
+        """Driver thread, after each turn: the transport's links follow the cluster configuration's addresses, and
+        partitions this node began to host get its interest."""
+        host = self._host()
+        state = host.membership()
+        if state is not None and state[0] is not self._linked and isinstance(state[0].payload, Membership):
+            self._linked = state[0]
+            transport = self.transport
+            if transport is not None:
+                addresses = state[0].payload.address_map()
+                # keep links to peers any hosted group still names (an outgoing voter's address leaves first)
+                for g in host.groups.values():
+                    for m in g.targets:
+                        if m not in addresses and m in transport.links:
+                            addresses[m] = transport.links[m].address
+                transport.set_peers({m: a for m, a in addresses.items() if m != self.member})
+        if host.changed:
+            now = time.monotonic()
+            for p in sorted(host.changed):
+                if p in host.groups:
+                    self._set_interest(p, now)
+                    for role in self._roles_on(p):
+                        g = host.groups[p]
+                        self._saw(role, g.leader, g.term)
+            host.changed.clear()
 
     def _send(self, batches: Mapping[str, list[Message]]) -> None:
         if self.transport is not None:
@@ -386,6 +561,7 @@ class RaftElector(BaseElector):
         TimeoutNows that are due go out (the elector closes the transport and the log once the driver stopped)."""
         if self._handovers:
             self._run_handovers(now)
+        self._follow_membership()
         next_sweep = self._renewing().tick(now)
         extra = now + 0.01 if self._handovers else next_sweep
         return min(extra, self._require_outbox().send_due(now))

@@ -17,6 +17,7 @@ slot each), not with the number of partitions.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -40,6 +41,10 @@ from raft_priority.wire.codec import MalformedBatch, decode, encode, parse
 log = logging.getLogger("elect.raft")
 
 METHOD = "/elect.raft.v1.Raft/Deliver"
+ADMIN = "/elect.raft.v1.Raft/Admin"
+"""Membership requests and answers, JSON both ways (`raft_priority.admin`): rare, and read by people and tools."""
+
+Admin = Callable[[dict[str, object]], dict[str, object]]
 
 
 def _channel_options(election_timeout: float) -> list[tuple[str, int]]:
@@ -246,9 +251,13 @@ class Transport:
     """The node's gRPC server and its links to every peer."""
 
     def __init__(self, node: str, listen: str, peers: Mapping[str, str], cluster: str,
-                 receive: Callable[[list[Message]], None], *, election_timeout: float, tls: Tls | None = None) -> None:
+                 receive: Callable[[list[Message]], None], *, election_timeout: float, tls: Tls | None = None,
+                 admin: Admin | None = None) -> None:
         self.node = node
         self.tls = tls
+        self.election_timeout = election_timeout
+        self._admin = admin
+        self._links_lock = threading.Lock()
         self._once = _Once()
         self.listen = listen
         self.cluster = cluster
@@ -257,15 +266,21 @@ class Transport:
         self._receive = receive
         self.links = {p: PeerLink(p, addr, election_timeout=election_timeout, node=node, tls=tls)
                       for p, addr in peers.items()}
-        self._pool = ThreadPoolExecutor(max_workers=2 * len(self.links) + 4, thread_name_prefix=f"raft-rx-{node}")
+        # room for the members a cluster may grow to (12) without a new pool
+        self._pool = ThreadPoolExecutor(max_workers=2 * max(len(self.links), 12) + 4,
+                                        thread_name_prefix=f"raft-rx-{node}")
         self._server = grpc.server(self._pool, options=_server_options(),
-                                   maximum_concurrent_rpcs=4 * len(self.links) + 8)
+                                   maximum_concurrent_rpcs=4 * max(len(self.links), 12) + 8)
         # Requests arrive as bytes and are parsed in _deliver: grpc's own deserializer would log a traceback per
         # undecodable message, so anyone reaching the port could flood the log.
         handler = grpc.stream_unary_rpc_method_handler(self._deliver, request_deserializer=None,
                                                        response_serializer=pb.Ack.SerializeToString)
+        admin_handler = grpc.unary_unary_rpc_method_handler(self._on_admin, request_deserializer=None,
+                                                            response_serializer=None)
         self._server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler("elect.raft.v1.Raft", {"Deliver": handler}),))
+            (grpc.method_handlers_generic_handler("elect.raft.v1.Raft", {"Deliver": handler,
+                                                                         "Admin": admin_handler}),))
+        self._started = False
 
     def start(self) -> None:
         try:
@@ -278,8 +293,42 @@ class Transport:
             raise OSError(f"cannot listen on {self.listen}: the port is taken, or the address is not one of this "
                           "machine's")
         self._server.start()
+        self._started = True
         for link in self.links.values():
             link.start()
+
+    def set_peers(self, peers: Mapping[str, str]) -> None:
+        """Links to exactly these peers (id -> HOST:PORT): new ones opened, gone ones closed, moved ones re-dialled.
+        Closing waits for a link's thread, so it happens off the caller's thread (the driver's)."""
+        closing: list[PeerLink] = []
+        with self._links_lock:
+            links = dict(self.links)
+            for p, link in list(links.items()):
+                if peers.get(p) != link.address:
+                    closing.append(links.pop(p))
+            for p, address in peers.items():
+                if p not in links and p != self.node:
+                    link = PeerLink(p, address, election_timeout=self.election_timeout, node=self.node, tls=self.tls)
+                    links[p] = link
+                    if self._started:
+                        link.start()
+            self.links = links  # replaced whole: readers on other threads see one or the other
+        if closing:
+            threading.Thread(target=lambda: [lk.close() for lk in closing], name=f"raft-unlink-{self.node}",
+                             daemon=True).start()
+
+    def _on_admin(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+        """One membership request (JSON) answered by the elector, or a JSON error."""
+        if self._admin is None:
+            return json.dumps({"error": "this node takes no membership requests"}).encode()
+        try:
+            raw = json.loads(request)
+            if not isinstance(raw, dict):
+                raise ValueError("a request is a JSON object")
+            answer = self._admin(raw)
+        except Exception as exc:  # a request from anyone must not kill the server; say what went wrong
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        return json.dumps(answer).encode()
 
     def send(self, batches: Mapping[str, list[Message]]) -> None:
         for dst, msgs in batches.items():

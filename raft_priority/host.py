@@ -40,9 +40,9 @@ class NodeHost:
     produced (``persist`` keyed by group) without merging per-group output.
     """
 
-    __slots__ = ("_acc", "_beat_due", "_budget", "_followed", "_heap", "_link_heap", "_link_scheduled", "_peers",
-                 "_remove", "_add", "_leaving", "_scheduled", "_stored", "changed", "cluster", "config", "groups", "interest",
-                 "layout", "links", "node", "rng")
+    __slots__ = ("_acc", "_add", "_beat_due", "_budget", "_followed", "_heap", "_leaving", "_link_heap",
+                 "_link_scheduled", "_peers", "_remove", "_scheduled", "_stored", "changed", "cluster", "config",
+                 "groups", "interest", "layout", "links", "node", "rng")
 
     def __init__(self, node: str, config: RaftConfig, rng: random.Random, max_roles: int | None = None) -> None:
         self.node = node

@@ -3,7 +3,7 @@
 Importing this module must not import grpc or protobuf: the registry loads it to validate a
 URL before the extra is installed. Durations are seconds.
 
-    raft://ID@HOST:PORT?peers=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
+    raft://ID@HOST:PORT?peers=ID@HOST:PORT,...|join=ID@HOST:PORT,...&partitions=P&replication=RF&election_timeout=1.0
         &heartbeat_interval=0.1&priority=balanced|zeebe|off&improvements=on|off&data_dir=...
         &election_jitter=0.5&pre_vote=on|off&check_quorum=on|off&quiesce=on|off&ca=CA.crt&cert=ME.crt&key=ME.key
         &weights=a:2,b:1&max_roles=N&max_drift=0.1
@@ -94,8 +94,12 @@ class PeerOptions:
 class RaftOptions(PeerOptions):
     """Options of the `raft://` elector (see raft_priority/elector.py).
 
-    listen: this node's HOST:PORT (the URL's host part). peers: the other nodes, ID@HOST:PORT each (static
-    membership; every node must be given the same set). partitions: election groups; roles map onto them
+    listen: this node's HOST:PORT (the URL's host part). peers: the other nodes of a new cluster, ID@HOST:PORT each
+    (every first member is given the same set; nodes whose sets disagree refuse to start, naming both). join: instead
+    of peers, any running members, ID@HOST:PORT each: this node joins their cluster as a learner and becomes a
+    voter once it has caught up (members are added, removed and replaced while the cluster runs: `elect raft`,
+    docs/methods/raft.md "Membership"). partitions, replication, priority and weights must be the cluster's.
+    partitions: election groups; roles map onto them
     (`elect.roles.partition_of`). replication: nodes per group (None: all of them). election_timeout: ET, the
     detection budget D: a silent leader is replaced about this long after it went quiet. heartbeat_interval: leader
     heartbeat period (default ET/10). priority: `balanced` (spread primaries and successors evenly), `zeebe`
@@ -138,6 +142,7 @@ class RaftOptions(PeerOptions):
     """
 
     replication: int | None = None
+    join: tuple[str, ...] = ()
     heartbeat_interval: float | None = None
     priority: Priority = "balanced"
     improvements: bool = True
@@ -189,7 +194,7 @@ class RaftOptions(PeerOptions):
         nodes = {member, *self.peer_map()}
         named = self.weight_map()
         unknown = sorted(set(named) - nodes)
-        rule(not unknown, "weights", f"names {', '.join(unknown)}, not a node of this cluster "
+        rule(not unknown or bool(self.join), "weights", f"names {', '.join(unknown)}, not a node of this cluster "
                                      f"({', '.join(sorted(nodes))})")
         if self.weight is not None:
             rule(self.weight == named.get(member, 1.0), "weight",
@@ -220,7 +225,12 @@ class RaftOptions(PeerOptions):
 
     def __post_init__(self) -> None:
         check_nodes(self.listen, self.peers)
-        n = len(self.peers) + 1
+        for text in self.join:
+            rule(parse_peer(text) is not None, "join", f"expected ID@HOST:PORT of a running member, got {text!r}")
+        rule(not (self.join and self.peers), "join",
+             "a node either starts a new cluster (peers=, the same on every first member) or joins a running one "
+             "(join=), not both")
+        n = len(self.peers) + 1 if not self.join else 100_000
         rule(1 <= self.partitions <= 100_000, "partitions", f"must be 1..100000, got {self.partitions}")
         rule(self.replication is None or 1 <= self.replication <= n, "replication",
              f"must be 1..{n} (the number of nodes: this one and {len(self.peers)} peers), got {self.replication}")
@@ -326,10 +336,21 @@ class RaftOptions(PeerOptions):
     def handover(self) -> float:
         return self.handover_timeout if self.handover_timeout is not None else 2 * self.election_timeout
 
+    def join_map(self) -> dict[str, str]:
+        """Running member id -> HOST:PORT, from `join`."""
+        out: dict[str, str] = {}
+        for text in self.join:
+            parsed = parse_peer(text)
+            assert parsed is not None
+            out[parsed[0]] = parsed[1]
+        return out
+
     def state_dir(self, member: str) -> Path:
         if self.data_dir:
             return Path(self.data_dir)
         base = Path(os.environ.get("ELECT_STATE_DIR") or tempfile.gettempdir()) / "elect-raft"
+        if self.join:  # its cluster's name is learnt from it; the node's id is what it keeps across restarts
+            return base / f"joined-{member}"
         return base / self.cluster_id(member)
 
 
