@@ -24,6 +24,9 @@ DRAINED = "drained"
 LEADER = "leader"
 #: Once with `--metrics-port` (port, url).
 METRICS = "metrics"
+#: Once with `--leave` (raft://), after it drained: left (whether the removal was committed), configuration (the
+#: committed one that no longer names it, or None).
+LEFT = "left"
 #: For each `transfer R TO` control line (role, to, leader, seconds, confirmed; or error and message).
 TRANSFERRED = "transferred"
 #: Once if its elector stopped on its own (`ElectorFailed`; error: the message), just before it exits 4.

@@ -14,7 +14,7 @@ from elect.errors import ElectError, InfrastructureUnavailable
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from elect_cli import bench, certs, demo, docs, member, report, schemes, soak, watch
+    from elect_cli import bench, certs, demo, docs, member, raft, report, schemes, soak, watch
 
     parser = argparse.ArgumentParser(prog="elect", description="Leader election per role, and a harness that "
                                      "measures how each method hands over when things fail.")
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     member.register(sub)
     watch.register(sub)
+    raft.register(sub)
     schemes.register(sub)
     bench.register(sub)
     demo.register(sub)

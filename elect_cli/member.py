@@ -46,9 +46,20 @@ from typing import TYPE_CHECKING, Any
 from elect.base import BaseElector
 from elect.config import load_yaml, spec_from_config, spec_from_url
 from elect.contract import Drained, Elector, Leadership
-from elect.errors import ConfigError
+from elect.errors import ConfigError, NotSupported
 from elect.events import Event, Revoked
-from elect.member_reports import DRAINED, FAILED, LEADER, METRICS, STARTED, TIMED, TRANSFERRED, WORK, report_line
+from elect.member_reports import (
+    DRAINED,
+    FAILED,
+    LEADER,
+    LEFT,
+    METRICS,
+    STARTED,
+    TIMED,
+    TRANSFERRED,
+    WORK,
+    report_line,
+)
 from elect.roles import Role, parse_role
 
 if TYPE_CHECKING:
@@ -76,6 +87,9 @@ def register(sub: Any) -> None:
     p.add_argument("--write-every", type=float, default=0.02, metavar="SECONDS",
                    help="pause between rounds of writes, one write per role led (default 0.02)")
     p.add_argument("--write-log", type=Path, metavar="FILE", help="append every acknowledged write here (JSONL)")
+    p.add_argument("--leave", action="store_true",
+                   help="raft:// only: on SIGTERM (or `stop`), drain, then remove this node from the cluster's "
+                        "configuration, then exit 0 (a replaced or scaled-in node)")
     p.add_argument("--observe", action="store_true",
                    help="report on stderr each change of whom this member sees lead a role it contends for")
     p.add_argument("--metrics-port", type=int, metavar="PORT",
@@ -275,6 +289,9 @@ def _role_word(word: str) -> Role:
 
 def run(args: argparse.Namespace) -> int:
     elector = build_elector(args)
+    if args.leave and not hasattr(elector, "leave"):
+        raise NotSupported(f"--leave: {elector.scheme}:// keeps no configuration of members to leave (a member that "
+                           "stops is simply gone); it is raft://'s")
     if not elector.roles:  # legal (roles may come later, `add` on --control), but rarely what was meant
         _say(f"elect member: {elector.member} contends for no roles: give --roles a,b,c (or roles: in --config), "
              "or add them later with `add R` on --control")
@@ -321,8 +338,12 @@ def run(args: argparse.Namespace) -> int:
         if metrics is not None:
             metrics.close()
         return 4
-    drained = elector.drain()
+    leave = getattr(elector, "leave", None) if args.leave else None
+    drained = leave() if leave is not None else elector.drain()
     _stderr(elector.member, DRAINED, drained_report(drained), f"in {drained.seconds:.3f} s ")
+    if leave is not None:
+        left = getattr(elector, "left", None)
+        _stderr(elector.member, LEFT, {"left": left is not None, "configuration": left})
     if isinstance(elector, BaseElector) and elector.steps:
         _stderr(elector.member, TIMED, elector.timings())
     if writer is not None:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from elect.base import BaseElector
-from elect.contract import Characteristics
+from elect.contract import Characteristics, Drained
 from elect.core import Acquire, ExtendShared, Fence, Ready, Revoke
 from elect.deadlines import SharedDeadline
 from elect.driver import Driver, FunctionIO, Halted
@@ -142,6 +142,9 @@ class RaftElector(BaseElector):
         self._stopping = False
         self._linked: Conf | None = None  # the cluster configuration the transport's links were last set from
         self._joiner: threading.Thread | None = None
+        self._leave = False
+        self._closing = threading.Event()  # set once stopping: the joining thread gives up
+        self.left: dict[str, object] | None = None  # the configuration that left this node out (`leave`)
 
     # ------------------------------------------------------------------ contract
 
@@ -329,18 +332,18 @@ class RaftElector(BaseElector):
         from raft_priority import admin
 
         me = {self.member: self.options.listen}
-        while self.running and not self._stopping:
+        while not self._closing.is_set():
             places = {**self.options.join_map(), **self._known_addresses()}
             places.pop(self.member, None)
             for peer, address in places.items():
-                if not self.running or self._stopping:
+                if self._closing.is_set():
                     return
                 try:
                     admin.reconfigure(address, me, [], 10 * self.options.election_timeout, self._tls(), peer)
                     return
                 except (InfrastructureUnavailable, ConfigError) as exc:
                     log.info("raft://%s: joining through %s: %s", self.member, peer, exc)
-            time.sleep(self.options.election_timeout)  # nobody answered: try the others again
+            self._closing.wait(self.options.election_timeout)  # nobody answered: try the others again
 
     def _known_addresses(self) -> dict[str, str]:
         try:
@@ -380,6 +383,7 @@ class RaftElector(BaseElector):
             self.transport.send(batches)
 
     def _on_stop(self, timeout: float | None) -> None:
+        self._closing.set()
         driver, transport = self.driver, self.transport
         if driver is None or transport is None:
             return
@@ -458,12 +462,25 @@ class RaftElector(BaseElector):
         dones = driver.call(lambda now: self._apply_roles(added, removed, now), timeout=10)
         self._wait_callbacks(dones)
 
+    def leave(self, timeout: float | None = None) -> Drained:
+        """`drain`, and between the handover and the stop, remove this node from the cluster's configuration (through
+        whichever node leads the cluster group): the others then count their majorities without it. `left` holds the
+        committed configuration that no longer names it (None if the removal was not committed in time: the node is
+        then stopped as by `drain`, still a member, and `elect raft remove` finishes the job)."""
+        self._leave = True
+        return self.drain(timeout)
+
     def _on_drain(self) -> bool:
         """Stop's first half: Revoked, callbacks and workers done, TimeoutNow to the next-priority live node;
-        the node stays up to hear the winner's heartbeats (`_successors`)."""
+        the node stays up to hear the winner's heartbeats (`_successors`). Leaving, it is removed next."""
         driver = self._require_driver()
         driver.call(self._begin_stop, timeout=5)
         self._poll_driver(lambda now: not self._handovers, time.monotonic() + self.options.revoke_timeout + 1)
+        if self._leave:
+            try:
+                self.left = self.reconfigure(remove=[self.member], timeout=10 * self.options.election_timeout + 5)
+            except (ConfigError, InfrastructureUnavailable) as exc:
+                log.warning("raft://%s: could not leave the configuration: %s", self.member, exc)
         return True
 
     def _successors(self, roles: frozenset[Role]) -> dict[Role, str | None]:

@@ -20,6 +20,7 @@ import heapq
 import math
 import random
 from collections.abc import Iterable
+from dataclasses import replace
 
 from elect.budget import HandoverBudget
 from elect.core import Ready
@@ -95,8 +96,10 @@ class NodeHost:
         stored = states.get(CLUSTER)
         hs = stored if stored is not None and stored.conf is not None else HardState(
             stored.term if stored else 0, stored.voted_for if stored else None, first)
-        g = RaftGroup(GroupSpec(CLUSTER, {self.node: 1}), self.node, self.config, self.rng, now, hs, self._acc,
-                      self._budget, Links(0))  # never quiet: its heartbeats are what a joining node hears first
+        # never quiet (its heartbeats are what a joining node hears first), and no rebalancing between equals
+        loud = replace(self.config, quiesce=False, rebalance=False)
+        g = RaftGroup(GroupSpec(CLUSTER, {self.node: 1}), self.node, loud, self.rng, now, hs, self._acc,
+                      HandoverBudget(None, 1.0), Links(0))
         self.cluster = g
         self.groups[CLUSTER] = g
         for p in g.peers:
