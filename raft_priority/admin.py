@@ -60,7 +60,7 @@ def reconfigure(address: str, add: dict[str, str] | None = None, remove: list[st
     """Ask the cluster of the node at ``address`` to add and remove members, following the answers to the leader of
     the cluster group, and wait until the committed configuration shows the change; returns that configuration."""
     deadline = time.monotonic() + timeout
-    where = address
+    where, first = address, peer
     cluster = members(address, timeout, tls, peer)["cluster"]
     request = {"op": "reconfigure", "cluster": cluster, "add": add or {}, "remove": remove or []}
     while True:
@@ -68,7 +68,13 @@ def reconfigure(address: str, add: dict[str, str] | None = None, remove: list[st
         if left <= 0:
             raise InfrastructureUnavailable(f"the membership change was not committed within {timeout:g} s "
                                             f"(last asked {where})")
-        answer = ask(where, request, min(left, 5.0), tls, peer)
+        try:
+            answer = ask(where, request, min(left, 5.0 if where == address else 1.0), tls, peer)
+        except InfrastructureUnavailable:
+            if where == address:
+                raise
+            where, peer = address, first  # the leader it named is gone: ask again where we began
+            continue
         if "error" in answer:
             raise ConfigError(f"raft node at {where}: {answer['error']}")
         if answer.get("address"):
