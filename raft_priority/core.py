@@ -166,9 +166,10 @@ class RaftGroup:
         links: Links | None = None,
     ) -> None:
         hs = hard_state or HardState()
-        conf = hs.conf if hs.conf is not None else Conf(voters=dict(spec.priorities))
-        if node not in conf.members():
+        if hs.conf is None and node not in spec.priorities:
             raise ValueError(f"{node!r} is not a member of group {spec.group}")
+        # a persisted configuration may have left this node out: it then hears, answers and never campaigns
+        conf = hs.conf if hs.conf is not None else Conf(voters=dict(spec.priorities))
         self.group = spec.group
         self.node = node
         self.cfg = config
@@ -367,8 +368,8 @@ class RaftGroup:
     def _use_conf(self, conf: Conf) -> None:
         """Make ``conf`` this member's configuration: whom it counts, heartbeats and asks for votes. Raft uses the
         latest configuration a member holds, committed or not."""
-        before = self.conf.members() if self.state is RaftState.LEADER else set()
-        self.conf = conf
+        before: set[str] = self.conf.members() if self.state is RaftState.LEADER else set()
+        self.conf: Conf = conf
         node = self.node
         prios: dict[str, int] = {m: 0 for m in (conf.old or ())}
         prios.update(conf.voters)  # outgoing voters weigh nothing: they should not attract leadership
@@ -901,7 +902,7 @@ class RaftGroup:
         self.hb_due = now + self.cfg.heartbeat_interval
 
     def _caught_up(self, peer: str) -> bool:
-        if self.conf_acked.get(peer) != self.conf.position:
+        if self.conf_acked.get(peer) != self.conf.position or peer not in self.positions:
             return False  # it would not win: voters holding the leader's configuration refuse it
         t, i = self.positions[peer]
         return (t, i + self.cfg.rebalance_max_lag) >= (self.log_term, self.log_index)
@@ -987,14 +988,6 @@ class RaftGroup:
             return  # not a member of this configuration (any more)
         self._hear(p, now)
         self.positions[p] = (m.last_log_term, m.last_log_index)
-        pos = (m.conf_term, m.conf_index)
-        if pos != self.conf_acked[p]:
-            self.conf_acked[p] = pos
-            if pos == self.conf.position:
-                if self.committed != pos:
-                    self._check_commit(now)
-                elif self.pending:
-                    self._advance(now)  # a learner caught up
         if m.quiet != (p in self.quiet_peers):
             self._note_quiet(p, m.quiet, now)
         if m.echo > self.acks[p]:
@@ -1005,6 +998,14 @@ class RaftGroup:
                     self.resume_from = INF
                     self.serving = True
                     self._acquire()  # the transfer was abandoned
+        pos = (m.conf_term, m.conf_index)
+        if pos != self.conf_acked[p]:
+            self.conf_acked[p] = pos
+            if pos == self.conf.position:
+                if self.committed != pos:
+                    self._check_commit(now)  # and the next step: the configuration may change under us here
+                elif self.pending:
+                    self._advance(now)  # a learner caught up
         if p == self.transfer_to and not self.timeout_sent and self._caught_up(p):
             self._send_timeout_now()
 

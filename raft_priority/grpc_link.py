@@ -314,8 +314,11 @@ class Transport:
                         link.start()
             self.links = links  # replaced whole: readers on other threads see one or the other
         if closing:
-            threading.Thread(target=lambda: [lk.close() for lk in closing], name=f"raft-unlink-{self.node}",
-                             daemon=True).start()
+            def close_all() -> None:
+                for lk in closing:
+                    lk.close()
+
+            threading.Thread(target=close_all, name=f"raft-unlink-{self.node}", daemon=True).start()
 
     def _on_admin(self, request: bytes, context: grpc.ServicerContext) -> bytes:
         """One membership request (JSON) answered by the elector, or a JSON error."""

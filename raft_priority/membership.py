@@ -74,11 +74,11 @@ def sticky_primaries(previous: Sequence[str], voters: Sequence[str], weights: Ma
         else:
             out.append(None)
     result: list[str] = []
-    for p in out:
-        if p is None:
-            p = max(names, key=lambda x: (quota[x] - count[x], -names.index(x)))
-            count[p] += 1
-        result.append(p)
+    for kept in out:
+        if kept is None:
+            kept = max(names, key=lambda x: (quota[x] - count[x], -names.index(x)))
+            count[kept] += 1
+        result.append(kept)
     return result
 
 

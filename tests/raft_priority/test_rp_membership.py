@@ -1,0 +1,193 @@
+"""Membership changes in the pure core and the host: the rules that keep two leaders out of one term while the
+voters change (docs/architecture.md, "Membership"), and add / remove / replace at the host level."""
+
+from __future__ import annotations
+
+import random
+
+from hosts_harness import Hosts, address
+from rp_harness import Bench
+
+from raft_priority.config import GroupSpec, RaftConfig
+from raft_priority.core import RaftGroup, RaftState
+from raft_priority.membership import CLUSTER, Membership, partition_voters, sticky_primaries
+from raft_priority.messages import Conf, HardState, HeartbeatResponse, PreVoteRequest, VoteRequest
+from raft_priority.storage import HardStateLog
+
+P3 = {"a": 3, "b": 2, "c": 1}
+ZEP = RaftConfig.zep006()
+
+
+def elected() -> Bench:
+    b = Bench(P3, ZEP)
+    b.run_to(1.0)
+    assert b.leaders() == ["a"]
+    return b
+
+
+def test_a_new_leader_changes_nothing_before_an_entry_of_its_own_term_is_committed() -> None:
+    b = Bench(P3, ZEP)
+    b.drop = lambda m: isinstance(m, HeartbeatResponse)  # elected, but nobody's answer says it holds a's entry
+    b.run_to(1.2)
+    a = b["a"]
+    assert a.state is RaftState.LEADER and a.conf.position == (1, 1) and a.committed != a.conf.position
+    a.set_target(Conf(voters={"a": 3, "b": 2}), b.now)
+    assert a.conf.position == (1, 1)  # nothing proposed on top of an uncommitted entry
+    b.drop = lambda m: False
+    b.run_to(1.8)
+    assert a.committed == a.conf.position and set(a.conf.voters) == {"a", "b"} and not a.conf.joint
+
+
+def test_voters_refuse_a_candidate_whose_configuration_is_older() -> None:
+    b = elected()
+    b.run_to(1.5)
+    voter = b["b"]
+    assert voter.conf.position == (1, 1)
+    voter.step(PreVoteRequest(0, "c", "b", 2, 0, 0, 0, 0), 5.0)  # c's leader is long silent: only the entry decides
+    assert [m.granted for m in b.collect("b").messages] == [False]  # type: ignore[attr-defined]
+    voter.step(PreVoteRequest(0, "c", "b", 2, 0, 0, 1, 1), 5.0)
+    assert [m.granted for m in b.collect("b").messages] == [True]  # type: ignore[attr-defined]
+    voter.step(VoteRequest(0, "c", "b", 2, 0, 0, False, 0, 0, 0), 5.0)
+    assert [m.granted for m in b.collect("b").messages] == [False]  # type: ignore[attr-defined]
+
+
+def test_a_joint_configuration_needs_a_majority_of_each_half() -> None:
+    conf = Conf(1, 2, {"c": 1, "d": 1, "e": 1}, {"a": 1, "b": 1, "c": 1})
+    g = RaftGroup(GroupSpec(0, P3), "c", ZEP, random.Random(0), 0.0, HardState(1, None, conf))
+    assert not g._won({"a", "b", "c"})  # the old half only
+    assert not g._won({"c", "d", "e"})  # the new half only
+    assert g._won({"b", "c", "d"})
+    assert g.peers == ("d", "e", "a", "b")  # outgoing voters last: they weigh nothing
+
+
+def test_learners_never_campaign_and_are_not_counted() -> None:
+    g = RaftGroup(GroupSpec(0, P3), "d", ZEP, random.Random(0), 0.0, HardState(conf=Conf(voters={}, learners=("d",))))
+    for t in range(1, 30):
+        g.tick(float(t))
+    assert g.state is RaftState.FOLLOWER and g.term == 0 and not g.ready().messages
+
+
+def test_the_single_server_change_schedule_elects_nobody_twice() -> None:
+    """raft-dev 2015: a leader's change reaches only itself; the next leader, on the old configuration, makes
+    another; the first comes back with its own. Here the second leader's change waits for its own entry, which
+    reaches d, and d then refuses the first leader's older configuration."""
+    b = Bench({"a": 4, "b": 3, "c": 2, "d": 1}, ZEP)
+    e = RaftGroup(GroupSpec(0, {"e": 1}), "e", ZEP, random.Random(9), 0.0,
+                  HardState(conf=Conf(voters={}, learners=("e",))))
+    b.nodes["e"] = e
+    b.run_to(1.5)
+    a = b["a"]
+    assert b.leaders() == ["a"]
+    b.drop = lambda m: m.src == "a"  # a's next entry reaches nobody
+    a._append(a.conf.next(a.term, voters={**a.conf.voters, "e": 1}), b.now)  # the change that stays on a
+    b.collect("a")
+    b.crash("a")
+    b.drop = lambda m: False
+    b.run_to(4.0)
+    leader = b.leaders()
+    assert leader and leader[0] != "a"
+    second = b[leader[0]]
+    b.run_to(4.5)
+    assert second.committed == second.conf.position and second.conf.term == second.term
+    second.set_target(Conf(voters={m: p for m, p in second.conf.voters.items() if m != "d"}), b.now)
+    b.run_to(6.0)
+    assert "d" not in second.conf.voters and not second.conf.joint
+    b.down.discard("a")  # a comes back with its own configuration, and campaigns on it
+    b.crash(leader[0])
+    b.run_to(12.0)
+    a_won = [x for x in b.events("acquired") if x[0] == "a" and x[3] > 4.0]
+    assert not a_won, a_won  # d and the others hold later entries: a's older one wins no vote of theirs
+    terms = [(x[2], x[0]) for x in b.events("acquired")]
+    assert len({t for t, _ in terms}) == len(terms)  # one leader per term
+
+
+def test_sticky_primaries_move_one_share_to_the_new_node() -> None:
+    first = [("a", "b", "c")[i % 3] for i in range(12)]
+    four = sticky_primaries(first, ["a", "b", "c", "d"])
+    assert sum(x != y for x, y in zip(first, four, strict=True)) == 3 and four.count("d") == 3
+    three = sticky_primaries(four, ["b", "c", "d"])
+    assert sum(x != y for x, y in zip(four, three, strict=True)) == 3 and "a" not in three
+    weighted = sticky_primaries(first, ["a", "b", "c", "d"], {"d": 2})
+    assert weighted.count("d") == 5 and sum(x != y for x, y in zip(first, weighted, strict=True)) == 5
+    table = partition_voters(["a", "b", "c", "d"], four, None, "balanced")
+    assert [max(t, key=lambda m: t[m]) for t in table] == four
+
+
+def test_the_configuration_survives_a_restart(tmp_path: object) -> None:
+    conf = Conf(3, 4, {"a": 2, "b": 1}, None, ("c",), Membership.of({"a": "h:1", "b": "h:2"}, ["a", "b"]))
+    log = HardStateLog(str(tmp_path), "a")
+    log.save({CLUSTER: HardState(3, "a", conf), 0: HardState(2, None)})
+    log.save({CLUSTER: HardState(4, None, conf)})
+    log.close()
+    assert HardStateLog(str(tmp_path), "a").load_all() == {CLUSTER: HardState(4, None, conf), 0: HardState(2, None)}
+
+
+def test_a_fourth_node_joins_takes_its_share_and_three_partitions_move() -> None:
+    h = Hosts("abc", 12)
+    h.run_to(8.0)
+    before = h.leaders()
+    assert sorted(h.counts().values()) == [4, 4, 4]
+    h.join("d")
+    h.run_to(16.0)
+    after = h.leaders()
+    assert h.voters("a") == h.voters("d") == ["a", "b", "c", "d"]
+    assert h.counts() == {"a": 3, "b": 3, "c": 3, "d": 3}
+    assert sum(before[p] != after[p] for p in range(12)) == 3
+    assert not h.violations
+
+
+def test_replacing_every_node_one_at_a_time_keeps_one_leader_per_partition() -> None:
+    h = Hosts("abc", 12)
+    h.run_to(8.0)
+    t = 8.0
+    for new, old in (("d", "a"), ("e", "b"), ("f", "c")):
+        h.join(new)
+        t += 4
+        h.run_to(t)
+        h.ask(remove={old})
+        t += 6
+        h.run_to(t)
+        assert old not in h.voters(new)
+        assert not [g for g in h.hosts[old].groups if g != CLUSTER]  # it left every partition
+    assert h.counts()["d"] == h.counts()["e"] == h.counts()["f"] == 4
+    for old in "abc":
+        h.crash(old)
+    h.run_to(t + 5)
+    assert sum(h.counts().values()) == 12 and not h.violations
+
+
+def test_a_removed_node_that_restarts_disturbs_nobody() -> None:
+    h = Hosts("abcd", 12)
+    h.run_to(8.0)
+    h.ask(remove={"d"})
+    h.run_to(14.0)
+    assert h.voters("a") == ["a", "b", "c"]
+    terms = {p: g.term for p, g in h.hosts["a"].groups.items()}
+    h.crash("d")
+    h.run_to(15.0)
+    h.restart("d")  # with what it persisted: configurations that still name it
+    h.run_to(30.0)
+    assert {p: g.term for p, g in h.hosts["a"].groups.items()} == terms
+    assert not h.violations and sorted(h.counts().values())[1:] == [4, 4, 4]
+
+
+def test_the_cluster_leader_removing_itself_hands_over_first() -> None:
+    h = Hosts("abcd", 12)
+    h.run_to(8.0)
+    leader = next(n for n, x in h.hosts.items() if x.cluster is not None and x.cluster.state is RaftState.LEADER)
+    h.ask(remove={leader})
+    h.run_to(14.0)
+    rest = [n for n in "abcd" if n != leader]
+    assert h.voters(rest[0]) == rest
+    assert not h.violations and sum(h.counts().values()) == 12
+
+
+def test_a_moved_node_gets_its_new_address() -> None:
+    h = Hosts("abc", 6)
+    h.run_to(6.0)
+    h.ask(add={"c": "elsewhere:7001"})
+    h.run_to(8.0)
+    m = h.hosts["a"].membership()
+    assert m is not None and isinstance(m[0].payload, Membership)
+    assert m[0].payload.address_map() == {"a": address("a"), "b": address("b"), "c": "elsewhere:7001"}
+    assert h.voters("a") == ["a", "b", "c"]
