@@ -413,8 +413,10 @@ class RaftGroup:
         self._use_conf(conf)
         self._persist()
         self._recompute_lease()
-        self._check_commit(now)
         self.hb_due = now  # tell the followers now
+        self._check_lease(now)  # a half whose majority has not answered lately leases nothing
+        if self.state is RaftState.LEADER:
+            self._check_commit(now)
 
     def _check_commit(self, now: float) -> None:
         """The leader's latest entry is committed once a majority of every half holds it; then the next step."""
@@ -442,7 +444,8 @@ class RaftGroup:
         t = self.target
         if conf.joint:
             if self.node in conf.voters:
-                self._append(conf.next(self.term, old=None), now)
+                if self._holds_lease(conf.next(self.term, old=None), now):
+                    self._append(conf.next(self.term, old=None), now)
             else:  # not a voter of what comes next: a new voter leaves the joint configuration
                 live = now - self.cfg.election_timeout
                 to = next((p for p in self.peers if p in conf.voters and self.heard[p] >= live
@@ -464,14 +467,41 @@ class RaftGroup:
             pos = conf.position
             if any(self.conf_acked.get(m) != pos for m in joining):
                 return  # not caught up yet: asked again at their next answer
-            self._append(conf.next(self.term, voters=dict(t.voters), old=dict(conf.voters),
-                                   learners=tuple(sorted(set(t.learners) - want)), payload=t.payload), now)
+            joint = conf.next(self.term, voters=dict(t.voters), old=dict(conf.voters),
+                              learners=tuple(sorted(set(t.learners) - want)), payload=t.payload)
+            if self._holds_lease(joint, now):
+                self._append(joint, now)
             return
         if dict(conf.voters) != dict(t.voters) or set(conf.learners) != set(t.learners) or conf.payload != t.payload:
             self._append(conf.next(self.term, voters=dict(t.voters), learners=tuple(sorted(t.learners)),
                                    payload=t.payload), now)
             return
         self.pending = False
+
+    def learn_committed(self, conf: Conf, now: float) -> None:
+        """Take ``conf`` as committed, from whoever holds it committed (`ConfNews`): a committed entry is the same
+        everywhere, so this is what the group's leader would send. A leader steps down first (a later committed entry
+        means a later leader)."""
+        if conf.position <= self.conf.position:
+            return
+        if self.state is RaftState.LEADER:
+            self._step_down(now, "a later configuration")
+        self._adopt_conf(conf)
+        self.committed = conf.position
+        self._refresh_deadline()
+
+    def _holds_lease(self, conf: Conf, now: float) -> bool:
+        """Whether this leader's lease would outlast the next heartbeat round under ``conf``: a majority of each of
+        its halves answered lately. A change whose new voters have not (one restarted, not heard yet this term)
+        waits, re-asked every round, instead of fencing the leader the moment it is made."""
+        if self.lease_span == INF:
+            return True
+        acks, node, q = self.acks, self.node, INF
+        for half in conf.halves():
+            need = len(half) // 2 + 1
+            values = sorted((INF if m == node else acks.get(m, -INF) for m in half), reverse=True)
+            q = min(q, values[need - 1])
+        return q + self.lease_span > now + 2 * self.cfg.heartbeat_interval
 
     def _adopt_conf(self, conf: Conf) -> None:
         """A follower takes its leader's latest entry: Raft's log matching, for a log of one whole entry. The
@@ -677,7 +707,7 @@ class RaftGroup:
                 return
             d = self.hb_due
             if self._lease < d:
-                d = self._lease
+                d = self._lease if self._lease > -INF else self.elected_at  # no lease at all: at once
             if self.transfer_due < d:
                 d = self.transfer_due
             self.deadline = d
@@ -1052,21 +1082,22 @@ class RaftGroup:
         )
         if ok and self.prioritized and self.cfg.fast_failover and self.state in (RaftState.FOLLOWER,
                                                                                  RaftState.PRE_CANDIDATE):
-            ok = self._rival(m.src, now)
+            ok = self._rival(m.src, now, (m.conf_term, m.conf_index) > self.conf.position)
         self.acc.messages.append(
             PreVoteResponse(self.group, self.node, m.src, m.term if ok else self.term, ok)
         )
 
-    def _rival(self, peer: str, now: float) -> bool:
+    def _rival(self, peer: str, now: float, later: bool = False) -> bool:
         """Priority mode with fast failover: `peer` asks for a pre-vote while this member has no leader. Two members
         campaigning at once grant each other's pre-votes, both become candidates for the same term and split the
         votes (at a short ET the decay rounds are a few ms apart, seen on a busy 2-core machine as a failover of
         3 ET). So the higher priority campaigns and the lower yields: a member grants a higher-priority peer
         (leaving it this decay round, and stepping back if it was campaigning itself), and refuses a lower one
         while it campaigns itself. Only liveness is at stake (a pre-vote decides nothing); a peer that yields
-        campaigns one round later if the other did not win."""
+        campaigns one round later if the other did not win. ``later``: the peer holds a later configuration, so this
+        member cannot win while the peer's supporters hold it (they refuse it): it yields whatever the priorities."""
         theirs, mine = (self._priorities.get(peer, 0), peer), (self.priority, self.node)
-        if theirs > mine:
+        if later or theirs > mine:
             self.yield_until = max(self.yield_until, now + self.cfg.decay_round)
             if self.state is RaftState.PRE_CANDIDATE:
                 self.state = RaftState.FOLLOWER

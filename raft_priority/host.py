@@ -29,7 +29,7 @@ from raft_priority.core import RaftGroup, RaftState
 from raft_priority.interest import Interest, Standing, standing_of
 from raft_priority.links import Links
 from raft_priority.membership import CLUSTER, Layout, Membership, sticky_primaries
-from raft_priority.messages import NODE, Conf, HardState, Message, NodeBeat, NodeBeatAck
+from raft_priority.messages import NODE, Conf, ConfNews, HardState, Heartbeat, Message, NodeBeat, NodeBeatAck
 
 INF = math.inf
 
@@ -42,7 +42,7 @@ class NodeHost:
     """
 
     __slots__ = ("_acc", "_add", "_beat_due", "_budget", "_followed", "_heap", "_leaving", "_link_heap",
-                 "_link_scheduled", "_peers", "_remove", "_scheduled", "_stored", "changed", "cluster", "config",
+                 "_link_scheduled", "_members", "_peers", "_remove", "_scheduled", "_stored", "_told", "changed", "cluster", "config",
                  "groups", "interest", "layout", "links", "node", "rng")
 
     def __init__(self, node: str, config: RaftConfig, rng: random.Random, max_roles: int | None = None) -> None:
@@ -69,6 +69,8 @@ class NodeHost:
         self._add: dict[str, str] = {}
         self._remove: set[str] = set()
         self._leaving: set[int] = set()
+        self._members: frozenset[str] = frozenset()  # of the cluster configuration followed last
+        self._told: dict[str, float] = {}  # node -> when it was last sent the committed configuration (`ConfNews`)
         self.changed: set[int] = set()
         """Partitions whose group this node began or stopped hosting since the driver last cleared it."""
 
@@ -144,6 +146,7 @@ class NodeHost:
         if c.conf.joint or not isinstance(c.conf.payload, Membership):
             return
         self._followed = pos
+        self._members = frozenset(c.conf.members())
         layout = self.layout
         assert layout is not None
         table = layout.table(list(c.conf.voters), c.conf.payload)
@@ -165,16 +168,36 @@ class NodeHost:
                     self._leaving.add(p)
         self._drop_left(now)
 
+    def _tell(self, peer: str, now: float) -> None:
+        """Send ``peer`` the committed cluster configuration, at most once per election timeout: it leads a group
+        here while the cluster no longer has it, so it has missed the entries that left it out (it was down when
+        they were made) and would lead on to an old target."""
+        c = self.cluster
+        if c is None or c.committed != c.conf.position or now < self._told.get(peer, -INF) + self.config.election_timeout:
+            return
+        self._told[peer] = now
+        self._acc.messages.append(ConfNews(CLUSTER, self.node, peer, 0, c.conf))
+
+    def _on_news(self, m: ConfNews, now: float) -> None:
+        """A committed cluster configuration from another node: taken if later than this node's."""
+        c = self.cluster
+        if c is None or m.conf is None or m.conf.position <= c.conf.position:
+            return
+        c.learn_committed(m.conf, now)
+        self._arm(c)
+
     def _drop_left(self, now: float) -> None:
-        """Groups of partitions this node is no longer given, once it does not lead them (a leader hands over
-        first)."""
+        """Groups of partitions this node is no longer given, once it neither leads them (a leader hands over first)
+        nor votes in their configuration."""
         if not self._leaving:
             return
         for gid in list(self._leaving):
             g = self.groups.get(gid)
             if g is None or g.target is None or self.node in g.target.voters:
                 self._leaving.discard(gid)
-            elif g.state is not RaftState.LEADER:
+            elif g.state is not RaftState.LEADER and not g.conf.votes_in(self.node):
+                # only once the group's own configuration no longer counts it: until then its vote may be what the
+                # group needs to leave a joint configuration
                 self.remove_group(gid, now)
                 self._leaving.discard(gid)
                 self.changed.add(gid)
@@ -240,9 +263,15 @@ class NodeHost:
         of a group's quiet state comes before the digests that reflect it)."""
         groups, node = self.groups, self.node
         links: list[Message] | None = None
+        members = self._members
         for msg in msgs:
             g = groups.get(msg.group)
             if g is not None and msg.dst == node:
+                if type(msg) is ConfNews:
+                    self._on_news(msg, now)
+                    continue
+                if members and type(msg) is Heartbeat and msg.src not in members:
+                    self._tell(msg.src, now)  # a leader the cluster no longer has acts on an older configuration
                 g.step(msg, now)
                 self._arm(g)
             elif msg.group == NODE and msg.dst == node:

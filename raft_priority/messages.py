@@ -121,7 +121,6 @@ class TimeoutNow(Message):
     """An operator's transfer: the receiver, once leader, does not rebalance the group back."""
 
 
-NO_VOTERS: Mapping[str, int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +166,15 @@ class Conf:
     def next(self, term: int, **changes: Any) -> Conf:
         """The entry after this one, made by the leader of ``term``."""
         return replace(self, term=term, index=self.index + 1, **changes)
+
+
+@dataclass(slots=True)
+class ConfNews(Message):
+    """A committed configuration of the cluster group, from any node that holds it to one that acts on an older one
+    (a partition leader the sender knows was removed): a committed entry is the same on every node that holds it,
+    so the receiver may take it from anyone (`NodeHost`). ``term`` is unused (0)."""
+
+    conf: Conf | None = None
 
 
 @dataclass(frozen=True, slots=True)

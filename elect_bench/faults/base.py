@@ -42,9 +42,9 @@ class Fault(ABC):
     #: the members run under clocks the harness can change (`elect_bench.fakeclock`, `MemberFault.clocks`)
     fakes_clock: ClassVar[bool] = False
 
-    def __init_subclass__(cls) -> None:
+    def __init_subclass__(cls, register: bool = True) -> None:
         super().__init_subclass__()
-        if "name" in cls.__dict__:
+        if "name" in cls.__dict__ and register:  # `register=False`: a kind only some runners carry out
             REGISTRY[cls.name] = cls
         # a record's kind must say alone whether it is a fault or a healing (the measures and the soak ask)
         healings = {kind.healed_as for kind in REGISTRY.values() if kind.healed_as is not None}

@@ -40,6 +40,7 @@ from elect_bench.faults.base import Fault
 from elect_bench.faults.clock import Drift
 from elect_bench.faults.infrastructure import InfraPause
 from elect_bench.faults.member import Cut, Kill, Pause, Stop
+from elect_bench.faults.membership import Add, Remove, Replace
 from elect_bench.history import FaultRecord, History
 from elect_bench.simulation import experiments, runner
 from elect_bench.simulation.cas_store import SimStore
@@ -53,7 +54,7 @@ from neli.options import KafkaOptions
 
 LEASE_KINDS = ("etcd", "zookeeper")
 NELI_KINDS = ("kafka-fast", "kafka-full", "kafka-fast-848", "kafka-full-848", "kafka-fast-eager", "kafka-full-eager")
-RAFT_KINDS = ("raft",)
+RAFT_KINDS = ("raft", "raft-members")
 KINDS = LEASE_KINDS + NELI_KINDS + RAFT_KINDS
 HASH_SEED = "0"
 """The `PYTHONHASHSEED` under which seeds replay (see the module)."""
@@ -62,6 +63,10 @@ FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut, InfraPause)
 RAFT_FAULTS: tuple[type[Fault], ...] = (Kill, Stop, Pause, Cut, Drift)
 """... against Raft, which has no infrastructure to freeze, and whose members' clocks may run at other rates (within
 the bound the method states: `raft_options(shape).max_drift`)."""
+MEMBERSHIP_FAULTS: tuple[type[Fault], ...] = (*RAFT_FAULTS, Add, Remove, Replace)
+"""... and against `raft-members`: nodes added, removed and replaced while it runs, beside all of those."""
+MOST_VOTERS, FEWEST_VOTERS = 6, 2
+"""`raft-members` adds nodes while fewer than MOST_VOTERS vote, and removes while more than FEWEST_VOTERS do."""
 
 
 @dataclass(frozen=True)
@@ -223,7 +228,9 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     whose rates differ by up to that much (instead of the bound the method states; 0: every clock true, and a lease or
     NELI seed's history as before clocks were simulated); `skewed_walls`, NELI members whose wall clocks drift with
     their monotonic ones (the harness's libfaketime) instead of staying true as NTP keeps them."""
-    if kind in RAFT_KINDS:
+    if kind == "raft-members":
+        done = raft_members_strike(seed, shape, resume=resume, drift=drift)
+    elif kind in RAFT_KINDS:
         done = raft_strike(seed, shape, resume=resume, drift=drift)
     else:
         done = strike(kind, seed, shape, link, renewal_checks=renewal_checks, trust_store_expiry=trust_store_expiry,
@@ -296,6 +303,109 @@ def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift
     return _nemesis(sim, names, "raft", seed, shape, RAFT_FAULTS, act)
 
 
+def raft_members_world(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Simulation:
+    """A `raft://` cluster of the shape started as `raft://` nodes start (the cluster group, partitions following
+    its configuration: `NodeHost.join_cluster`), so nodes can join and be removed while it runs."""
+    from raft_priority.elector import raft_config
+    from raft_priority.membership import Layout
+
+    o = raft_options(shape)
+    names = [f"n{i}" for i in range(shape.members)]
+    return Simulation([], raft_config(o), seed, RAFT_NETWORK, nodes=names, start_jitter=0.3, ack_delay=o.acks_after,
+                      electors=True, resume=resume, membership=Layout(shape.roles, o.replication, o.strategy))
+
+
+def raft_members_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True,
+                        drift: float | None = None) -> Run:
+    """`raft_strike`'s faults, and membership changes among them: `add` (a new node joins, asking until it is a
+    voter), `remove` (a voter drawn at the strike is removed), `replace`
+    (a new node joins; the drawn voter is removed a little later), within `MOST_VOTERS` and `FEWEST_VOTERS`. A
+    removed node runs on (it learns it is out and
+    stays quiet) until the nemesis kills it or the heal restarts it; its victims are drawn among the nodes there are
+    at the strike."""
+    sim = raft_members_world(seed, shape, resume=resume)
+    options = raft_options(shape)
+    handover, max_drift = float(options.handover), float(options.max_drift if drift is None else drift)
+    names = list(sim.nodes)
+    ttl = shape.ttl
+    at_strike = random.Random(seed ^ 0x3E3B)  # choices made when a fault strikes, in the order they strike
+    joined = [0]
+
+    def fresh() -> str:
+        joined[0] += 1
+        name = f"j{joined[0]}"
+        names.append(name)
+        return name
+
+    def now_voter() -> str | None:
+        voters = sim.voters()
+        return at_strike.choice(voters) if len(voters) > FEWEST_VOTERS else None
+
+    def strike_change(fault: type[Fault], t: float, rng: random.Random) -> Callable[[], None]:
+        later = rng.uniform(0.5, 2 * ttl)
+
+        def go() -> None:
+            if fault is Remove:
+                victim = now_voter()
+                if victim is not None:
+                    sim.remove(victim)
+                return
+            if len(sim.voters()) >= MOST_VOTERS:
+                return
+            sim.join(fresh())
+            if fault is Replace:
+                def then() -> None:
+                    victim = now_voter()
+                    if victim is not None:
+                        sim.remove(victim)
+                sim.at(sim.now + later, then)
+
+        return go
+
+    def act(fault: type[Fault], victim: str, t: float, rng: random.Random) -> Callable[[], None]:
+        if fault in (Add, Remove, Replace):
+            return strike_change(fault, t, rng)
+        pick = partial(_anyone, sim, at_strike, victim)
+        if fault is Kill or fault is Stop:  # then a start, as a supervisor would
+            back = rng.uniform(0.05, 3 * ttl)
+
+            def down() -> None:
+                who = pick()
+                sim.at(sim.now + back, partial(sim.restart, who))
+                if fault is Kill:
+                    sim.crash(who)
+                else:
+                    sim.stop(who, handover)
+            return down
+        if fault is Pause:
+            length = rng.uniform(0.1, 3 * ttl)
+            return lambda: sim.pause(pick(), length)
+        if fault is Drift:
+            rate, length = drift_rate(rng, max_drift), rng.uniform(0.1, 3 * ttl)
+
+            def skew() -> None:
+                who = pick()
+                sim.at(sim.now + length, partial(sim.set_rate, who, 1.0))
+                sim.set_rate(who, rate)
+            return skew
+        way, length = rng.randrange(3), rng.uniform(0.1, 3 * ttl)
+
+        def cut() -> None:
+            who = pick()
+            others = [n for n in sim.nodes if n != who]
+            sim.at(sim.now + length, partial(sim.heal, who))
+            sim.cut([who] if way < 2 else others, others if way < 2 else [who], way == 0)
+        return cut
+
+    return _nemesis(sim, names, "raft-members", seed, shape, MEMBERSHIP_FAULTS, act)
+
+
+def _anyone(sim: Simulation, rng: random.Random, drawn: str, *_: object) -> str:
+    """The victim of a fault to one node, among the nodes there are when it strikes (`drawn` if it still votes)."""
+    voters = sim.voters()
+    return drawn if drawn in voters or not voters else rng.choice(voters)
+
+
 Act = Callable[[type[Fault], str, float, random.Random], Callable[[], None]]
 """What a nemesis does for one drawn fault: `act(fault, victim, t, rng)` schedules what follows it (a restart, a
 heal) and returns what strikes at `t`."""
@@ -313,8 +423,11 @@ def _nemesis(world: World, names: list[str], kind: str, seed: int, shape: Shape,
     faults: list[FaultRecord] = []
 
     def hit(fault: type[Fault], victim: str, strike: Callable[[], None]) -> None:
-        faults.append(FaultRecord(world.now, fault.name, victim))
+        crashes = len(world.crashes) if isinstance(world, Simulation) else 0
         strike()
+        if isinstance(world, Simulation) and fault is Kill and len(world.crashes) > crashes:
+            victim = world.crashes[-1][1]  # the victim drawn when it struck (`raft-members`)
+        faults.append(FaultRecord(world.now, fault.name, victim))
 
     for count, drawn_from, stream in ((shape.faults, kinds, seed ^ 0x1EA5E), beside):
         rng = random.Random(stream)

@@ -44,7 +44,8 @@ from elect_bench.simulation.recorded import Recorded
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
 from raft_priority.host import NodeHost
-from raft_priority.messages import HardState, Message, NodeBeat, NodeBeatAck
+from raft_priority.membership import CLUSTER, Layout, initial
+from raft_priority.messages import Conf, HardState, Message, NodeBeat, NodeBeatAck
 from raft_priority.outbox import Outbox
 
 INF = math.inf
@@ -134,8 +135,13 @@ class Simulation:
         ack_delay: float = 0.0,
         electors: bool = False,
         resume: bool = True,
+        membership: Layout | None = None,
     ) -> None:
         self.config = config
+        # membership: nodes start as a raft:// node does (`NodeHost.join_cluster`: the cluster group, partitions
+        # following its configuration), so members can be added (`join`) and removed (`remove`) while it runs
+        self.layout = membership
+        self.first: Conf | None = None
         self.ack_delay = ack_delay
         self.electors = electors
         self.resume = resume  # with electors: `Renewals(resume=...)`
@@ -160,6 +166,12 @@ class Simulation:
         self._heap: list[tuple[float, int, int, object, object, object]] = []
         self._seq = 0
         self._blocked: set[tuple[str, str]] = set()
+        if membership is not None:
+            first, _ = initial({n: f"{n}:7000" for n in names}, membership.partitions, membership.replication,
+                               membership.strategy, dict(membership.weights) or None)
+            self.first = Conf(voters=dict.fromkeys(sorted(names), 1), payload=first)
+        self.requests: list[tuple[float, str, str]] = []
+        """Membership requests as asked: (true time, "add" or "remove", node)."""
         for n in names:
             t = (start_at or {}).get(n, self.rng.random() * start_jitter if start_jitter else 0.0)
             self.at(t, partial(self._start, n))
@@ -239,6 +251,51 @@ class Simulation:
         if not self.nodes[node].up:
             self._start(node)
 
+    # ------------------------------------------------------------------ membership (with `membership`)
+
+    def join(self, node: str, retry: float = 0.5, until: float = INF) -> None:
+        """Start a new node that joins the cluster, asking to be added every `retry` seconds until the committed
+        configuration has it as a voter (as `RaftElector._ask_to_join`), or until `until`."""
+        if node not in self.nodes:
+            self.nodes[node] = _Node(node, [])
+        self._start(node)
+        self.requests.append((self.now, "add", node))
+        self._keep_asking(node, True, retry, until)
+
+    def remove(self, node: str, retry: float = 0.5, until: float = INF) -> None:
+        """Ask the cluster to remove `node` (alive or not), again every `retry` seconds until committed."""
+        self.requests.append((self.now, "remove", node))
+        self._keep_asking(node, False, retry, until)
+
+    def voters(self) -> list[str]:
+        """The voters of the newest committed cluster configuration any live node holds."""
+        best: tuple[tuple[int, int], list[str]] = ((-1, -1), [])
+        for n in self.nodes.values():
+            state = n.host.membership() if n.up and n.host is not None else None
+            if state is not None and state[1] and state[0].position > best[0] and not state[0].joint:
+                best = (state[0].position, sorted(state[0].voters))
+        return best[1]
+
+    def _keep_asking(self, node: str, add: bool, retry: float, until: float) -> None:
+        def ask() -> None:
+            done = (node in self.voters()) == add
+            if done or self.now >= until:
+                return
+            for n in self.nodes.values():
+                host = n.host
+                if n.up and host is not None and self.now >= n.paused_until and host.cluster is not None \
+                        and host.cluster.state is RaftState.LEADER:
+                    now = self._local(n, self.now)
+                    if add:
+                        host.reconfigure(now, add={node: f"{node}:7000"})
+                    else:
+                        host.reconfigure(now, remove={node})
+                    self._handle_ready(n)
+                    break
+            self.at(self.now + retry, ask)
+
+        ask()
+
     def set_rate(self, node: str, rate: float) -> None:
         """From now on `node`'s clock runs at `rate` of true time (until set again)."""
         n = self.nodes[node]
@@ -294,6 +351,12 @@ class Simulation:
         """Every group has exactly one leader that is up. Group by group, stopping at the first that has not
         (`settle` asks every heartbeat interval, and until the last time the answer is mostly no)."""
         now, nodes = self.now, self.nodes
+        if self.layout is not None:
+            led: Counter[int] = Counter()
+            for n in nodes.values():
+                if n.up and n.host is not None:
+                    led.update(gid for gid in n.host.leading(now) if gid != CLUSTER)
+            return all(led[p] == 1 for p in range(self.layout.partitions))
         for spec in self.specs:
             gid, leaders = spec.group, 0
             for m in spec.members:
@@ -328,6 +391,10 @@ class Simulation:
         n = self.nodes[name]
         host = NodeHost(name, self.config, random.Random(self.rng.getrandbits(64)), self.max_roles.get(name))
         now = self._local(n, self.now)
+        if self.layout is not None:
+            assert self.first is not None
+            first = self.first if name in self.first.voters else Conf(voters={}, learners=(name,))
+            host.join_cluster(self.layout, first, now, dict(n.disk))
         for gid in n.groups:
             host.add_group(self.specs[gid], now, n.disk.get(gid))
         for gid, count in self.interest.get(name, {}).items():  # the elector's policy (`raft_priority.interest`)

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-from raft_priority.membership import Membership
+from raft_priority.membership import CLUSTER, Membership
 from raft_priority.messages import (
     NODE,
     Conf,
+    ConfNews,
     Heartbeat,
     HeartbeatResponse,
     Message,
@@ -99,6 +100,9 @@ def encode(msgs: Sequence[Message], cluster: str, src: str, dst: str) -> pb.Batc
         elif t is NodeBeatAck:
             assert isinstance(m, NodeBeatAck)
             batch.node_beat_acks.add(echo=m.echo, incarnation=m.incarnation, digest=m.digest)
+        elif t is ConfNews:
+            assert isinstance(m, ConfNews) and m.conf is not None
+            _put_conf(batch.news.add(), m.conf)
         else:
             raise TypeError(f"cannot encode {m!r}")
     if hb_group:
@@ -226,4 +230,6 @@ def _decode(batch: pb.Batch) -> list[Message]:
         out.append(NodeBeat(NODE, src, dst, 0, b.sent_at, b.incarnation, b.digest))
     for a in batch.node_beat_acks:
         out.append(NodeBeatAck(NODE, src, dst, 0, a.echo, a.incarnation, a.digest))
+    for c in batch.news:
+        out.append(ConfNews(CLUSTER, src, dst, 0, _get_conf(c)))
     return out

@@ -166,7 +166,7 @@ class TimeoutNow(_message.Message):
     def __init__(self, group: _Optional[int] = ..., term: _Optional[int] = ..., transfer_seq: _Optional[int] = ..., pin: _Optional[bool] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ("cluster", "src", "dst", "heartbeats", "heartbeat_responses", "pre_votes", "pre_vote_responses", "votes", "vote_responses", "timeout_nows", "node_beats", "node_beat_acks")
+    __slots__ = ("cluster", "src", "dst", "heartbeats", "heartbeat_responses", "pre_votes", "pre_vote_responses", "votes", "vote_responses", "timeout_nows", "node_beats", "node_beat_acks", "news")
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     SRC_FIELD_NUMBER: _ClassVar[int]
     DST_FIELD_NUMBER: _ClassVar[int]
@@ -179,6 +179,7 @@ class Batch(_message.Message):
     TIMEOUT_NOWS_FIELD_NUMBER: _ClassVar[int]
     NODE_BEATS_FIELD_NUMBER: _ClassVar[int]
     NODE_BEAT_ACKS_FIELD_NUMBER: _ClassVar[int]
+    NEWS_FIELD_NUMBER: _ClassVar[int]
     cluster: str
     src: str
     dst: str
@@ -191,7 +192,8 @@ class Batch(_message.Message):
     timeout_nows: _containers.RepeatedCompositeFieldContainer[TimeoutNow]
     node_beats: _containers.RepeatedCompositeFieldContainer[NodeBeat]
     node_beat_acks: _containers.RepeatedCompositeFieldContainer[NodeBeatAck]
-    def __init__(self, cluster: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., heartbeats: _Optional[_Union[Heartbeats, _Mapping]] = ..., heartbeat_responses: _Optional[_Union[HeartbeatResponses, _Mapping]] = ..., pre_votes: _Optional[_Iterable[_Union[PreVoteRequest, _Mapping]]] = ..., pre_vote_responses: _Optional[_Iterable[_Union[PreVoteResponse, _Mapping]]] = ..., votes: _Optional[_Iterable[_Union[VoteRequest, _Mapping]]] = ..., vote_responses: _Optional[_Iterable[_Union[VoteResponse, _Mapping]]] = ..., timeout_nows: _Optional[_Iterable[_Union[TimeoutNow, _Mapping]]] = ..., node_beats: _Optional[_Iterable[_Union[NodeBeat, _Mapping]]] = ..., node_beat_acks: _Optional[_Iterable[_Union[NodeBeatAck, _Mapping]]] = ...) -> None: ...
+    news: _containers.RepeatedCompositeFieldContainer[ConfEntry]
+    def __init__(self, cluster: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., heartbeats: _Optional[_Union[Heartbeats, _Mapping]] = ..., heartbeat_responses: _Optional[_Union[HeartbeatResponses, _Mapping]] = ..., pre_votes: _Optional[_Iterable[_Union[PreVoteRequest, _Mapping]]] = ..., pre_vote_responses: _Optional[_Iterable[_Union[PreVoteResponse, _Mapping]]] = ..., votes: _Optional[_Iterable[_Union[VoteRequest, _Mapping]]] = ..., vote_responses: _Optional[_Iterable[_Union[VoteResponse, _Mapping]]] = ..., timeout_nows: _Optional[_Iterable[_Union[TimeoutNow, _Mapping]]] = ..., node_beats: _Optional[_Iterable[_Union[NodeBeat, _Mapping]]] = ..., node_beat_acks: _Optional[_Iterable[_Union[NodeBeatAck, _Mapping]]] = ..., news: _Optional[_Iterable[_Union[ConfEntry, _Mapping]]] = ...) -> None: ...
 
 class Ack(_message.Message):
     __slots__ = ()
