@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from elect.errors import ConfigError
-from elect_bench.faults import Fault, fault
+from elect_bench.faults import Fault, MembershipFault, fault
 from elect_bench.faults.member import Kill
 from elect_bench.fenced import WORKLOADS
 from elect_bench.methods import METHODS, method_spec
@@ -123,6 +123,9 @@ def load(source: str | Path | Mapping[str, Any]) -> Scenario:
             data[key] = tuple(listed(data[key]))
     if "faults" in data:
         data["faults"] = tuple(fault(name) for name in data["faults"])
+        if changes := [f.name for f in data["faults"] if isinstance(f, MembershipFault)]:
+            raise ConfigError(f"{', '.join(changes)}: membership changes are struck by `elect soak raft` and by the "
+                              "simulator (`elect bench sim-raft-members`), not in trials", parameter="faults")
     known = set(Scenario.__dataclass_fields__)
     unknown = sorted(set(data) - known)
     if unknown:

@@ -31,11 +31,12 @@ from elect.contract import Characteristics
 from elect_bench import faults as fault_kinds
 from elect_bench import html
 from elect_bench.checker import Violation, check_promise
-from elect_bench.faults import Fault, InfraFault, MemberFault
+from elect_bench.faults import Fault, InfraFault, MemberFault, MembershipFault
+from elect_bench.faults.membership import Add, Remove, Replace
 from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Summary, disruptions, failovers, overlaps
-from elect_bench.members import led, settle
+from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import Group, Method, direct
 from elect_bench.suite import load_note, made, seconds
 from elect_bench.suite import machine as this_machine
@@ -47,6 +48,7 @@ from elect_bench.trial import (
     strike_member,
     wait_until_time,
 )
+from elect_cluster.ports import free_port
 from elect_cluster.waiting import WaitTimeout, wait_until
 
 Progress = Callable[[str], None]
@@ -174,6 +176,10 @@ class _Group:
         self.procs = [member_process(spec.method, spec.roles, env, unique, self.urls[i], i, workload.member_args(i),
                                      fake_clock=fake_clock) for i in ids]
         self.role_names = {str(r) for r in range(spec.roles)}
+        # membership changes (raft://): members that joined later, and those that left (their lines stay)
+        self.spec, self.env, self.unique, self.workload = spec, env, unique, workload
+        self.retired: list[MemberProcess] = []
+        self.joined = 0
 
     def all_led(self) -> bool:
         return led(self.procs) >= self.role_names
@@ -199,7 +205,31 @@ class _Group:
         return failed + len(lives)  # a life still not started at the deadline failed too
 
     def lines(self) -> list[dict[str, Any]]:
-        return [line for p in self.procs for line in p.log.lines]
+        return [line for p in [*self.procs, *self.retired] for line in p.log.lines]
+
+    def join(self) -> MemberProcess:
+        """A new member that joins through the running ones (`join=`), started."""
+        self.joined += 1
+        ident = f"j{self.joined}"
+        running = {p.member_id: _raft_address(p.url) for p in self.procs if p.alive}
+        url = _join_url(self.urls["m0"], ident, f"127.0.0.1:{free_port()}", running,
+                        self.env.workdir / self.unique / "state" / ident)
+        self.urls[ident] = url
+        proc = member_process(self.spec.method, self.spec.roles, self.env, self.unique, url, ident,
+                              self.workload.member_args(ident))
+        self.procs.append(proc)
+        proc.start()
+        return proc
+
+    def retire(self, proc: MemberProcess, bound: float) -> None:
+        """Ask `proc` to leave (`leave` on its control input: drain, removed from the configuration, exit 0), and
+        wait for it to exit."""
+        proc.command("leave")
+        with contextlib.suppress(WaitTimeout):
+            wait_until(lambda: not proc.alive, bound, interval=0.05, what=f"{proc.member_id} to leave")
+        proc.kill()  # (a no-op once it exited)
+        self.procs.remove(proc)
+        self.retired.append(proc)
 
 
 def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = "",
@@ -269,7 +299,9 @@ def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, r
     failed_starts = 0
     with contextlib.suppress(WaitTimeout):  # a role still leaderless shows as unrecovered in the strike before
         wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role before the next fault")
-    if isinstance(fault, MemberFault):
+    if isinstance(fault, MembershipFault):
+        _change(fault, planned, trial.bound, group, records, progress)
+    elif isinstance(fault, MemberFault):
         before = len(records)
         strike_member(fault, trial, env, group.procs, records, progress, role=str(planned.role))
         if fault.removes_victim:  # a stopped member may still be handing over: it is away once it has exited
@@ -288,6 +320,51 @@ def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, r
         wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role after the fault")
     settle(group.procs, quiet=max(1.0, spec.budget), limit=trial.bound)
     return failed_starts
+
+
+def _change(fault: Fault, planned: Planned, bound: float, group: _Group, records: list[FaultRecord],
+            progress: Progress) -> None:
+    """A membership change (raft://): `add`, a new member joins and leads its share; `remove`, the leader of the
+    planned role leaves (and, were the group to shrink below its size, a new member joins after it, as an operator
+    replaces a retired machine); `replace`, a new member joins, then the leader of the planned role leaves. Recorded
+    when it strikes the group: a join as it starts, a leave as it is asked."""
+    def newcomer() -> MemberProcess:
+        proc = group.join()
+        if isinstance(fault, Add):
+            records.append(FaultRecord(time.monotonic(), fault.name, proc.member_id))
+        progress(f"{fault.name}: {proc.member_id} joins")
+        with contextlib.suppress(WaitTimeout):  # a voter, leading its share
+            wait_until(lambda: bool(proc.log.leading()), bound + 10, interval=0.05,
+                       what=f"{proc.member_id} leading a role")
+        return proc
+
+    def leaver() -> None:
+        role = str(planned.role)
+        victim = next((p for p in group.procs if p.alive and role in p.log.leading()), group.procs[0])
+        records.append(FaultRecord(time.monotonic(), fault.name, victim.member_id))
+        progress(f"{fault.name}: {victim.member_id} leaves")
+        group.retire(victim, bound + 10)
+
+    if isinstance(fault, Add | Replace):
+        newcomer()
+    if isinstance(fault, Remove | Replace):
+        leaver()
+    if isinstance(fault, Remove) and len(group.procs) < group.spec.members:
+        newcomer()
+
+
+def _raft_address(url: str) -> str:
+    """HOST:PORT of a raft:// member URL."""
+    return url.split("://", 1)[1].split("?", 1)[0].split("@", 1)[1]
+
+
+def _join_url(base: str, ident: str, address: str, running: dict[str, str], data_dir: Path) -> str:
+    """A raft:// URL for a new member `ident` at `address` that joins `running` (id -> HOST:PORT): `base`'s options
+    with `peers` replaced by `join`, its state in `data_dir`."""
+    _, _, query = base.partition("?")
+    params = [kv for kv in query.split("&") if kv and not kv.startswith(("peers=", "join=", "data_dir="))]
+    joins = ",".join(f"{m}@{a}" for m, a in sorted(running.items()))
+    return f"raft://{ident}@{address}?" + "&".join([f"join={joins}", *params, f"data_dir={data_dir}"])
 
 
 def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRecord], roles: Sequence[str],

@@ -1,7 +1,8 @@
 """`elect bench [SCENARIO] [flags]`: run a comparison; print the table; write JSON, Markdown and plots.
 
 SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, sim-lease, sim-neli,
-sim-raft, sim-raft-members, idle, neli, writes, anchors, anchors-load); flags override its fields. A scenario's kind says what runs:
+sim-raft, sim-raft-members, idle, neli, writes, anchors, anchors-load); flags override its fields. A scenario's
+kind says what runs:
 faults on real members (the default), a simulation (it names `shapes`: the Raft core in virtual time,
 elect_bench/simulation/), `kind: chaos` (seeded chaos against the lease methods, NELI and Raft in simulation:
 `sim-lease`, `sim-neli`, `sim-raft`, `sim-raft-members`: nodes added, removed and replaced among the faults),

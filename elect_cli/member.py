@@ -5,7 +5,8 @@ as they happen; diagnostics go to stderr. SIGTERM or SIGINT drains the member (E
 role over, waits until it sees the successors take them where the method can see that, stops), prints
 `elect member: ID drained in S s {json}` on stderr and exits 0; so does an event line that finds nobody reading
 stdout any more (EPIPE). With `--control`, lines on stdin steer the
-member (`resign R`, `transfer R TO`, `add R...`, `remove R...`, `stop`; roles may be JSON-quoted), and end of
+member (`resign R`, `transfer R TO`, `add R...`, `remove R...`, `stop`, and for raft:// `leave`: stop as
+`--leave` does; roles may be JSON-quoted), and end of
 input stops it (draining too), so a member never outlives its controller. `transfer` reports
 `elect member: ID transferred {json}` on stderr (Elector.transfer: role, to, leader, seconds, confirmed; or the
 error and its message).
@@ -254,7 +255,8 @@ class _Workers:
             self.covered.update(new)
 
 
-def _control_loop(elector: Elector, stop: threading.Event, workers: _Workers | None) -> None:
+def _control_loop(elector: Elector, stop: threading.Event, workers: _Workers | None,
+                  leaving: threading.Event) -> None:
     for raw in sys.stdin:
         words = raw.split()
         if not words:
@@ -274,8 +276,11 @@ def _control_loop(elector: Elector, stop: threading.Event, workers: _Workers | N
                 elector.remove_roles(args)
             elif verb == "stop":
                 break
+            elif verb == "leave" and hasattr(elector, "leave"):  # raft://: stop as --leave does
+                leaving.set()
+                break
             else:
-                _say(f"elect member: unknown command {verb!r} (resign R, transfer R TO, add, remove, stop)")
+                _say(f"elect member: unknown command {verb!r} (resign R, transfer R TO, add, remove, stop, leave)")
         except Exception as exc:  # a bad command must not kill the member
             _say(f"elect member: {raw.strip()!r} failed: {exc}")
     stop.set()
@@ -296,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"elect member: {elector.member} contends for no roles: give --roles a,b,c (or roles: in --config), "
              "or add them later with `add R` on --control")
     stop = threading.Event()
+    leaving = threading.Event()  # `leave` on --control: as --leave
     signals = {"count": 0}
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -325,7 +331,8 @@ def run(args: argparse.Namespace) -> int:
     elector.start()
     _say(f"elect member: {elector.member} {STARTED} {elector.scheme}:// with {_roles_said(elector.roles)}")
     if args.control:
-        threading.Thread(target=_control_loop, args=(elector, stop, workers), daemon=True, name="control").start()
+        threading.Thread(target=_control_loop, args=(elector, stop, workers, leaving), daemon=True,
+                         name="control").start()
     while not stop.wait(0.5):  # wake periodically so signal handlers run promptly
         heap.poll()
         if elector.failure is not None:
@@ -338,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
         if metrics is not None:
             metrics.close()
         return 4
-    leave = getattr(elector, "leave", None) if args.leave else None
+    leave = getattr(elector, "leave", None) if args.leave or leaving.is_set() else None
     drained = leave() if leave is not None else elector.drain()
     _stderr(elector.member, DRAINED, drained_report(drained), f"in {drained.seconds:.3f} s ")
     if leave is not None:

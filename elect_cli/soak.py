@@ -74,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
     kinds = tuple(fault(name) for name in args.faults.split(",") if name.strip())
     if not kinds:
         raise ConfigError("name at least one fault kind", parameter="faults")
+    from elect_bench.faults import MembershipFault
+
+    if args.method != "raft" and (changes := [k.name for k in kinds if isinstance(k, MembershipFault)]):
+        raise ConfigError(f"{', '.join(changes)}: membership changes are raft://'s (its members are configured; "
+                          "the other methods' members come and go as they start and stop)", parameter="faults")
     infra = any(k.infrastructure for k in kinds)
     if infra and not METHODS[args.method].needs:
         raise ConfigError(f"{args.method} has no infrastructure to fault; drop infra faults", parameter="faults")

@@ -737,7 +737,9 @@ class RaftGroup:
         return (last_term, last_index) >= (self.log_term, self.log_index)
 
     def _campaign(self, now: float, force: bool = False, seq: int = 0, pin: bool = False) -> None:
-        if not self.voter:
+        if not self.voter:  # a configuration it took while campaigning left it out: it stops
+            if self.state is not RaftState.FOLLOWER:
+                self._become_follower(now, None)
             return
         self._set_leader(None)
         self.pin = Pin.ASKED if pin else Pin.NONE

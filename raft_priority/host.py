@@ -42,8 +42,8 @@ class NodeHost:
     """
 
     __slots__ = ("_acc", "_add", "_beat_due", "_budget", "_followed", "_heap", "_leaving", "_link_heap",
-                 "_link_scheduled", "_members", "_peers", "_remove", "_scheduled", "_stored", "_told", "changed", "cluster", "config",
-                 "groups", "interest", "layout", "links", "node", "rng")
+                 "_link_scheduled", "_members", "_peers", "_remove", "_scheduled", "_stored", "_told", "changed",
+                 "cluster", "config", "groups", "interest", "layout", "links", "node", "rng")
 
     def __init__(self, node: str, config: RaftConfig, rng: random.Random, max_roles: int | None = None) -> None:
         self.node = node
@@ -173,7 +173,9 @@ class NodeHost:
         here while the cluster no longer has it, so it has missed the entries that left it out (it was down when
         they were made) and would lead on to an old target."""
         c = self.cluster
-        if c is None or c.committed != c.conf.position or now < self._told.get(peer, -INF) + self.config.election_timeout:
+        if c is None or c.committed != c.conf.position:
+            return
+        if now < self._told.get(peer, -INF) + self.config.election_timeout:
             return
         self._told[peer] = now
         self._acc.messages.append(ConfNews(CLUSTER, self.node, peer, 0, c.conf))

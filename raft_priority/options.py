@@ -349,8 +349,9 @@ class RaftOptions(PeerOptions):
         if self.data_dir:
             return Path(self.data_dir)
         base = Path(os.environ.get("ELECT_STATE_DIR") or tempfile.gettempdir()) / "elect-raft"
-        if self.join:  # its cluster's name is learnt from it; the node's id is what it keeps across restarts
-            return base / f"joined-{member}"
+        if self.join:  # its cluster's name is learnt from it: the node's own id and address name its state
+            digest = hashlib.blake2b(f"{member}@{self.listen}".encode(), digest_size=8).hexdigest()
+            return base / f"joined-{digest}"
         return base / self.cluster_id(member)
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 from elect.errors import ConfigError
 from elect_bench.faults import clock, infrastructure, member, steady  # noqa: F401 (each kind registers when defined)
 from elect_bench.faults.base import REGISTRY, Fault, InfraFault, MemberFault
+from elect_bench.faults.membership import Add, MembershipFault, Remove, Replace
 
-__all__ = ["FAULTS", "Fault", "InfraFault", "MemberFault", "fault", "kills_process", "known"]
+__all__ = ["FAULTS", "MEMBERSHIP", "Fault", "InfraFault", "MemberFault", "MembershipFault", "fault", "kills_process", "known"]
 
 #: Every fault kind by the name users write.
 FAULTS: dict[str, type[Fault]] = REGISTRY
+#: ... and the membership changes only a soak (`elect soak raft`) and the simulator carry out.
+MEMBERSHIP: dict[str, type[Fault]] = {k.name: k for k in (Add, Remove, Replace)}
 
 
 def fault(name: str) -> Fault:
@@ -23,13 +26,14 @@ def fault(name: str) -> Fault:
     kind = known(name.strip())
     if kind is None:
         raise ConfigError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}, or KIND@leader:RATE / "
-                          "KIND@others:RATE (that member fault under clocks at RATE)", parameter="faults")
+                          "KIND@others:RATE (that member fault under clocks at RATE); `elect soak raft` also takes "
+                          f"{', '.join(MEMBERSHIP)}", parameter="faults")
     return kind()
 
 
 def known(kind: str) -> type[Fault] | None:
     """The fault kind of that name (a record's `kind`), if it is one (not a healing, or unknown)."""
-    return FAULTS.get(kind) or clock.skewed(kind)
+    return FAULTS.get(kind) or MEMBERSHIP.get(kind) or clock.skewed(kind)
 
 
 def kills_process(kind: str) -> bool:

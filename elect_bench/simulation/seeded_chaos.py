@@ -330,6 +330,15 @@ def raft_members_strike(seed: int, shape: Shape = Shape(), *, resume: bool = Tru
     ttl = shape.ttl
     at_strike = random.Random(seed ^ 0x3E3B)  # choices made when a fault strikes, in the order they strike
     joined = [0]
+    struck: dict[str, str] = {}  # drawn victim -> whom the fault that just struck chose (`_anyone`)
+
+    def pick_for(drawn: str) -> str:
+        who = _anyone(sim, at_strike, drawn)
+        struck["last"] = who
+        return who
+
+    def named(drawn: str) -> str:
+        return struck.pop("last", drawn)
 
     def fresh() -> str:
         joined[0] += 1
@@ -348,11 +357,13 @@ def raft_members_strike(seed: int, shape: Shape = Shape(), *, resume: bool = Tru
             if fault is Remove:
                 victim = now_voter()
                 if victim is not None:
+                    struck["last"] = victim
                     sim.remove(victim)
                 return
             if len(sim.voters()) >= MOST_VOTERS:
                 return
-            sim.join(fresh())
+            struck["last"] = fresh()
+            sim.join(struck["last"])
             if fault is Replace:
                 def then() -> None:
                     victim = now_voter()
@@ -365,7 +376,7 @@ def raft_members_strike(seed: int, shape: Shape = Shape(), *, resume: bool = Tru
     def act(fault: type[Fault], victim: str, t: float, rng: random.Random) -> Callable[[], None]:
         if fault in (Add, Remove, Replace):
             return strike_change(fault, t, rng)
-        pick = partial(_anyone, sim, at_strike, victim)
+        pick = partial(pick_for, victim)
         if fault is Kill or fault is Stop:  # then a start, as a supervisor would
             back = rng.uniform(0.05, 3 * ttl)
 
@@ -397,7 +408,7 @@ def raft_members_strike(seed: int, shape: Shape = Shape(), *, resume: bool = Tru
             sim.cut([who] if way < 2 else others, others if way < 2 else [who], way == 0)
         return cut
 
-    return _nemesis(sim, names, "raft-members", seed, shape, MEMBERSHIP_FAULTS, act)
+    return _nemesis(sim, names, "raft-members", seed, shape, MEMBERSHIP_FAULTS, act, named=named)
 
 
 def _anyone(sim: Simulation, rng: random.Random, drawn: str, *_: object) -> str:
@@ -416,18 +427,16 @@ Beside = tuple[int, tuple[type[Fault], ...], int]
 
 
 def _nemesis(world: World, names: list[str], kind: str, seed: int, shape: Shape, kinds: tuple[type[Fault], ...],
-             act: Act, beside: Beside = (0, (), 0)) -> Run:
+             act: Act, beside: Beside = (0, (), 0), named: Callable[[str], str] | None = None) -> Run:
     """`shape.faults` faults drawn from `kinds` (each at a drawn time, on a drawn member, carried out by `act`),
     and those drawn `beside` them, then everything healed (links, server, every member up) three TTLs after the
-    last could strike, and the group left to recover for four times its bound."""
+    last could strike, and the group left to recover for four times its bound. `named(drawn)`: whom a fault that
+    just struck really struck, where `act` chooses its victim as it strikes."""
     faults: list[FaultRecord] = []
 
     def hit(fault: type[Fault], victim: str, strike: Callable[[], None]) -> None:
-        crashes = len(world.crashes) if isinstance(world, Simulation) else 0
         strike()
-        if isinstance(world, Simulation) and fault is Kill and len(world.crashes) > crashes:
-            victim = world.crashes[-1][1]  # the victim drawn when it struck (`raft-members`)
-        faults.append(FaultRecord(world.now, fault.name, victim))
+        faults.append(FaultRecord(world.now, fault.name, named(victim) if named is not None else victim))
 
     for count, drawn_from, stream in ((shape.faults, kinds, seed ^ 0x1EA5E), beside):
         rng = random.Random(stream)

@@ -394,7 +394,7 @@ class Simulation:
         if self.layout is not None:
             assert self.first is not None
             first = self.first if name in self.first.voters else Conf(voters={}, learners=(name,))
-            host.join_cluster(self.layout, first, now, dict(n.disk))
+            host.join_cluster(self.layout, first, now, cast("dict[int, HardState]", dict(n.disk)))
         for gid in n.groups:
             host.add_group(self.specs[gid], now, n.disk.get(gid))
         for gid, count in self.interest.get(name, {}).items():  # the elector's policy (`raft_priority.interest`)
