@@ -107,6 +107,12 @@ class NodeHost:
         for p in g.peers:
             self._peers.setdefault(p)
         self._arm(g)
+        for gid, kept in sorted(states.items()):
+            if gid != CLUSTER and kept.conf is not None and kept.conf.votes_in(self.node):
+                # whatever the membership says now, a group whose own configuration counts this node may need its
+                # vote (to finish a change under way): hosted until that configuration lets it go (`_drop_left`)
+                self.add_group(GroupSpec(gid, dict(kept.conf.voters)), now, self._stored.pop(gid))
+                self.changed.add(gid)
         self._follow(now, force=True)
 
     def membership(self) -> tuple[Conf, bool] | None:
@@ -157,8 +163,11 @@ class NodeHost:
                 first = HardState(stored.term if stored else 0, stored.voted_for if stored else None,
                                   Conf(voters={}, learners=(self.node,)))
                 hs = stored if stored is not None and stored.conf is not None else first
-                if force and (stored is None or stored.conf is None):
-                    hs = HardState(hs.term, hs.voted_for, None)  # the static form: the table is the first entry
+                if c.conf.position == (0, 0) and (stored is None or stored.conf is None):
+                    # the static form: every first member derives this same table from the same first membership, so
+                    # it may be the group's first entry; once the membership has changed, a new group is a learner
+                    # until its leader's entry reaches it (a table derived later is no agreement: seed 3945)
+                    hs = HardState(hs.term, hs.voted_for, None)
                 g = self.add_group(GroupSpec(p, prios), now, hs)
                 self.changed.add(p)
             if g is not None:

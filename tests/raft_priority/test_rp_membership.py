@@ -191,3 +191,36 @@ def test_a_moved_node_gets_its_new_address() -> None:
     assert m is not None and isinstance(m[0].payload, Membership)
     assert m[0].payload.address_map() == {"a": address("a"), "b": address("b"), "c": "elsewhere:7001"}
     assert h.voters("a") == ["a", "b", "c"]
+
+
+def test_a_restarted_joiner_invents_no_configuration() -> None:
+    """Seed 3945 of `elect bench sim-raft-members`: a node that joined restarts without an entry for a partition; it
+    must not take the table it derives for one (its peer would derive the same and both would win term 1)."""
+    h = Hosts("abc", 6)
+    h.run_to(6.0)
+    h.join("d")
+    h.run_to(14.0)
+    h.crash("d")
+    h.disk["d"] = {g: hs for g, hs in h.disk["d"].items() if g == CLUSTER}  # as if it had heard no partition
+    h.restart("d")
+    g = h.hosts["d"].groups[0]
+    assert not g.voter and g.conf.position == (0, 0)
+    h.run_to(20.0)
+    assert h.hosts["d"].groups[0].voter and not h.violations
+
+
+def test_a_restarted_member_hosts_the_groups_that_still_count_it() -> None:
+    """Seed 3524: a removed node that restarts while a partition's configuration still counts it hosts that partition
+    (its vote may be what the change needs), and leaves it once the partition lets it go."""
+    h = Hosts("abc", 6)
+    h.run_to(6.0)
+    h.crash("c")
+    kept = dict(h.disk["c"])
+    h.run_to(9.0)
+    h.ask(remove={"c"})
+    h.run_to(14.0)
+    h.disk["c"] = kept  # what it persisted before it was removed: configurations that count it
+    h.restart("c")
+    assert set(h.hosts["c"].groups) >= set(range(6))
+    h.run_to(24.0)
+    assert [g for g in h.hosts["c"].groups if g != CLUSTER] == [] and not h.violations
