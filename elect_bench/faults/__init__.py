@@ -12,7 +12,8 @@ from elect_bench.faults import clock, infrastructure, member, steady  # noqa: F4
 from elect_bench.faults.base import REGISTRY, Fault, InfraFault, MemberFault
 from elect_bench.faults.membership import Add, MembershipFault, Remove, Replace
 
-__all__ = ["FAULTS", "MEMBERSHIP", "Fault", "InfraFault", "MemberFault", "MembershipFault", "fault", "kills_process", "known"]
+__all__ = ["FAULTS", "MEMBERSHIP", "Fault", "InfraFault", "MemberFault", "MembershipFault", "fault", "kills_process",
+           "known"]
 
 #: Every fault kind by the name users write.
 FAULTS: dict[str, type[Fault]] = REGISTRY
