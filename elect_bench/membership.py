@@ -13,6 +13,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -230,14 +231,22 @@ SCENARIOS: dict[str, Callable[[Cluster, int], Outcome]] = {
 }
 
 
-def run(out: Path, trials: int, which: Sequence[str], progress: Callable[[str], None] = print) -> list[Outcome]:
+def run(out: Path, trials: int, which: Sequence[str], progress: Callable[[str], None] = print,
+        work: Path | None = None) -> list[Outcome]:
+    """Every scenario of `which`, `trials` times, each on a cluster of its own under `work` (the members' logs and
+    state; a temporary directory if None); writes `out/results.json`."""
     results: list[Outcome] = []
-    for name in which:
-        for trial in range(trials):
-            with cluster(out / "runs" / f"{name}-{trial}") as c:
-                o = SCENARIOS[name](c, trial)
-            progress(f"{name} #{trial + 1}/{trials}: longest leaderless {o.longest_leaderless:.3f} s, "
-                     f"{o.overlaps} overlaps, {o.moved} moved, leaders {o.leaders}, {o.seconds}")
-            results.append(o)
+    with tempfile.TemporaryDirectory(prefix="elect-membership-") as tmp:
+        for name in which:
+            for trial in range(trials):
+                results.append(_one(name, trial, trials, Path(work or tmp) / f"{name}-{trial}", progress))
     (out / "results.json").write_text(json.dumps([asdict(o) for o in results], indent=1) + "\n")
     return results
+
+
+def _one(name: str, trial: int, trials: int, where: Path, progress: Callable[[str], None]) -> Outcome:
+    with cluster(where) as c:
+        o = SCENARIOS[name](c, trial)
+    progress(f"{name} #{trial + 1}/{trials}: longest leaderless {o.longest_leaderless:.3f} s, {o.overlaps} overlaps, "
+             f"{o.moved} moved, leaders {o.leaders}, {o.seconds}")
+    return o

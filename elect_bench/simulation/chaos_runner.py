@@ -26,6 +26,7 @@ from elect_bench.simulation.seeded_chaos import (
     FAULTS,
     KINDS,
     LEASE_KINDS,
+    MEMBERSHIP_FAULTS,
     NELI_KINDS,
     RAFT_FAULTS,
     RAFT_KINDS,
@@ -227,7 +228,9 @@ def _beside(s: ChaosScenario) -> str:
 
 
 def _faults(methods: tuple[str, ...]) -> tuple[type[Fault], ...]:
-    """The faults drawn: Raft has no server to freeze."""
+    """The faults drawn: Raft has no server to freeze; `raft-members` adds, removes and replaces nodes too."""
+    if methods and all(m == "raft-members" for m in methods):
+        return MEMBERSHIP_FAULTS
     return RAFT_FAULTS if all(m in RAFT_KINDS for m in methods) else FAULTS
 
 
@@ -243,6 +246,10 @@ def _simulated(methods: tuple[str, ...]) -> str:
                     "(raft_priority.renewals), over simulated links (in order, 2 % of batches 50 ms late), a "
                     "partition per role, the TTL as the election timeout (raft has no infra-pause; its cuts are one "
                     "way or both; a drift runs a node's clock at another rate, within the stated max_drift)")
+    if "raft-members" in methods:
+        what.append("(raft-members) nodes started as raft:// nodes start, with the cluster group and partitions "
+                    "following its configuration: `add` starts a new node that joins and asks until it is a voter, "
+                    "`remove` removes a voter drawn at the strike, `replace` does both, within 2 to 6 voters")
     return " and ".join(what)
 
 
