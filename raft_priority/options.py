@@ -46,6 +46,16 @@ def parse_peer(text: str) -> tuple[str, str] | None:
     return ident, where
 
 
+def id_addresses(entries: tuple[str, ...]) -> dict[str, str]:
+    """``ID@HOST:PORT`` entries (checked already) -> {id: HOST:PORT}."""
+    out: dict[str, str] = {}
+    for text in entries:
+        parsed = parse_peer(text)
+        assert parsed is not None
+        out[parsed[0]] = parsed[1]
+    return out
+
+
 def check_nodes(listen: str, peers: tuple[str, ...]) -> None:
     rule(split_host_port(listen) is not None, "listen",
          f"expected HOST:PORT (the URL's raft://ID@HOST:PORT part), got {listen!r}")
@@ -74,12 +84,7 @@ class PeerOptions:
 
     def peer_map(self) -> dict[str, str]:
         """Peer id -> HOST:PORT."""
-        out: dict[str, str] = {}
-        for text in self.peers:
-            parsed = parse_peer(text)
-            assert parsed is not None
-            out[parsed[0]] = parsed[1]
-        return out
+        return id_addresses(self.peers)
 
     def nodes(self, member: str) -> list[str]:
         """Every node id, sorted: the order all members agree on."""
@@ -338,12 +343,7 @@ class RaftOptions(PeerOptions):
 
     def join_map(self) -> dict[str, str]:
         """Running member id -> HOST:PORT, from `join`."""
-        out: dict[str, str] = {}
-        for text in self.join:
-            parsed = parse_peer(text)
-            assert parsed is not None
-            out[parsed[0]] = parsed[1]
-        return out
+        return id_addresses(self.join)
 
     def state_dir(self, member: str) -> Path:
         if self.data_dir:

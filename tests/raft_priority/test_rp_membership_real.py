@@ -11,17 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from elect_bench import membership
 from elect_bench.membership import ROLES, Cluster
 from elect_cluster.waiting import wait_until
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path)
-    try:
+    with membership.cluster(tmp_path) as c:
         yield c
-    finally:
-        c.close()
 
 
 def raft(*args: str) -> subprocess.CompletedProcess[str]:
