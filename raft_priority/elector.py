@@ -141,6 +141,9 @@ class RaftElector(BaseElector):
         self._handovers: list[_Handover] = []
         self._stopping = False
         self._linked: Conf | None = None  # the cluster configuration the transport's links were last set from
+        # the addresses this node was given (URL, or the members it asked), and those it kept: a given one wins while
+        # the configuration still has the kept one for that member (a later entry that moved it wins)
+        self._given: tuple[dict[str, str], dict[str, str]] = ({}, {})
         self._joiner: threading.Thread | None = None
         self._leave = False
         self._closing = threading.Event()  # set once stopping: the joining thread gives up
@@ -194,7 +197,10 @@ class RaftElector(BaseElector):
         host.join_cluster(layout, first, now, states)
         stored = host.membership()
         if stored is not None and isinstance(stored[0].payload, Membership):
-            addresses = {**addresses, **stored[0].payload.address_map()}
+            # what this node was given (its URL, or the members it just asked) is newer than what it kept; a member
+            # that moved says so itself (`_ask_to_join`), and the configuration follows
+            self._given = (dict(addresses), stored[0].payload.address_map())
+            addresses = {**stored[0].payload.address_map(), **addresses}
         self.host = host
         self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on)
         host.recount(now)
@@ -362,6 +368,8 @@ class RaftElector(BaseElector):
             transport = self.transport
             if transport is not None:
                 addresses = state[0].payload.address_map()
+                given, kept = self._given
+                addresses.update({m: a for m, a in given.items() if addresses.get(m) == kept.get(m)})
                 # keep links to peers any hosted group still names (an outgoing voter's address leaves first)
                 for g in host.groups.values():
                     for m in g.targets:

@@ -72,3 +72,19 @@ def test_first_members_whose_peers_disagree_refuse_naming_both(cluster: Cluster)
     assert odd.returncode == 2
     said = odd.stderr_path.read_text()
     assert "disagree" in said and "d@" in said and "c@" in said, said
+
+
+def test_a_cluster_restarted_at_new_addresses_elects_again(cluster: Cluster) -> None:
+    """Every first member back with its state but at a new port (the addresses their URLs give win over the ones the
+    configuration kept): found when a test's cluster name, and so its state, was reused by the next run."""
+    from elect_cluster.ports import free_ports
+
+    c = cluster
+    c.first()
+    c.settled("abc", timeout=90)
+    for n in "abc":
+        c.kill(n)
+    c.ports.update(zip("abc", free_ports(3), strict=True))
+    c.first()
+    c.settled("abc", timeout=90)
+    assert voters(c, "a") == ["a", "b", "c"]
