@@ -496,12 +496,15 @@ class RaftGroup:
         waits, re-asked every round, instead of fencing the leader the moment it is made."""
         if self.lease_span == INF:
             return True
+        return self._quorum_ack(conf.halves()) + self.lease_span > now + 2 * self.cfg.heartbeat_interval
+
+    def _quorum_ack(self, halves: tuple[frozenset[str], ...]) -> float:
+        """The newest acknowledgement a majority of every half has given (this member's own: now and for ever)."""
         acks, node, q = self.acks, self.node, INF
-        for half in conf.halves():
-            need = len(half) // 2 + 1
+        for half in halves:
             values = sorted((INF if m == node else acks.get(m, -INF) for m in half), reverse=True)
-            q = min(q, values[need - 1])
-        return q + self.lease_span > now + 2 * self.cfg.heartbeat_interval
+            q = min(q, values[len(half) // 2])
+        return q
 
     def _adopt_conf(self, conf: Conf) -> None:
         """A follower takes its leader's latest entry: Raft's log matching, for a log of one whole entry. The
@@ -883,12 +886,7 @@ class RaftGroup:
     def _recompute_joint_lease(self) -> None:
         """The lease while the configuration has two halves, learners, or leaves this member out: the earliest of
         each half's quorum acknowledgement (this member's own counts as now and for ever, where it votes)."""
-        acks, node, q = self.acks, self.node, INF
-        for half in self.halves:
-            need = len(half) // 2 + 1
-            values = sorted((INF if m == node else acks.get(m, -INF) for m in half), reverse=True)
-            if values[need - 1] < q:
-                q = values[need - 1]
+        q = self._quorum_ack(self.halves)
         self.quorum_ack = q
         self._lease = INF if self.lease_span == INF else q + self.lease_span
 
