@@ -141,9 +141,10 @@ class RaftElector(BaseElector):
         self._handovers: list[_Handover] = []
         self._stopping = False
         self._linked: Conf | None = None  # the cluster configuration the transport's links were last set from
-        # the addresses this node was given (URL, or the members it asked), and those it kept: a given one wins while
-        # the configuration still has the kept one for that member (a later entry that moved it wins)
-        self._given: tuple[dict[str, str], dict[str, str]] = ({}, {})
+        # the addresses this node was given for its peers (URL peers, or join): how it reaches them, whatever the
+        # configuration says (behind NAT, a proxy or the harness's relays, each node sees its peers elsewhere); the
+        # configuration's addresses reach the members it was not given
+        self._given: dict[str, str] = {}
         self._joiner: threading.Thread | None = None
         self._leave = False
         self._closing = threading.Event()  # set once stopping: the joining thread gives up
@@ -194,12 +195,12 @@ class RaftElector(BaseElector):
             self._refuse_other_peer_sets(addresses)
             membership, _ = initial(addresses, o.partitions, o.replication, o.strategy, o.weight_map() or None)
             first = Conf(voters=dict.fromkeys(sorted(addresses), 1), payload=membership)
+        self._given = {m: a for m, a in addresses.items() if m != self.member}
         host.join_cluster(layout, first, now, states)
         stored = host.membership()
         if stored is not None and isinstance(stored[0].payload, Membership):
             # what this node was given (its URL, or the members it just asked) is newer than what it kept; a member
             # that moved says so itself (`_ask_to_join`), and the configuration follows
-            self._given = (dict(addresses), stored[0].payload.address_map())
             addresses = {**stored[0].payload.address_map(), **addresses}
         self.host = host
         self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on)
@@ -368,8 +369,7 @@ class RaftElector(BaseElector):
             transport = self.transport
             if transport is not None:
                 addresses = state[0].payload.address_map()
-                given, kept = self._given
-                addresses.update({m: a for m, a in given.items() if addresses.get(m) == kept.get(m)})
+                addresses.update(self._given)
                 # keep links to peers any hosted group still names (an outgoing voter's address leaves first)
                 for g in host.groups.values():
                     for m in g.targets:
