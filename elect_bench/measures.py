@@ -114,6 +114,20 @@ def failovers(history: History, fault: FaultRecord) -> list[Failover]:
     return out
 
 
+def handover_gaps(history: History, fault: FaultRecord, until: float = math.inf) -> list[Failover]:
+    """After a gradual change (a membership change): every loss of a leader from the fault until `until`, each with
+    the time from that loss until the role was acquired again (by anyone). A role may change hands twice (to a
+    survivor as a member leaves, then to the member that joins), and each handover is one entry."""
+    out = []
+    for role, ivs in sorted(history.intervals().items()):
+        for lost in (i for i in ivs if fault.mono <= i.end < until and i.ended_by != "open"):
+            nxt = next((line for line in history.lines
+                        if line["role"] == role and line["event"] == "acquired" and line["mono"] >= lost.end), None)
+            out.append(Failover(role, lost.member, fault, None if nxt is None else nxt["mono"] - lost.end,
+                                None if nxt is None else nxt["member"]))
+    return out
+
+
 def max_led(intervals_by_role: dict[str, list[Interval]], t: float) -> int:
     """The most roles one member believes it leads at instant t."""
     counts: dict[str, int] = {}

@@ -35,7 +35,7 @@ from elect_bench.faults import Fault, InfraFault, MemberFault, MembershipFault
 from elect_bench.faults.membership import Add, Remove, Replace
 from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord, History
-from elect_bench.measures import Summary, disruptions, failovers, overlaps
+from elect_bench.measures import Summary, disruptions, failovers, handover_gaps, overlaps
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import Group, Method, direct
 from elect_bench.suite import load_note, made, seconds
@@ -379,7 +379,8 @@ def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRec
     for i, (strike, record) in enumerate(zip(strikes, struck, strict=False)):
         kind = fault_kinds.fault(record.kind)
         until = struck[i + 1].mono if i + 1 < len(struck) else history.end
-        lost = disruptions(history, record, until) if kind.measured_as_disruption else failovers(history, record)
+        lost = (handover_gaps(history, record, until) if kind.gradual else
+                disruptions(history, record, until) if kind.measured_as_disruption else failovers(history, record))
         strike.failover = [f.latency for f in lost if f.latency is not None]
         strike.unrecovered = sum(1 for f in lost if f.latency is None)
         strike.overlap = sum(e - s for ivs in by_role.values() for s, e, _ in overlaps(ivs, lo=record.mono, hi=until))
@@ -430,6 +431,9 @@ def markdown(result: SoakResult) -> str:
              f"seed replays the schedule), {s.members} members, {s.roles} roles, detection budget {s.budget:g} s, "
              f"hold {s.hold or 3 * s.budget:g} s, faults drawn from {', '.join(f.name for f in s.faults)}; "
              f"workload: {s.workload}. {load_note(result.load, result.machine.get('cpus', 0))}", "", *rows, ""]
+    if gradual := [f.name for f in s.faults if f.gradual]:
+        parts += [f"For {', '.join(gradual)} (changes that unfold over seconds) the failover columns are each "
+                  "handover's gap: from the moment a role's leader gave it up until the role was acquired again.", ""]
     if result.writes:
         parts += ["Writes to the " + ("fenced" if s.workload == "fenced" else "unfenced") + " store: " +
                   ", ".join(f"{k} {v}" for k, v in result.writes.items() if not isinstance(v, list | dict)), ""]

@@ -37,6 +37,10 @@ class Fault(ABC):
     #: False: the victim may well keep them (a lossy or slow link), so the fault lasts exactly the hold and
     #: whether leadership moved at all is the finding
     fails_over: ClassVar[bool] = True
+    #: it unfolds over many seconds (a member joins, then leaves): measured per handover, from the moment each
+    #: role lost its leader until it was led again, not from the strike (which would count the wait for a
+    #: newcomer to start as a gap)
+    gradual: ClassVar[bool] = False
     #: the kind of the record written when the fault is healed after the hold; None: it is never healed
     healed_as: ClassVar[str | None] = None
     #: the members run under clocks the harness can change (`elect_bench.fakeclock`, `MemberFault.clocks`)

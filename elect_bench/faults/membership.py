@@ -17,6 +17,7 @@ class MembershipFault(MemberFault):
     """Carried out by whoever runs the members (they must start new ones and ask the cluster); not by a signal."""
 
     fails_over = False  # a graceful change: the roles may well stay where they are
+    gradual = True
 
     def inject(self, placement: Placement, victim: Signalled) -> None:
         raise NotImplementedError(f"{self.name} is carried out by the soak or the simulator, not by a placement")

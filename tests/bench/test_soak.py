@@ -69,3 +69,17 @@ def test_a_role_left_without_a_leader_by_a_member_not_struck_is_reported() -> No
     soak._measure(strikes, history, records, ["r", "s"], bound=30.0)
     assert strikes[0].unrecovered == 0 and strikes[0].failover == [0.5]  # the victim's role: taken over by b
     assert strikes[0].leaderless == 1  # "s": its leader b was not struck, and it was never led again
+
+
+def test_a_membership_change_is_measured_by_each_handover_not_from_the_strike() -> None:
+    """A `remove` at 10.0: the leaver a hands "r" to b at once; 8 s later a newcomer j takes "r" from b, 0.02 s
+    after b gave it up. The strike's gaps are those two handovers (0.01 s and 0.02 s), not the 8 s it took j to
+    start and catch up."""
+    lines = [{"mono": m, "member": who, "role": "r", "event": ev, "token": t}
+             for m, who, ev, t in ((0.0, "a", "acquired", 1), (10.0, "a", "revoked", 1), (10.01, "b", "acquired", 2),
+                                   (18.0, "b", "revoked", 2), (18.02, "j", "acquired", 3))]
+    records = [Record(10.0, "remove", "a")]
+    history = History(lines, records, end=30.0)
+    strikes = [soak.Strike(0, "remove", "a", 10.0)]
+    soak._measure(strikes, history, records, ["r"], bound=3.0)
+    assert [round(x, 3) for x in strikes[0].failover] == [0.01, 0.02] and strikes[0].unrecovered == 0
