@@ -150,5 +150,8 @@ def command(url: str, member: str, roles: Sequence[int | str], python: str) -> l
         return [*program(name), *common, "--listen", parts.netloc.split("@", 1)[1], "--peers", query["peers"],
                 "--election-timeout-ms", query.get("election_timeout_ms", "1000"),
                 "--data-dir", query["data_dir"], *(["--priorities", query["priorities"]]
-                                                   if query.get("priorities") else [])]
+                                                   if query.get("priorities") else []),
+                # a member joining a running cluster (the groups' leaders add it): sofa-jraft starts it with no
+                # configuration, Ratis with a group of `peers` and itself as a listener
+                *(["--join"] if query.get("join") else [])]
     raise ConfigError(f"no anchor is called {name!r}; known: {', '.join(PROMISES)}", parameter="method")

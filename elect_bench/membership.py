@@ -5,6 +5,10 @@ leaders per member at the end. `bench/raft_membership.py` runs them and writes d
 
 Members are `elect member raft://...` processes on loopback, D = 1 s (election_timeout), 12 roles over 12
 partitions, every member contending for every role; the first three start with `peers=`, later ones with `join=`.
+The replace scenarios also run on the two Raft anchors (`AnchorCluster`: sofa-jraft, Apache Ratis), whose own
+membership change an operator drives: start the new member, `admin change-peers` (sofa-jraft's
+`CliService.changePeers`, Ratis' `admin().setConfiguration`) to add it; stop the old one with SIGTERM (the
+adapter hands its groups over) or SIGKILL it; then `admin change-peers` again to remove it.
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import urlencode
 
+from elect_bench import anchors
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import leaderless, overlaps
 from elect_bench.members import MemberProcess
 from elect_cluster.ports import free_ports
 from elect_cluster.waiting import wait_until
+from raft_priority.priorities import assign_priorities
 
 ROLES = 12
 NODES = "abcdef"
@@ -45,6 +52,7 @@ class Outcome:
     """Roles each live member leads at the end."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Scenario-specific timings (e.g. join_to_share: from the new node's start until it leads its share)."""
+    method: str = "raft"
 
     @property
     def balanced(self) -> bool:
@@ -54,6 +62,11 @@ class Outcome:
 
 class Cluster:
     """Up to six raft:// members on loopback; the first three form the cluster."""
+
+    method = "raft"
+    balances = True
+    """Leaders end balanced after every change (raft:// re-lays priorities out); the anchors are measured as they
+    end, without waiting for balance."""
 
     def __init__(self, tmp: Path, election_timeout: float = 1.0, partitions: int = ROLES) -> None:
         self.tmp = tmp
@@ -83,7 +96,9 @@ class Cluster:
         for n in nodes:
             self.start(n, self.url(n, peers=[m for m in nodes if m != n]))
 
-    def join(self, node: str, through: str) -> MemberProcess:
+    def join(self, node: str, through: str, replaces: str | None = None) -> MemberProcess:
+        """Start `node` with join= through a running member (raft:// lays priorities out anew: `replaces` is
+        unused)."""
         return self.start(node, self.url(node, join=[through]))
 
     def live(self) -> list[MemberProcess]:
@@ -103,9 +118,11 @@ class Cluster:
                 out[m] += 1
         return out
 
-    def settled(self, members: str, timeout: float = 60.0, balanced: bool = True) -> dict[int, str]:
-        """Every role led by exactly one of `members` (each within one of the others' counts), for 2 D in a row."""
+    def settled(self, members: str, timeout: float = 60.0, balanced: bool | None = None) -> dict[int, str]:
+        """Every role led by exactly one of `members` (each within one of the others' counts, if `balanced`,
+        which defaults to whether this method balances), for 2 D in a row."""
         allowed = set(members)
+        balanced = self.balances if balanced is None else balanced
         since: list[float] = []
 
         def ok() -> dict[int, str] | None:
@@ -157,7 +174,7 @@ class Cluster:
         now = {r: v[0] for r, v in self.leaders().items() if v}
         moved = sum(1 for r in range(ROLES) if now.get(r) != before.get(r))
         return Outcome(scenario, trial, round(longest, 4), count, round(spent, 4), moved, self.counts(),
-                       {k: round(v, 3) for k, v in seconds.items()})
+                       {k: round(v, 3) for k, v in seconds.items()}, self.method)
 
     def close(self) -> None:
         for p in self.procs.values():
@@ -165,9 +182,82 @@ class Cluster:
                 p.kill()
 
 
+class AnchorCluster(Cluster):
+    """Members of a Java Raft anchor (bench/anchors: `jraft`, `ratis`), each member one group per role, with the
+    harness's balanced priorities; its membership changed as the anchor's own operators change it."""
+
+    balances = False
+
+    def __init__(self, tmp: Path, method: str, election_timeout: float = 1.0) -> None:
+        super().__init__(tmp, election_timeout)
+        self.method = method
+        self.layout: dict[int, list[str]] = {}
+        """Role -> member ids, highest priority first."""
+        self.members: list[str] = []
+        """The configuration as last changed."""
+
+    def _priorities(self, layout: dict[int, list[str]]) -> str:
+        return ";".join(f"{r}=" + ">".join(order) for r, order in sorted(layout.items()))
+
+    def anchor_url(self, node: str, peers: Sequence[str], layout: dict[int, list[str]], join: bool) -> str:
+        query = {"peers": ",".join(f"{m}@{self.address(m)}" for m in peers if m != node),
+                 "election_timeout_ms": str(round(self.et * 1000)), "data_dir": str(self.tmp / "state" / node),
+                 "priorities": self._priorities(layout), **({"join": "1"} if join else {})}
+        return f"{self.method}://{node}@{self.address(node)}?" + urlencode(query)
+
+    def start(self, node: str, url: str, leave: bool = True) -> MemberProcess:
+        proc = MemberProcess(url, node, list(range(ROLES)), log_dir=self.tmp,
+                             command=anchors.command(url, node, list(range(ROLES)), sys.executable))
+        self.procs[node] = proc
+        proc.start()
+        return proc
+
+    def first(self, nodes: str = "abc") -> None:
+        orders = assign_priorities(list(nodes), ROLES, len(nodes))
+        self.layout = {r: sorted(ranks, key=lambda m: -ranks[m]) for r, ranks in enumerate(orders)}
+        self.members = list(nodes)
+        for n in nodes:
+            self.start(n, self.anchor_url(n, self.members, self.layout, join=False))
+
+    def join(self, node: str, through: str, replaces: str | None = None) -> MemberProcess:
+        """Start `node` (it starts with its priorities those of `replaces`, whose place it takes), wait until it
+        serves, then add it to every group: `admin change-peers` to the members and it, with the priorities as
+        they are (`node` lowest) until `replaces` is removed."""
+        if replaces is None:
+            raise ValueError("an anchor's new member takes the place of one that leaves: name it (replaces=)")
+        after = {r: [node if m == replaces else m for m in order] for r, order in self.layout.items()}
+        proc = self.start(node, self.anchor_url(node, self.members, after, join=True))
+        wait_until(lambda: proc.started() or None, 60, what=f"{node} serving")
+        self.change([*self.members, node], self.layout)
+        self.layout = after
+        return proc
+
+    def leave(self, node: str, timeout: float = 60.0) -> None:
+        """As raft:// `--leave` does, drain first, then leave the configuration: SIGTERM `node` (the adapter hands
+        each group it leads to its next-priority live peer and exits), then remove it from every group, the
+        member that took its place getting its priorities."""
+        super().leave(node, timeout)
+        self.remove(node, through="")
+
+    def remove(self, node: str, through: str) -> None:
+        self.change([m for m in self.members if m != node], self.layout)
+
+    def change(self, members: Sequence[str], layout: dict[int, list[str]]) -> None:
+        """`admin change-peers` from the members now to `members`, each role's priorities from `layout`."""
+        argv = [*anchors.program(self.method), "admin", "change-peers",
+                "--roles", ",".join(str(r) for r in range(ROLES)),
+                "--peers", ",".join(f"{m}@{self.address(m)}" for m in self.members),
+                "--to", ",".join(f"{m}@{self.address(m)}" for m in members),
+                "--priorities", self._priorities(layout), "--timeout-ms", "30000"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.method} admin change-peers to {list(members)}: {done.stderr[-2000:]}")
+        self.members = list(members)
+
+
 @contextlib.contextmanager
-def cluster(tmp: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp)
+def cluster(tmp: Path, method: str = "raft") -> Iterator[Cluster]:
+    c = Cluster(tmp) if method == "raft" else AnchorCluster(tmp, method)
     try:
         yield c
     finally:
@@ -209,7 +299,7 @@ def replace_all(c: Cluster, trial: int, kill: bool = False) -> Outcome:
     members = "abc"
     for new, old, through in (("d", "a", "b"), ("e", "b", "c"), ("f", "c", "d")):
         t = time.monotonic()
-        c.join(new, through)
+        c.join(new, through, replaces=old)
         c.settled(members + new)
         if kill:
             c.kill(old)
@@ -231,22 +321,31 @@ SCENARIOS: dict[str, Callable[[Cluster, int], Outcome]] = {
 }
 
 
-def run(out: Path, trials: int, which: Sequence[str], progress: Callable[[str], None] = print,
+#: The scenarios each method runs: the anchors only replace (a member that joins takes the place of one that leaves,
+#: with its priorities; adding or removing alone would need priorities laid out anew, which only raft:// does).
+RUNS: dict[str, tuple[str, ...]] = {"raft": tuple(SCENARIOS), "jraft": ("replace", "replace-kill"),
+                                    "ratis": ("replace", "replace-kill")}
+
+
+def run(out: Path, trials: int, which: Sequence[tuple[str, str]], progress: Callable[[str], None] = print,
         work: Path | None = None) -> list[Outcome]:
-    """Every scenario of `which`, `trials` times, each on a cluster of its own under `work` (the members' logs and
-    state; a temporary directory if None); writes `out/results.json`."""
+    """Every (method, scenario) of `which`, `trials` times, each on a cluster of its own under `work` (the members'
+    logs and state; a temporary directory if None); writes `out/results.json`."""
     results: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="elect-membership-") as tmp:
-        for name in which:
+        for method, name in which:
+            if name not in RUNS.get(method, ()):
+                raise ValueError(f"{method} does not run {name!r}; it runs {', '.join(RUNS.get(method, ())) or 'none'}")
             for trial in range(trials):
-                results.append(_one(name, trial, trials, Path(work or tmp) / f"{name}-{trial}", progress))
+                results.append(_one(method, name, trial, trials, Path(work or tmp) / f"{method}-{name}-{trial}",
+                                    progress))
     (out / "results.json").write_text(json.dumps([asdict(o) for o in results], indent=1) + "\n")
     return results
 
 
-def _one(name: str, trial: int, trials: int, where: Path, progress: Callable[[str], None]) -> Outcome:
-    with cluster(where) as c:
+def _one(method: str, name: str, trial: int, trials: int, where: Path, progress: Callable[[str], None]) -> Outcome:
+    with cluster(where, method) as c:
         o = SCENARIOS[name](c, trial)
-    progress(f"{name} #{trial + 1}/{trials}: longest leaderless {o.longest_leaderless:.3f} s, {o.overlaps} overlaps, "
-             f"{o.moved} moved, leaders {o.leaders}, {o.seconds}")
+    progress(f"{method} {name} #{trial + 1}/{trials}: longest leaderless {o.longest_leaderless:.3f} s, "
+             f"{o.overlaps} overlaps, {o.moved} moved, leaders {o.leaders}, {o.seconds}")
     return o

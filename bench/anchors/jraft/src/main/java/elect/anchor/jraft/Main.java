@@ -177,12 +177,15 @@ public final class Main {
         int electionTimeoutMs = 1000;
         String dataDir;
         Map<String, List<String>> priorities = null; // role -> ids, highest first
+        boolean join; // start with an empty configuration: a running group's leader adds this member
     }
 
-    private static void usage(String why) {
+    static void usage(String why) {
         System.err.println("jraft-anchor: " + why);
         System.err.println("usage: --id ID --roles 0,1,... --listen HOST:PORT --peers ID@HOST:PORT,... "
-            + "--election-timeout-ms MS --data-dir DIR [--priorities \"0=m0>m1>m2;1=m1>m2>m0\"]");
+            + "--election-timeout-ms MS --data-dir DIR [--priorities \"0=m0>m1>m2;1=m1>m2>m0\"] [--join]");
+        System.err.println("       admin change-peers --roles 0,1,... --peers ID@HOST:PORT,... --to ID@HOST:PORT,... "
+            + "[--priorities ...] [--timeout-ms MS]");
         System.exit(2);
     }
 
@@ -190,6 +193,10 @@ public final class Main {
         Args a = new Args();
         for (int i = 0; i < argv.length; i++) {
             String flag = argv[i];
+            if (flag.equals("--join")) {
+                a.join = true;
+                continue;
+            }
             String value;
             int eq = flag.indexOf('=');
             if (flag.startsWith("--") && eq > 0) {
@@ -211,41 +218,12 @@ public final class Main {
                     }
                     break;
                 case "--listen": a.listen = value; break;
-                case "--peers":
-                    for (String p : value.split(",")) {
-                        if (p.isBlank()) {
-                            continue;
-                        }
-                        int at = p.indexOf('@');
-                        if (at <= 0) {
-                            usage("bad peer (want ID@HOST:PORT): " + p);
-                        }
-                        a.peers.put(p.substring(0, at).trim(), p.substring(at + 1).trim());
-                    }
-                    break;
+                case "--peers": a.peers = parsePeers(value); break;
                 case "--election-timeout-ms":
                     a.electionTimeoutMs = (int) Math.round(Double.parseDouble(value));
                     break;
                 case "--data-dir": a.dataDir = value; break;
-                case "--priorities":
-                    a.priorities = new HashMap<>();
-                    for (String part : value.split(";")) {
-                        if (part.isBlank()) {
-                            continue;
-                        }
-                        int e = part.indexOf('=');
-                        if (e <= 0) {
-                            usage("bad priorities entry (want ROLE=ID>ID>...): " + part);
-                        }
-                        List<String> ids = new ArrayList<>();
-                        for (String m : part.substring(e + 1).split(">")) {
-                            if (!m.isBlank()) {
-                                ids.add(m.trim());
-                            }
-                        }
-                        a.priorities.put(part.substring(0, e).trim(), ids);
-                    }
-                    break;
+                case "--priorities": a.priorities = parsePriorities(value); break;
                 default: usage("unknown flag " + flag);
             }
         }
@@ -257,7 +235,58 @@ public final class Main {
         return a;
     }
 
-    private static Endpoint endpoint(String hostPort) {
+    /** "ID@HOST:PORT,..." as id -> HOST:PORT, in the order given. */
+    static LinkedHashMap<String, String> parsePeers(String value) {
+        LinkedHashMap<String, String> out = new LinkedHashMap<>();
+        for (String p : value.split(",")) {
+            if (p.isBlank()) {
+                continue;
+            }
+            int at = p.indexOf('@');
+            if (at <= 0) {
+                usage("bad peer (want ID@HOST:PORT): " + p);
+            }
+            out.put(p.substring(0, at).trim(), p.substring(at + 1).trim());
+        }
+        return out;
+    }
+
+    /** "0=m0>m1>m2;1=..." as role -> ids, highest priority first. */
+    static Map<String, List<String>> parsePriorities(String value) {
+        Map<String, List<String>> out = new HashMap<>();
+        for (String part : value.split(";")) {
+            if (part.isBlank()) {
+                continue;
+            }
+            int e = part.indexOf('=');
+            if (e <= 0) {
+                usage("bad priorities entry (want ROLE=ID>ID>...): " + part);
+            }
+            List<String> ids = new ArrayList<>();
+            for (String m : part.substring(e + 1).split(">")) {
+                if (!m.isBlank()) {
+                    ids.add(m.trim());
+                }
+            }
+            out.put(part.substring(0, e).trim(), ids);
+        }
+        return out;
+    }
+
+    /** A member's priority value in a role: by its place in the role's order; Disabled without priorities. */
+    static int priorityOf(Map<String, List<String>> priorities, String role, String member) {
+        if (priorities == null) {
+            return ElectionPriority.Disabled;
+        }
+        List<String> order = priorities.getOrDefault(role, List.of());
+        if (order.isEmpty()) {
+            return ElectionPriority.Disabled;
+        }
+        int k = order.indexOf(member);
+        return k < 0 ? ElectionPriority.MinValue : priorityValue(k);
+    }
+
+    static Endpoint endpoint(String hostPort) {
         int colon = hostPort.lastIndexOf(':');
         if (colon <= 0) {
             usage("bad address (want HOST:PORT): " + hostPort);
@@ -284,6 +313,9 @@ public final class Main {
     private static final Object LIFECYCLE = new Object();
 
     public static void main(String[] argv) throws Exception {
+        if (argv.length > 0 && argv[0].equals("admin")) {
+            System.exit(Admin.run(java.util.Arrays.copyOfRange(argv, 1, argv.length)));
+        }
         Args a = parse(argv);
 
         Map<String, Endpoint> members = new LinkedHashMap<>();
@@ -313,16 +345,15 @@ public final class Main {
             List<String> order = a.priorities == null ? List.of() : a.priorities.getOrDefault(r, List.of());
             Map<String, Integer> prio = new HashMap<>();
             for (String m : members.keySet()) {
-                if (order.isEmpty()) {
-                    prio.put(m, ElectionPriority.Disabled);
-                } else {
-                    int k = order.indexOf(m);
-                    prio.put(m, k < 0 ? ElectionPriority.MinValue : priorityValue(k));
-                }
+                prio.put(m, priorityOf(a.priorities, r, m));
             }
+            // A joining member starts with no configuration, so it never campaigns: the groups' leaders add it
+            // (`admin change-peers`, the library's CliService), and its configuration then comes from their logs.
             Configuration conf = new Configuration();
-            for (Map.Entry<String, Endpoint> m : members.entrySet()) {
-                conf.addPeer(new PeerId(m.getValue().copy(), 0, prio.get(m.getKey())));
+            if (!a.join) {
+                for (Map.Entry<String, Endpoint> m : members.entrySet()) {
+                    conf.addPeer(new PeerId(m.getValue().copy(), 0, prio.get(m.getKey())));
+                }
             }
             Role role = new Role(a.id, r, order);
 

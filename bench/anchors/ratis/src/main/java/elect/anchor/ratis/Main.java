@@ -207,17 +207,20 @@ public final class Main {
         LinkedHashMap<String, String> peers = new LinkedHashMap<>(); // id -> host:port (the others)
         int electionTimeoutMs = 1000;
         String dataDir;
+        boolean join; // joining a running cluster: no group of its own until `admin change-peers` adds it
         Map<String, List<String>> priorities = null; // role -> ids, highest first
     }
 
-    private static void usage(String why) {
+    static void usage(String why) {
         System.err.println("ratis-anchor: " + why);
         System.err.println("usage: --id ID --roles 0,1,... --listen HOST:PORT --peers ID@HOST:PORT,... "
-            + "--election-timeout-ms MS --data-dir DIR [--priorities \"0=m0>m1>m2;1=m1>m2>m0\"]");
+            + "--election-timeout-ms MS --data-dir DIR [--priorities \"0=m0>m1>m2;1=m1>m2>m0\"] [--join]");
+        System.err.println("       admin change-peers --roles 0,1,... --peers ID@HOST:PORT,... --to ID@HOST:PORT,... "
+            + "[--priorities ...] [--timeout-ms MS]");
         System.exit(2);
     }
 
-    private static List<String> split(String value, String sep) {
+    static List<String> split(String value, String sep) {
         List<String> out = new ArrayList<>();
         for (String part : value.split(sep)) {
             if (!part.isBlank()) {
@@ -227,10 +230,40 @@ public final class Main {
         return out;
     }
 
+    /** "ID@HOST:PORT,..." as id -> HOST:PORT, in the order given. */
+    static LinkedHashMap<String, String> parsePeers(String value) {
+        LinkedHashMap<String, String> out = new LinkedHashMap<>();
+        for (String p : split(value, ",")) {
+            int at = p.indexOf('@');
+            if (at <= 0) {
+                usage("bad peer (want ID@HOST:PORT): " + p);
+            }
+            out.put(p.substring(0, at).trim(), p.substring(at + 1).trim());
+        }
+        return out;
+    }
+
+    /** "0=m0>m1>m2;1=..." as role -> ids, highest priority first. */
+    static Map<String, List<String>> parsePriorities(String value) {
+        Map<String, List<String>> out = new HashMap<>();
+        for (String part : split(value, ";")) {
+            int e = part.indexOf('=');
+            if (e <= 0) {
+                usage("bad priorities entry (want ROLE=ID>ID>...): " + part);
+            }
+            out.put(part.substring(0, e).trim(), split(part.substring(e + 1), ">"));
+        }
+        return out;
+    }
+
     private static Args parse(String[] argv) {
         Args a = new Args();
         for (int i = 0; i < argv.length; i++) {
             String flag = argv[i];
+            if (flag.equals("--join")) {
+                a.join = true;
+                continue;
+            }
             String value;
             int eq = flag.indexOf('=');
             if (flag.startsWith("--") && eq > 0) {
@@ -246,29 +279,12 @@ public final class Main {
                 case "--id": a.id = value; break;
                 case "--roles": a.roles = split(value, ","); break;
                 case "--listen": a.listen = value; break;
-                case "--peers":
-                    for (String p : split(value, ",")) {
-                        int at = p.indexOf('@');
-                        if (at <= 0) {
-                            usage("bad peer (want ID@HOST:PORT): " + p);
-                        }
-                        a.peers.put(p.substring(0, at).trim(), p.substring(at + 1).trim());
-                    }
-                    break;
+                case "--peers": a.peers = parsePeers(value); break;
                 case "--election-timeout-ms":
                     a.electionTimeoutMs = (int) Math.round(Double.parseDouble(value));
                     break;
                 case "--data-dir": a.dataDir = value; break;
-                case "--priorities":
-                    a.priorities = new HashMap<>();
-                    for (String part : split(value, ";")) {
-                        int e = part.indexOf('=');
-                        if (e <= 0) {
-                            usage("bad priorities entry (want ROLE=ID>ID>...): " + part);
-                        }
-                        a.priorities.put(part.substring(0, e).trim(), split(part.substring(e + 1), ">"));
-                    }
-                    break;
+                case "--priorities": a.priorities = parsePriorities(value); break;
                 default: usage("unknown flag " + flag);
             }
         }
@@ -352,6 +368,9 @@ public final class Main {
     });
 
     public static void main(String[] argv) throws Exception {
+        if (argv.length > 0 && argv[0].equals("admin")) {
+            System.exit(Admin.run(java.util.Arrays.copyOfRange(argv, 1, argv.length)));
+        }
         Args a = parse(argv);
 
         Map<String, String> members = new LinkedHashMap<>(); // id -> host:port, this member first
@@ -415,7 +434,10 @@ public final class Main {
             Set<RaftGroupId> present = new HashSet<>();
             server.getGroupIds().forEach(present::add);
             for (Map.Entry<RaftGroupId, RaftGroup> g : groups.entrySet()) {
-                if (present.contains(g.getKey())) {
+                // A joining member waits for `admin change-peers` to add each group to it (with the configuration
+                // wanted) just before the leader adds it: started with a group of its own, it would campaign in a
+                // configuration the voters do not have, and a voter's answer to that shuts the division down.
+                if (present.contains(g.getKey()) || a.join) {
                     continue; // recovered from disk: its configuration is the one in its log
                 }
                 RaftClientReply reply = server.groupManagement(GroupManagementRequest.newAdd(CLIENT,
