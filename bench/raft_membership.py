@@ -29,7 +29,9 @@ def report(results: list[Outcome], command: str, load: tuple[float, float]) -> s
         f"{load[0]:.1f} at the start and {load[1]:.1f} at the end. D = 1 s (election timeout), 12 roles over 12 "
         "partitions (one group each), every member contending for every role, on loopback. Figures per trial, from "
         "the members' own event lines; *leaderless* is the longest span in which some role had no leader, from the "
-        "first change to the end; *moved*: roles whose leader at the end is not the one before.",
+        "first change to the end; *moved*: roles whose leader at the end is not the one before; *handovers*: "
+        "acquisitions from the first change to the end (each time a role changed hands; a replace-all needs at "
+        "least one per role).",
         "",
         "raft:// members are `elect member` processes (the first three with `peers=`, the new ones with `join=`; "
         "one leaves with `--leave`, a killed one is removed with `elect raft remove`). An anchor's member is its "
@@ -40,14 +42,16 @@ def report(results: list[Outcome], command: str, load: tuple[float, float]) -> s
         "or SIGKILLed; then the same command removes it, giving the new member its priorities. The anchors end "
         "as they end: neither is waited on for balance.",
         "",
-        "| method | scenario | trial | longest leaderless (s) | overlaps | moved | leaders at the end | timings (s) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| method | scenario | trial | longest leaderless (s) | overlaps | moved | handovers | leaders at the end | "
+        "timings (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for o in results:
         leaders = " / ".join(f"{m} {n}" for m, n in sorted(o.leaders.items()))
         timings = ", ".join(f"{k} {v:g}" for k, v in o.seconds.items())
-        lines.append(f"| {o.method} | {o.scenario} | {o.trial + 1} | {o.longest_leaderless:.3f} | {o.overlaps} | "
-                     f"{o.moved} | {leaders} | {timings} |")
+        lines.append(f"| {o.method} | {o.scenario} | {o.trial + 1} | {o.longest_leaderless:.3f} | "
+                     f"{o.overlaps}{f' ({o.overlap_seconds:.3f} s)' if o.overlaps else ''} | "
+                     f"{o.moved} | {o.handovers} | {leaders} | {timings} |")
     return "\n".join(lines) + "\n"
 
 

@@ -53,6 +53,9 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
     """Scenario-specific timings (e.g. join_to_share: from the new node's start until it leads its share)."""
     method: str = "raft"
+    handovers: int = 0
+    """Acquisitions from the first change to the end: each time some role changed hands (the fewest a replace-all
+    can do is one per role)."""
 
     @property
     def balanced(self) -> bool:
@@ -173,8 +176,9 @@ class Cluster:
                 spent += end - start
         now = {r: v[0] for r, v in self.leaders().items() if v}
         moved = sum(1 for r in range(ROLES) if now.get(r) != before.get(r))
+        handovers = sum(1 for line in lines if line["event"] == "acquired" and line["mono"] >= began)
         return Outcome(scenario, trial, round(longest, 4), count, round(spent, 4), moved, self.counts(),
-                       {k: round(v, 3) for k, v in seconds.items()}, self.method)
+                       {k: round(v, 3) for k, v in seconds.items()}, self.method, handovers)
 
     def close(self) -> None:
         for p in self.procs.values():
@@ -347,5 +351,5 @@ def _one(method: str, name: str, trial: int, trials: int, where: Path, progress:
     with cluster(where, method) as c:
         o = SCENARIOS[name](c, trial)
     progress(f"{method} {name} #{trial + 1}/{trials}: longest leaderless {o.longest_leaderless:.3f} s, "
-             f"{o.overlaps} overlaps, {o.moved} moved, leaders {o.leaders}, {o.seconds}")
+             f"{o.overlaps} overlaps, {o.moved} moved in {o.handovers} handovers, leaders {o.leaders}, {o.seconds}")
     return o
