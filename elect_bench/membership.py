@@ -141,7 +141,8 @@ class Cluster:
                 since.append(time.monotonic())
             return {r: v[0] for r, v in h.items()} if time.monotonic() - since[0] >= 2 * self.et else None
 
-        return wait_until(ok, timeout, what=f"every role led once, balanced over {sorted(allowed)}")
+        what = f"every role led once by {sorted(allowed)}" + (", balanced" if balanced else "")
+        return wait_until(ok, timeout, what=what)
 
     def leave(self, node: str, timeout: float = 60.0) -> None:
         """SIGTERM: the member drains, removes itself and exits 0."""
