@@ -486,6 +486,11 @@ class NodeHost:
         if not links.fresh:
             return
         for peer, leading in links.fresh:
+            if leading and self._beat_due == INF:
+                # the first group led quietly: beats start now. `add_group` starts them only for a group that names
+                # peers when added, and a joining node's partitions are added before they have any: without this its
+                # quiet groups' leases rested on node acks no beat ever asked for, and lapsed
+                self._beat_due = now
             if (peer, leading) in sched:
                 continue
             if leading:
