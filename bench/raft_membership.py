@@ -23,7 +23,7 @@ def report(results: list[Outcome], command: str, load: tuple[float, float]) -> s
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     methods = sorted({o.method for o in results})
     lines = [
-        "# Membership changes on real processes: raft:// " + ("beside the Raft anchors" if len(methods) > 1 else ""),
+        "# Membership changes on real processes: raft://" + (" beside the Raft anchors" if len(methods) > 1 else ""),
         "",
         f"`{command}` on commit {commit}, {platform.node()}: {os.cpu_count()} cores, 1-minute load average "
         f"{load[0]:.1f} at the start and {load[1]:.1f} at the end. D = 1 s (election timeout), 12 roles over 12 "
