@@ -61,6 +61,15 @@ class Method:
     secure: bool = False  # runs on a secured cluster (`Endpoints.secured`): TLS, client certificates, passwords
     struck: tuple[str, ...] = ()
     planned: float = 0.0  # how many D after start the method may still move roles by plan (raft's hand-backs)
+    hands_back: bool = True  # a member that (re)joins is handed its share of roles; False: it gets only roles
+    # that free up (the anchors' elections, stock Raft), so a rollout does not wait for balance after a step
+
+    @property
+    def grows(self) -> bool:
+        """Whether a member of a new id can be started beside a running group: the store-based methods (any id
+        contends) and raft:// (it joins); not methods whose peers are fixed at start (PySyncObj, the Java Raft
+        anchors, whose membership `bench/raft_membership.py` changes with their own operators' tools)."""
+        return self.scheme == "raft" or bool(self.needs)
 
     def quiet(self, budget: float) -> float:
         """How long a group must be quiet to count as settled: 1.5 D (at least 1 s), and longer than the method's
@@ -330,13 +339,13 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                           "priority": "balanced", "quiesce": "off"}, _raft, planned=RAFT_HAND_BACK),
     Method("raft-zeebe", "raft", "Raft per partition, plain ZEP006 (zeebe priorities, no improvements)", (),
            lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                     "priority": "zeebe", "improvements": "off"}, _raft),
+                     "priority": "zeebe", "improvements": "off"}, _raft, hands_back=False),
     Method("raft-stock", "raft", "stock Raft, randomized timeouts in [ET, 2 ET)", (),
            lambda b: {"election_timeout": _secs(b), "heartbeat_interval": _secs(b / 10),
-                     "priority": "off"}, _raft),
+                     "priority": "off"}, _raft, hands_back=False),
     Method("pysyncobj", "pysyncobj", "PySyncObj, one SyncObj per partition (an independent Raft, no leader lease)",
            (), lambda b: {"election_timeout": _secs(b)},
-           _peer_urls("pysyncobj", None, port_per_partition=True, stateful=True)),
+           _peer_urls("pysyncobj", None, port_per_partition=True, stateful=True), hands_back=False),
     Method("kafka-fast", "kafka", "NELI fast (exclusive): partition owner leads", ("kafka",),
            lambda b: {"mode": "fast", "session_timeout": _secs(b)}, _kafka),
     Method("kafka-full", "kafka", "NELI full (non-exclusive): vector of receipt times", ("kafka",),
@@ -362,21 +371,21 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            secure=True, struck=KUBERNETES_STRUCK),
     # The anchors: the well-known implementations' own code (bench/anchors), at the same detection budget.
     Method("kazoo", "kazoo", "anchor: kazoo's Election recipe on ZooKeeper (session timeout = D)", ("zookeeper",),
-           lambda b: {"session_timeout": _secs(b)}, _kazoo),
+           lambda b: {"session_timeout": _secs(b)}, _kazoo, hands_back=False),
     Method("etcd-election", "etcd-election", "anchor: etcd's Go concurrency.Election (session TTL = D, whole s)",
-           ("etcd",), lambda b: {"ttl": str(max(1, round(b)))}, _etcd_election),
+           ("etcd",), lambda b: {"ttl": str(max(1, round(b)))}, _etcd_election, hands_back=False),
     Method("goneli", "goneli", "anchor: goNELI, matched to D (session timeout = D)", ("kafka",),
            lambda b: {"budget": _secs(b)}, _goneli),
     Method("goneli-defaults", "goneli", "anchor: goNELI with its own defaults", ("kafka",),
            lambda b: {"defaults": "1"}, _goneli),
     Method("client-go", "client-go", "anchor: client-go's leaderelection with a LeaseLock (LeaseDuration = D, "
            "whole s; RenewDeadline 2/3, RetryPeriod 2/15 of it)", ("kubernetes",), _client_go_timing, _client_go,
-           struck=KUBERNETES_STRUCK),
+           struck=KUBERNETES_STRUCK, hands_back=False),
     Method("k8s-python", "k8s-python", "anchor: the Kubernetes Python client's leaderelection with its LeaseLock "
            "(its smallest whole seconds: 3 s / 2 s / 1 s at D = 1 s)", ("kubernetes",), _k8s_python_timing,
-           _k8s_python, struck=KUBERNETES_STRUCK),
+           _k8s_python, struck=KUBERNETES_STRUCK, hands_back=False),
     Method("jraft", "jraft", "anchor: sofa-jraft, a group per partition, our balanced priorities (ET = D)", (),
-           lambda b: {"election_timeout_ms": str(round(b * 1000))}, _jraft),
+           lambda b: {"election_timeout_ms": str(round(b * 1000))}, _jraft, hands_back=False),
     Method("ratis", "ratis", "anchor: Apache Ratis, a group per partition on one server, our balanced priorities "
            "(election timeout in [D, 2D])", (), lambda b: {"election_timeout_ms": str(round(b * 1000))}, _ratis),
 ]}

@@ -23,6 +23,7 @@ from elect_bench.busy import Busy
 from elect_bench.checker import check_promise
 from elect_bench.fakeclock import FakeClock
 from elect_bench.faults import Fault, InfraFault, MemberFault
+from elect_bench.faults.lifecycle import LifecycleFault
 from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord as Record
 from elect_bench.history import History
@@ -32,6 +33,7 @@ from elect_bench.measures import (
     balanced_from,
     disruptions,
     failovers,
+    handover_gaps,
     leaderless,
     max_led,
     overlaps,
@@ -41,6 +43,7 @@ from elect_bench.members import MemberProcess, leaders, led, settle
 from elect_bench.metering import Router
 from elect_bench.methods import Group, Method, direct
 from elect_bench.placement import LocalPlacement, Placement
+from elect_bench.rollout import Fleet, Rollout, measure, roll
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.process import usage
 from elect_cluster.waiting import WaitTimeout, wait_until
@@ -115,6 +118,7 @@ class TrialResult:
     busy: int = 0                                         # CPU-bound processes beside the members
     steps: dict[str, list[float]] = field(default_factory=dict)  # step -> seconds, as the members timed them
     max_drift: float | None = None                        # the clock-rate difference the method said it tolerates
+    rollout: dict[str, Any] = field(default_factory=dict)  # a lifecycle fault: elect_bench.rollout.Measured
     history: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -142,7 +146,8 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
               progress: Progress = lambda _m: None) -> TrialResult:
     """Run one trial; never raises for a failed trial (it comes back with ok=False and the reason)."""
     result = TrialResult(spec.method.name, spec.fault.name, index, ok=False, members=spec.members, busy=spec.busy)
-    ids = [f"m{i}" for i in range(spec.members)]
+    lifecycle = spec.fault if isinstance(spec.fault, LifecycleFault) else None
+    ids = [f"m{i}" for i in range(lifecycle.members_at_start(spec.members) if lifecycle else spec.members)]
     group = Group(ids, spec.roles, unique, env.endpoints, env.placement.address, env.router or direct,
                   state_dir=str(env.workdir / unique / "state"))
     urls = spec.method.member_urls(group, spec.budget, spec.overrides)
@@ -169,8 +174,15 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
             strike_member(spec.fault, spec, env, procs, records, progress)
         elif isinstance(spec.fault, InfraFault):
             strike_infrastructure(spec.fault, spec, env, procs, records, progress, turn=index)
+        rolled: tuple[Rollout, int | None] | None = None
+        if lifecycle is not None:
+            rolled = roll_trial(lifecycle, spec, env, group, urls, procs, workload, unique, records, progress)
         history = _observed(env.placement, procs, records, began, result)
         _measure(spec, promised, history, procs, result)
+        if rolled is not None:
+            done, sent = rolled
+            result.rollout = measure(history, done, sorted(spec.role_names), sum(1 for p in procs if p.alive),
+                                     sent).to_json()
         result.ok = True
     except Exception as exc:  # a trial that could not run is a finding, not a crash of the suite
         result.error = _failure(exc, procs)
@@ -187,6 +199,26 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
                 busy.stop()
     result.history = history.to_json()
     return result
+
+
+def roll_trial(fault: LifecycleFault, spec: TrialSpec, env: Environment, group: Group, urls: dict[str, str],
+               procs: list[MemberProcess], workload: Workload, unique: str, records: list[Record],
+               progress: Progress) -> tuple[Rollout, int | None]:
+    """Carry out a lifecycle fault on the trial's members (`procs` ends with every member that ran, the retired
+    too: their lines are the history); returns the rollout and the requests counted during it (None: uncounted)."""
+    def launch(ident: str, url: str) -> MemberProcess:
+        return member_process(spec.method, spec.roles, env, unique, url, ident, workload.member_args(ident))
+
+    fleet = Fleet(spec.method, group, spec.budget, dict(spec.overrides), dict(urls), list(procs), launch,
+                  env.placement, env.workdir / unique / "state")
+    before = sum(env.router.messages().values()) if env.router else None
+    try:
+        done = roll(fault, fleet, spec.role_names, spec.members, spec.hold_for, spec.bound, records, progress)
+    finally:
+        procs[:] = [*fleet.procs, *fleet.retired]
+    sent = None if before is None or env.router is None else sum(env.router.messages().values()) - before
+    settle(fleet.live, quiet=max(1.0, spec.budget), limit=spec.bound)
+    return done, sent
 
 
 def member_process(method: Method, roles: int, env: Environment, unique: str, url: str, member: str,
@@ -402,7 +434,16 @@ def _observed(placement: Placement, procs: Sequence[MemberProcess], records: lis
 def _measure(spec: TrialSpec, promised: Characteristics, history: History, procs: Sequence[MemberProcess],
              result: TrialResult) -> None:
     ivs = history.intervals()
-    if history.faults:
+    if history.faults and isinstance(spec.fault, LifecycleFault):
+        record = next(f for f in history.faults if f.kind == spec.fault.name)
+        gaps = handover_gaps(history, record)
+        result.failover = [f.latency for f in gaps if f.latency is not None]
+        result.unrecovered = sum(1 for f in gaps if f.latency is None)
+        result.gap = sum(total(leaderless(ivs.get(r, []), record.mono, history.end)) for r in spec.role_names)
+        live = sum(1 for p in procs if p.alive)
+        result.after_max_led = max_led(ivs, history.end - 1e-6)
+        result.after_balanced = balanced(result.after_max_led, spec.roles, live)
+    elif history.faults:
         record = history.faults[0]
         disrupts = spec.fault.measured_as_disruption
         lost = disruptions(history, record) if disrupts else failovers(history, record)

@@ -8,12 +8,13 @@ the name as `kind`, so questions about a record are answered here too, by that n
 from __future__ import annotations
 
 from elect.errors import ConfigError
-from elect_bench.faults import clock, infrastructure, member, steady  # noqa: F401 (each kind registers when defined)
+from elect_bench.faults import clock, infrastructure, lifecycle, member, steady  # noqa: F401 (each kind registers when defined)
 from elect_bench.faults.base import REGISTRY, Fault, InfraFault, MemberFault
+from elect_bench.faults.lifecycle import KILLING_STEPS, LifecycleFault
 from elect_bench.faults.membership import Add, MembershipFault, Remove, Replace
 
-__all__ = ["FAULTS", "MEMBERSHIP", "Fault", "InfraFault", "MemberFault", "MembershipFault", "fault", "kills_process",
-           "known"]
+__all__ = ["FAULTS", "MEMBERSHIP", "Fault", "InfraFault", "LifecycleFault", "MemberFault", "MembershipFault", "fault",
+           "kills_process", "known"]
 
 #: Every fault kind by the name users write.
 FAULTS: dict[str, type[Fault]] = REGISTRY
@@ -38,7 +39,7 @@ def known(kind: str) -> type[Fault] | None:
 
 
 def kills_process(kind: str) -> bool:
-    """Whether a record of `kind` (a fault's name, or its healing's) means the harness killed its target (a dead
-    process believes nothing after it)."""
+    """Whether a record of `kind` (a fault's name, its healing's, or a rollout's step) means the harness killed its
+    target (a dead process believes nothing after it)."""
     found = known(kind)
-    return found is not None and found.kills_process
+    return (found is not None and found.kills_process) or kind in KILLING_STEPS
