@@ -13,6 +13,7 @@ from typing import Any
 
 from elect_bench import drift, envelope, html, idle, neli
 from elect_bench.envelope import EnvelopeResult
+from elect_bench.faults import LifecycleFault
 from elect_bench.idle import IdleResult
 from elect_bench.neli import NeliResult
 from elect_bench.simulation import chaos_runner
@@ -47,6 +48,32 @@ REBALANCE_COLUMNS: Columns = [
     ("rebalance_p50", "to balance p50", "{:.2f} s"), ("rebalance_max", "to balance max", "{:.2f} s"),
     ("unbalanced", "never balanced", "{}"),
 ]
+
+ROLLOUT_COLUMNS: Columns = [
+    ("method", "method", "{}"), ("fault", "fault", "{}"), ("members", "members", "{}"),
+    ("ok", "trials", "{ok}/{trials}"),
+    ("rollout_leaderless_max", "longest leaderless", "{:.3f} s"),
+    ("rollout_leaderless_p50", "p50 of trials", "{:.3f} s"),
+    ("rollout_leaderless_sum_p50", "leaderless sum p50", "{:.2f} s"),
+    ("rollout_moves_p50", "moves p50", "{:.0f}"), ("rollout_moves_needed", "needed", "{:.0f}"),
+    ("rollout_excess_moves_max", "extra moves max", "{:.0f}"), ("overlap_total", "overlap", "{:.3f} s"),
+    ("rollout_balanced", "balanced at end", "{:.0%}"), ("rollout_to_balance_p50", "to balance p50", "{:.2f} s"),
+    ("rollout_to_balance_max", "max", "{:.2f} s"), ("rollout_unsettled", "steps unsettled", "{}"),
+    ("rollout_seconds_p50", "rollout p50", "{:.1f} s"), ("rollout_rps_mean", "store req/s", "{:.0f}"),
+    ("violations", "violations", "{}"),
+]
+
+ROLLOUT = (
+    "Lifecycle faults (elect_bench.faults.lifecycle, carried out by elect_bench.rollout): *longest leaderless* is the "
+    "longest span any role had no leader, from the rollout's first step to the end of the trial (the worst trial; "
+    "*p50 of trials* the median trial's); *leaderless sum* adds every role's; *moves* counts acquisitions of a role "
+    "by another member than its previous leader, *needed* the moves no rollout of these steps avoids (each role a "
+    "departing member led, and each arriving member's share where the method hands roles back), *extra moves* the "
+    "most any trial made beyond that; *to balance* is from the last step (the last member started, joined or "
+    "retired) until every role had one leader and the busiest member led ceil(roles / members), for good; *steps "
+    "unsettled*: steps after which the group was not led throughout (and balanced, where the method hands back) "
+    "within the bound; *store req/s*: requests all members sent to the store or broker during the rollout, where "
+    "counted (`meter`).")
 
 REBALANCE = (
     "After a restart (elect_bench.faults `restart`): *to balance* is from the member's restart (its process "
@@ -111,6 +138,9 @@ def table_rows(result: Result) -> tuple[list[str], list[list[str]]]:
                                                                       [c.summary() for c in result.cells])
     if isinstance(result, EnvelopeResult):
         return [title for _, title, _ in envelope.COLUMNS], rows(envelope.COLUMNS, result.summaries())
+    if isinstance(result, RunResult) and _rolled(result):
+        columns = ROLLOUT_COLUMNS + (WRITE_COLUMNS if _wrote(result) else [])
+        return [title for _, title, _ in columns], rows(columns, result.summaries())
     columns = idle.COLUMNS if isinstance(result, IdleResult) else neli.COLUMNS if isinstance(result, NeliResult) \
         else COLUMNS + (WRITE_COLUMNS if _wrote(result) else []) + (REBALANCE_COLUMNS if _restarted(result) else [])
     return [title for _, title, _ in columns], rows(columns, result.summaries())
@@ -119,6 +149,11 @@ def table_rows(result: Result) -> tuple[list[str], list[list[str]]]:
 def _restarted(result: RunResult) -> bool:
     """Whether any cell restarted its victim (the time-to-balance columns are shown only then)."""
     return any(c.fault.kills_process and c.fault.healed_as is not None for c in result.cells)
+
+
+def _rolled(result: RunResult) -> bool:
+    """Whether every cell is a lifecycle fault (the table is then the rollout's)."""
+    return bool(result.cells) and all(isinstance(c.fault, LifecycleFault) for c in result.cells)
 
 
 def _wrote(result: RunResult) -> bool:
@@ -211,7 +246,8 @@ def _notes(result: Result) -> list[str]:
         return [neli.NOTES, "", *neli.step_table(result), *_failures(failed), *_violations(result.run)]
     skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
     return [*drift.table(result), DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []),
-            *([REBALANCE, ""] if _restarted(result) else []), *_anchors(result),
+            *([REBALANCE, ""] if _restarted(result) else []), *([ROLLOUT, ""] if _rolled(result) else []),
+            *_anchors(result),
             *(["Not run:", "", *skipped, ""] if skipped else []), *_failures(failed), *_violations(result)]
 
 

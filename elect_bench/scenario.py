@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from elect.errors import ConfigError
-from elect_bench.faults import Fault, MembershipFault, fault
+from elect_bench.faults import Fault, LifecycleFault, MembershipFault, fault
 from elect_bench.faults.member import Kill
 from elect_bench.fenced import WORKLOADS
 from elect_bench.methods import METHODS, method_spec
@@ -86,6 +86,16 @@ class Scenario:
         if secured and (faults := [str(f) for f in self.faults if f.infrastructure]):
             raise ConfigError(f"{', '.join(faults)} strikes the plain cluster only; run {', '.join(secured)} with "
                               "member faults", parameter="faults")
+        if growing := [f.name for f in self.faults if isinstance(f, LifecycleFault) and f.new_members]:
+            if fixed := [m for m in self.methods if not method_spec(m).grows]:
+                raise ConfigError(f"{', '.join(growing)} start members of new ids, which {', '.join(fixed)} cannot "
+                                  "take (their peers are fixed at start; bench/raft_membership.py replaces the Java "
+                                  "Raft anchors' members with their own tools): run them with rolling-restart or "
+                                  "rolling-kill", parameter="faults")
+            if self.on_hosts:
+                raise ConfigError(f"{', '.join(growing)}: new members run on this machine, not on network-namespace "
+                                  "hosts (drop hosts, load_window and network faults from this scenario)",
+                                  parameter="faults")
         if self.budget <= 0 or self.trials < 1 or self.roles < 1:
             raise ConfigError("budget > 0, trials >= 1 and roles >= 1 are required")
         if self.rest < 0 or self.busy < 0:

@@ -31,13 +31,14 @@ from elect.contract import Characteristics
 from elect_bench import faults as fault_kinds
 from elect_bench import html
 from elect_bench.checker import Violation, check_promise
-from elect_bench.faults import Fault, InfraFault, MemberFault, MembershipFault
+from elect_bench.faults import Fault, InfraFault, LifecycleFault, MemberFault, MembershipFault
 from elect_bench.faults.membership import Add, Remove, Replace
 from elect_bench.fenced.workload import Workload, store_host
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Summary, disruptions, failovers, handover_gaps, overlaps
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import Group, Method, direct
+from elect_bench.rollout import Fleet, roll
 from elect_bench.suite import load_note, made, seconds
 from elect_bench.suite import machine as this_machine
 from elect_bench.trial import (
@@ -48,7 +49,6 @@ from elect_bench.trial import (
     strike_member,
     wait_until_time,
 )
-from elect_cluster.ports import free_port
 from elect_cluster.waiting import WaitTimeout, wait_until
 
 Progress = Callable[[str], None]
@@ -176,10 +176,12 @@ class _Group:
         self.procs = [member_process(spec.method, spec.roles, env, unique, self.urls[i], i, workload.member_args(i),
                                      fake_clock=fake_clock) for i in ids]
         self.role_names = {str(r) for r in range(spec.roles)}
-        # membership changes (raft://): members that joined later, and those that left (their lines stay)
-        self.spec, self.env, self.unique, self.workload = spec, env, unique, workload
-        self.retired: list[MemberProcess] = []
-        self.joined = 0
+        self.spec = spec
+        # membership changes and rollouts: members that joined later, and those that left (their lines stay)
+        self.fleet = Fleet(spec.method, group, spec.budget, dict(spec.overrides), self.urls, self.procs,
+                           lambda ident, url: member_process(spec.method, spec.roles, env, unique, url, ident,
+                                                             workload.member_args(ident)),
+                           env.placement, env.workdir / unique / "state")
 
     def all_led(self) -> bool:
         return led(self.procs) >= self.role_names
@@ -205,31 +207,16 @@ class _Group:
         return failed + len(lives)  # a life still not started at the deadline failed too
 
     def lines(self) -> list[dict[str, Any]]:
-        return [line for p in [*self.procs, *self.retired] for line in p.log.lines]
+        return [line for p in [*self.procs, *self.fleet.retired] for line in p.log.lines]
 
     def join(self) -> MemberProcess:
-        """A new member that joins through the running ones (`join=`), started."""
-        self.joined += 1
-        ident = f"j{self.joined}"
-        running = {p.member_id: _raft_address(p.url) for p in self.procs if p.alive}
-        url = _join_url(self.urls["m0"], ident, f"127.0.0.1:{free_port()}", running,
-                        self.env.workdir / self.unique / "state" / ident)
-        self.urls[ident] = url
-        proc = member_process(self.spec.method, self.spec.roles, self.env, self.unique, url, ident,
-                              self.workload.member_args(ident))
-        self.procs.append(proc)
-        proc.start()
-        return proc
+        """A new member that joins through the running ones (raft:// `join=`), started."""
+        return self.fleet.add(self.fleet.fresh())
 
     def retire(self, proc: MemberProcess, bound: float) -> None:
-        """Ask `proc` to leave (`leave` on its control input: drain, removed from the configuration, exit 0), and
-        wait for it to exit."""
-        proc.command("leave")
-        with contextlib.suppress(WaitTimeout):
-            wait_until(lambda: not proc.alive, bound, interval=0.05, what=f"{proc.member_id} to leave")
-        proc.kill()  # (a no-op once it exited)
-        self.procs.remove(proc)
-        self.retired.append(proc)
+        """Ask `proc` to leave (raft:// `leave` on its control input: drain, removed from the configuration, exit 0),
+        and wait for it to exit."""
+        self.fleet.retire(proc, bound)
 
 
 def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = "",
@@ -299,7 +286,9 @@ def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, r
     failed_starts = 0
     with contextlib.suppress(WaitTimeout):  # a role still leaderless shows as unrecovered in the strike before
         wait_until(group.all_led, trial.bound, interval=0.05, what="a leader for every role before the next fault")
-    if isinstance(fault, MembershipFault):
+    if isinstance(fault, LifecycleFault):
+        roll(fault, group.fleet, group.role_names, spec.members, trial.hold_for, trial.bound, records, progress)
+    elif isinstance(fault, MembershipFault):
         _change(fault, planned, trial.bound, group, records, progress)
     elif isinstance(fault, MemberFault):
         before = len(records)
@@ -351,20 +340,6 @@ def _change(fault: Fault, planned: Planned, bound: float, group: _Group, records
         leaver()
     if isinstance(fault, Remove) and len(group.procs) < group.spec.members:
         newcomer()
-
-
-def _raft_address(url: str) -> str:
-    """HOST:PORT of a raft:// member URL."""
-    return url.split("://", 1)[1].split("?", 1)[0].split("@", 1)[1]
-
-
-def _join_url(base: str, ident: str, address: str, running: dict[str, str], data_dir: Path) -> str:
-    """A raft:// URL for a new member `ident` at `address` that joins `running` (id -> HOST:PORT): `base`'s options
-    with `peers` replaced by `join`, its state in `data_dir`."""
-    _, _, query = base.partition("?")
-    params = [kv for kv in query.split("&") if kv and not kv.startswith(("peers=", "join=", "data_dir="))]
-    joins = ",".join(f"{m}@{a}" for m, a in sorted(running.items()))
-    return f"raft://{ident}@{address}?" + "&".join([f"join={joins}", *params, f"data_dir={data_dir}"])
 
 
 def _measure(strikes: list[Strike], history: History, records: Sequence[FaultRecord], roles: Sequence[str],

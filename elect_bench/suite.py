@@ -23,7 +23,7 @@ from typing import Any
 from elect import registry
 from elect.errors import ConfigError, MissingExtra, UnknownScheme
 from elect_bench import anchors
-from elect_bench.faults import Fault, fault
+from elect_bench.faults import Fault, LifecycleFault, fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
 from elect_bench.measures import Summary, mean
 from elect_bench.metering import Router
@@ -87,7 +87,33 @@ class Cell:
             "stale_writes": sum(t.stale_writes for t in ok), "lost_writes": sum(t.lost_writes for t in ok),
             "conflicting_writes": sum(t.conflicting_writes for t in ok),
             "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
+            **self._rollout([t.rollout for t in ok if t.rollout]),
         }
+
+    def _rollout(self, rolled: list[dict[str, Any]]) -> dict[str, Any]:
+        """A lifecycle fault's measures over the trials (elect_bench.rollout.Measured); NaN for other faults."""
+        if not isinstance(self.fault, LifecycleFault):
+            return dict.fromkeys(ROLLOUT_KEYS, math.nan)
+        to_balance = Summary.of([r["to_balance"] for r in rolled if r["to_balance"] is not None])
+        rps = [r["store_rps"] for r in rolled if r.get("store_rps") is not None]
+        return {
+            "rollout_leaderless_max": max((r["leaderless_max"] for r in rolled), default=math.nan),
+            "rollout_leaderless_p50": Summary.of([r["leaderless_max"] for r in rolled]).p50,
+            "rollout_leaderless_sum_p50": Summary.of([r["leaderless_sum"] for r in rolled]).p50,
+            "rollout_moves_p50": Summary.of([r["moves"] for r in rolled]).p50,
+            "rollout_moves_needed": Summary.of([r["moves_needed"] for r in rolled]).p50,
+            "rollout_excess_moves_max": max((r["moves"] - r["moves_needed"] for r in rolled), default=math.nan),
+            "rollout_balanced": _share([bool(r["balanced"]) for r in rolled]),
+            "rollout_to_balance_p50": to_balance.p50, "rollout_to_balance_max": to_balance.max,
+            "rollout_unsettled": sum(r["unsettled"] for r in rolled),
+            "rollout_seconds_p50": Summary.of([r["seconds"] for r in rolled]).p50,
+            "rollout_rps_mean": mean(rps),
+        }
+
+
+ROLLOUT_KEYS = ("rollout_leaderless_max", "rollout_leaderless_p50", "rollout_leaderless_sum_p50", "rollout_moves_p50",
+                "rollout_moves_needed", "rollout_excess_moves_max", "rollout_balanced", "rollout_to_balance_p50",
+                "rollout_to_balance_max", "rollout_unsettled", "rollout_seconds_p50", "rollout_rps_mean")
 
 
 def false_failovers(trials: Sequence[TrialResult]) -> float:
