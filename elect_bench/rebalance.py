@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from elect_bench.faults import MemberFault
@@ -128,10 +128,10 @@ def _settled(servers: str, consumers: int, partitions: int, session: float,
     """A group of bare consumers on a new topic, once it shares the partitions evenly; killed on the way out."""
     topic = new_topic(servers, partitions)
     if protocol == "consumer":
-        _configure_group(servers, topic, session)
+        configure_group(servers, topic, session)
     group = [Consumer(servers, topic, f"c{i}", session, protocol) for i in range(consumers)]
     try:
-        wait_until(lambda: _balanced(group, partitions), LIMIT, what=f"{consumers} consumers sharing {partitions} "
+        wait_until(lambda: balanced(group, partitions), LIMIT, what=f"{consumers} consumers sharing {partitions} "
                    "partitions evenly")
         yield group
     finally:
@@ -139,7 +139,7 @@ def _settled(servers: str, consumers: int, partitions: int, session: float,
             c.kill()
 
 
-def _configure_group(servers: str, group: str, session: float) -> None:
+def configure_group(servers: str, group: str, session: float) -> None:
     """The KIP-848 group's session timeout and heartbeat on the broker, exactly as a NELI member sets them."""
     from confluent_kafka.admin import AdminClient
 
@@ -162,7 +162,8 @@ def new_topic(servers: str, partitions: int, config: dict[str, str] | None = Non
     return topic
 
 
-def _balanced(group: list[Consumer], partitions: int) -> bool:
+def balanced(group: Sequence[Consumer], partitions: int) -> bool:
+    """Every partition owned and the consumers' shares within one of each other (their callbacks read first)."""
     for c in group:
         c.pump()
     counts = [len(c.owned) for c in group]

@@ -153,7 +153,7 @@ def _step(step: Step, fleet: Fleet, roles: set[str], hold: float, bound: float, 
         if step.action == "leave":
             fleet.retire(proc, bound)
         else:
-            fleet.placement.kill(proc) if step.action == "kill" else fleet.placement.stop(proc)
+            fleet.placement.kill(proc) if step.kills else fleet.placement.stop(proc)
             with contextlib.suppress(WaitTimeout):
                 wait_until(lambda: not proc.alive, bound, interval=0.02, what=f"{step.member} to exit")
             proc.kill()  # (a no-op once it exited; one that would not stop is taken down all the same)

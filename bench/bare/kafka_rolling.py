@@ -15,11 +15,12 @@ partitions wait for it (up to the session timeout) instead of moving twice.
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import time
 from pathlib import Path
 
-from elect_bench.rebalance import CONSUMER, LIMIT, Consumer, _balanced, _configure_group, new_topic
+from elect_bench.rebalance import CONSUMER, LIMIT, Consumer, balanced, configure_group, new_topic
 from elect_cluster.local import LocalCluster
 from elect_cluster.waiting import wait_until
 
@@ -53,11 +54,11 @@ def rolling(servers: str, protocol: str, static: bool, session: float, hold: flo
     """One rolling restart; the gap of every partition handover in it (seconds)."""
     topic = new_topic(servers, partitions)
     if protocol == "consumer":
-        _configure_group(servers, topic, session)
+        configure_group(servers, topic, session)
     group = [Bare(servers, topic, f"c{i}", session, protocol, static, assignor) for i in range(consumers)]
     lines: list[tuple[float, str, str, int]] = []  # (mono, consumer, event, partition) of every life
     try:
-        wait_until(lambda: _balanced(group, partitions), LIMIT, what="the group balanced")
+        wait_until(lambda: balanced(group, partitions), LIMIT, what="the group balanced")
         began = time.monotonic()
         for i in range(consumers):
             old = group[i]
@@ -67,7 +68,7 @@ def rolling(servers: str, protocol: str, static: bool, session: float, hold: flo
             time.sleep(hold)  # the member is away for the hold, as the harness's rolling restart does
             group[i] = Bare(servers, topic, old.member_id, session, protocol, static, assignor)
             group[i].lines = old.lines  # one history per name
-            wait_until(lambda: _balanced(group, partitions), LIMIT, what="the group balanced again")
+            wait_until(lambda: balanced(group, partitions), LIMIT, what="the group balanced again")
         for c in group:
             c.pump()
             lines += [(float(str(x["mono"])), c.member_id, str(x["event"]), int(p))
@@ -79,7 +80,7 @@ def rolling(servers: str, protocol: str, static: bool, session: float, hold: flo
     gaps = []
     for p in range(partitions):
         mine = sorted(x for x in lines if x[3] == p)
-        for a, b in zip(mine, mine[1:], strict=False):
+        for a, b in itertools.pairwise(mine):
             if a[2] == "revoke" and b[2] == "assign":
                 gaps.append(b[0] - a[0])
     return gaps

@@ -16,8 +16,9 @@ from elect_bench.faults.membership import Add, MembershipFault, Remove, Replace
 __all__ = ["FAULTS", "MEMBERSHIP", "Fault", "InfraFault", "LifecycleFault", "MemberFault", "MembershipFault", "fault",
            "kills_process", "known"]
 
-#: Every fault kind by the name users write.
-FAULTS: dict[str, type[Fault]] = REGISTRY
+#: Every fault kind by the name users write: single faults first, then the rollouts (the order of `--help` and
+#: of an unknown name's error).
+FAULTS: dict[str, type[Fault]] = dict(sorted(REGISTRY.items(), key=lambda kind: issubclass(kind[1], LifecycleFault)))
 #: ... and the membership changes only a soak (`elect soak raft`) and the simulator carry out.
 MEMBERSHIP: dict[str, type[Fault]] = {k.name: k for k in (Add, Remove, Replace)}
 

@@ -43,6 +43,11 @@ class Step:
         return self.action in ("stop", "kill", "leave")
 
     @property
+    def kills(self) -> bool:
+        """The member's process is SIGKILLed here (else a stop is graceful)."""
+        return self.action == "kill"
+
+    @property
     def arrives(self) -> bool:
         """A member starts here, and leads its share once the method has handed it over."""
         return self.action in ("start", "join")

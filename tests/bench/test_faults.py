@@ -37,7 +37,8 @@ class Member:
 
 def test_every_kind_is_registered_by_name() -> None:
     assert list(FAULTS) == ["drift", "infra", "infra-pause", "kill", "stop", "pause", "cut", "cut-in", "cut-out",
-                            "lossy", "slow", "restart", "none"]
+                            "lossy", "slow", "restart", "none", "rolling-restart", "rolling-kill", "rolling-replace",
+                            "scale-out", "scale-in"]
     assert all(fault(name).name == name for name in FAULTS)
     assert fault("kill") == fault("kill") and fault("kill") != fault("stop") and str(fault("cut")) == "cut"
     with pytest.raises(ConfigError, match="unknown fault 'crash'; known: drift, infra, infra-pause, kill"):
@@ -97,6 +98,9 @@ def test_what_the_measures_may_expect_of_each_kind() -> None:
         "infra-pause": (False, False, True, False, True, True),
         "none": (False, False, False, False, False, True),
         "drift": (False, False, False, False, True, False),  # a clock at 0.95 moves nothing: measured as disruption
+        # a rollout kills (rolling-kill) step by step, and waits after each for what that step needs
+        **dict.fromkeys(("rolling-restart", "rolling-kill", "rolling-replace", "scale-out", "scale-in"),
+                        (False, False, False, False, True, False)),
     }
 
 
