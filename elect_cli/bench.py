@@ -1,15 +1,14 @@
 """`elect bench [SCENARIO] [flags]`: run a comparison; print the table; write JSON, Markdown and plots.
 
 SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, sim-lease, sim-neli,
-sim-raft, sim-raft-members, idle, neli, writes, anchors, anchors-load); flags override its fields. A scenario's
-kind says what runs:
-faults on real members (the default), a simulation (it names `shapes`: the Raft core in virtual time,
-elect_bench/simulation/), `kind: chaos` (seeded chaos against the lease methods, NELI and Raft in simulation:
-`sim-lease`, `sim-neli`, `sim-raft`, `sim-raft-members`: nodes added, removed and replaced among the faults),
-`kind: idle`
-(the idle cost of a group at scale) or `kind: neli` (NELI in depth, with the broker's own rebalance time).
-`anchors` runs elect's methods beside the well-known implementations' own code (bench/anchors/);
-`anchors-load` counts their load on the store.
+sim-raft, sim-raft-members, idle, neli, writes, anchors, anchors-load, lifecycle, lifecycle-anchors); flags override
+its fields. A scenario's kind says what runs: faults on real members (the default), a simulation (it names `shapes`:
+the Raft core in virtual time, elect_bench/simulation/), `kind: chaos` (seeded chaos against the lease methods, NELI
+and Raft in simulation: `sim-lease`, `sim-neli`, `sim-raft`, `sim-raft-members`: nodes added, removed and replaced
+among the faults), `kind: idle` (the idle cost of a group at scale) or `kind: neli` (NELI in depth, with the
+broker's own rebalance time). `anchors` runs elect's methods beside the well-known implementations' own code
+(bench/anchors/); `anchors-load` counts their load on the store. `lifecycle` rolls the group: rolling restarts and
+kills, replacements, scaling out and in (`lifecycle-anchors`: the anchors' rolling restart and kill).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 BUNDLED = ("default, demo, infra, load, raft, lease, sim, idle, neli, neli-fast, writes, anchors, anchors-load, "
-           "envelope, floor, drift")
+           "envelope, floor, drift, lifecycle, lifecycle-anchors")
 
 
 def register(sub: Any) -> None:
