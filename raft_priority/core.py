@@ -943,10 +943,14 @@ class RaftGroup:
         for p, pr in zip(self.peers, self.peer_priority, strict=True):
             if pr <= self.priority:
                 return
-            if self.heard[p] >= live and self.healthy_since[p] <= steady and self._caught_up(p):
+            if self.heard[p] < live:
+                continue  # gone: the next one down may take the partition
+            if self.healthy_since[p] <= steady and self._caught_up(p):
                 if self.budget.left(now) > 0 and self.transfer_leadership(p, now):
                     self.budget.spend(now)  # out of budget: asked again at the next heartbeat round
-                return
+            # A live node that outranks the rest but is not yet steady (it has just joined, or come back) is waited
+            # for: handing the partition to one ranked between it and this leader would move it twice.
+            return
 
     def _send_timeout_now(self) -> None:
         assert self.transfer_to is not None

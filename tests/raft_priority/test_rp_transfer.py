@@ -131,6 +131,34 @@ def test_rebalance_retries_only_after_another_hysteresis_when_abandoned() -> Non
     assert b.leaders() == ["b"]
 
 
+P5 = {"a": 5, "b": 4, "c": 3, "d": 2, "e": 1}
+
+
+def test_rebalance_waits_for_a_live_top_member_rather_than_moving_twice() -> None:
+    b = Bench(P5, REB)
+    b.crash("a")
+    b.crash("b")
+    b.run_to(5.0)
+    assert b.leaders() == ["c"]
+    b.restart("b")
+    b.run_to(6.0)
+    b.restart("a")  # live from here on: c waits for it, not for b (steady first, at ~8 s)
+    b.run_to(10.0)
+    assert b.leaders() == ["a"]
+    moved = [(n, k) for n, k, _, at in b.events() if at > 5.0]
+    assert moved == [("c", "revoked"), ("a", "acquired")]
+
+
+def test_rebalance_passes_over_a_member_that_is_gone() -> None:
+    b = Bench(P5, REB)
+    b.crash("a")
+    b.crash("b")
+    b.run_to(5.0)
+    b.restart("b")  # a stays down: c hands to b once b is steady
+    b.run_to(8.5)
+    assert b.leaders() == ["b"]
+
+
 def test_no_rebalance_towards_lower_priority_or_when_switched_off() -> None:
     b = elected(REB)
     b.run_to(10.0)
