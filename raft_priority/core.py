@@ -945,9 +945,9 @@ class RaftGroup:
                 return
             if self.heard[p] < live:
                 continue  # gone: the next one down may take the partition
-            if self.healthy_since[p] <= steady and self._caught_up(p):
-                if self.budget.left(now) > 0 and self.transfer_leadership(p, now):
-                    self.budget.spend(now)  # out of budget: asked again at the next heartbeat round
+            steady_and_caught_up = self.healthy_since[p] <= steady and self._caught_up(p)
+            if steady_and_caught_up and self.budget.left(now) > 0 and self.transfer_leadership(p, now):
+                self.budget.spend(now)  # out of budget: asked again at the next heartbeat round
             # A live node that outranks the rest but is not yet steady (it has just joined, or come back) is waited
             # for: handing the partition to one ranked between it and this leader would move it twice.
             return
