@@ -119,7 +119,8 @@ class PeerLink:
     """The way to one peer: a bounded outbox drained by one long-lived client stream.
 
     ``send`` never blocks. ``max_pending`` bounds the outbox (oldest dropped first). While the peer is
-    unreachable everything for it is dropped; the stream is retried every ``backoff`` seconds.
+    unreachable everything for it is dropped; the stream is retried every ``backoff`` seconds, or at once on a
+    fresh channel when the peer is heard from (`kick`).
     """
 
     def __init__(self, peer: str, address: str, *, election_timeout: float, max_pending: int = 64,
@@ -140,18 +141,31 @@ class PeerLink:
         self._pending: deque[bytes] = deque()
         self._closed = False
         self._generation = 0
-        options = _channel_options(election_timeout)
-        if tls is None:
-            self._channel = grpc.insecure_channel(address, options=options)
-        else:  # the peer's certificate must name the peer we mean to reach
-            self._channel = grpc.secure_channel(address, tls.channel(),
-                                                options=[*options, ("grpc.ssl_target_name_override", peer)])
-        self._call = self._channel.stream_unary(METHOD, request_serializer=None,
-                                                response_deserializer=pb.Ack.FromString)
+        self._kicked = False
+        self._options = _channel_options(election_timeout)
+        self._channel, self._call = self._dial()
         self._thread = threading.Thread(target=self._run, name=f"raft-link-{peer}", daemon=True)
+
+    def _dial(self) -> tuple[grpc.Channel, grpc.StreamUnaryMultiCallable]:
+        if self.tls is None:
+            channel = grpc.insecure_channel(self.address, options=self._options)
+        else:  # the peer's certificate must name the peer we mean to reach
+            channel = grpc.secure_channel(self.address, self.tls.channel(),
+                                          options=[*self._options, ("grpc.ssl_target_name_override", self.peer)])
+        return channel, channel.stream_unary(METHOD, request_serializer=None, response_deserializer=pb.Ack.FromString)
 
     def start(self) -> None:
         self._thread.start()
+
+    def kick(self) -> None:
+        """The peer was just heard from: if the stream to it is down, retry now on a fresh channel. gRPC's own
+        reconnect backoff (up to 0.6 s) would otherwise keep a restarted peer from hearing this node for that long
+        after it spoke, and a raft leader from hearing its answers (raft's hand-back after a rolling restart waited
+        for it)."""
+        with self._cond:
+            if not self.connected and not self._closed:
+                self._kicked = True
+                self._cond.notify_all()
 
     def send(self, data: bytes) -> None:
         with self._cond:
@@ -169,7 +183,8 @@ class PeerLink:
             self._closed = True
             self._pending.clear()
             self._cond.notify_all()
-        self._channel.close()
+            channel = self._channel
+        channel.close()
         if self._thread.ident is not None:  # started (a transport that could not listen never starts its links)
             self._thread.join(5)
 
@@ -213,7 +228,16 @@ class PeerLink:
                 self._cond.notify_all()
                 if self._closed:
                     return
-                self._cond.wait(self.backoff)
+                if not self._kicked:
+                    self._cond.wait(self.backoff)
+                if self._closed:
+                    return
+                old = None
+                if self._kicked:  # a fresh channel connects at once, where the old one waits out its backoff
+                    self._kicked = False
+                    old, (self._channel, self._call) = self._channel, self._dial()
+            if old is not None:
+                old.close()
 
 
     _TLS_WORDS = ("ssl", "tls", "handshake", "certificate", "peer name")
@@ -373,5 +397,8 @@ class Transport:
                 log.debug("raft server %s: dropped %s", self.node, exc)
                 continue
             self.received += len(msgs)
+            link = self.links.get(batch.src)
+            if link is not None and not link.connected:
+                link.kick()  # it is up: the way back to it need not wait for its backoff
             self._receive(msgs)
         return pb.Ack()

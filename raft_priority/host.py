@@ -41,7 +41,7 @@ class NodeHost:
     produced (``persist`` keyed by group) without merging per-group output.
     """
 
-    __slots__ = ("_acc", "_add", "_beat_due", "_budget", "_followed", "_heap", "_leaving", "_link_heap",
+    __slots__ = ("_acc", "_add", "_beat_due", "_budget", "_followed", "_greet", "_heap", "_leaving", "_link_heap",
                  "_link_scheduled", "_members", "_peers", "_remove", "_scheduled", "_stored", "_told", "changed",
                  "cluster", "config", "groups", "interest", "layout", "links", "node", "rng")
 
@@ -57,6 +57,7 @@ class NodeHost:
         # node links (quiescence only; drawn only then, so a run without it replays as before)
         self.links = Links(rng.getrandbits(62) if config.quiesce else 0)
         self._peers: dict[str, None] = {}  # peer nodes, in the order groups named them
+        self._greet: dict[str, float] = {}  # peer -> until when this node beats it unasked (`_meet`)
         self._beat_due = INF
         self._link_heap: list[tuple[float, str, bool]] = []  # (due, peer, leader side?)
         self._link_scheduled: dict[tuple[str, bool], float] = {}
@@ -79,12 +80,24 @@ class NodeHost:
             raise ValueError(f"group {spec.group} already hosted")
         g = RaftGroup(spec, self.node, self.config, self.rng, now, hard_state, self._acc, self._budget, self.links)
         self.groups[spec.group] = g
-        for p in g.peers:
-            self._peers.setdefault(p)
+        self._meet(g.peers, now)
         if self.config.quiesce and self._beat_due == INF and self._peers:
             self._beat_due = now
         self._arm(g)
         return g
+
+    def _meet(self, peers: Iterable[str], now: float) -> None:
+        """Note peer nodes named for the first time; with quiescence, greet each with a `NodeBeat` of this
+        incarnation until it acks (for ET at most). A node that has just started leads nothing its peers follow,
+        so nothing else would tell them it is back, and a quiet group whose leader counted it dead would hear it
+        only at its first vote request, ET later (raft's hand-back after a rolling restart waited for that)."""
+        greet = self.config.quiesce
+        for p in peers:
+            if p not in self._peers:
+                self._peers[p] = None
+                if greet:
+                    self._greet[p] = now + self.config.election_timeout
+                    self._beat_due = min(self._beat_due, now)
 
     # ------------------------------------------------------------------ membership
 
@@ -104,8 +117,7 @@ class NodeHost:
                       HandoverBudget(None, 1.0), Links(0))
         self.cluster = g
         self.groups[CLUSTER] = g
-        for p in g.peers:
-            self._peers.setdefault(p)
+        self._meet(g.peers, now)
         self._arm(g)
         for gid, kept in sorted(states.items()):
             if gid != CLUSTER and kept.conf is not None and kept.conf.votes_in(self.node):
@@ -446,6 +458,12 @@ class NodeHost:
             for p, led in links.led.items():
                 if led:
                     msgs.append(NodeBeat(NODE, node, p, 0, now, inc, digest.get(p, 0)))
+            if self._greet:
+                for p, until in list(self._greet.items()):
+                    if until < now:
+                        del self._greet[p]  # not there: it will hear of this node the usual ways when it comes
+                    elif not links.led.get(p):
+                        msgs.append(NodeBeat(NODE, node, p, 0, now, inc, digest.get(p, 0)))
             self._beat_due = now + self.config.heartbeat_interval
         heap, sched = self._link_heap, self._link_scheduled
         patience, et = self._ack_patience, self.config.election_timeout
@@ -505,9 +523,11 @@ class NodeHost:
         """Note a peer's beat; the ack to send back."""
         links, peer = self.links, m.src
         known = links.incarnation_of.get(peer)
-        if known is not None and known != m.incarnation:
-            self._wake_followers(peer, now, notify=False)  # restarted: it leads nothing it led before
-            links.mismatch_in[peer] = 0
+        if known != m.incarnation:
+            if known is not None:
+                self._wake_followers(peer, now, notify=False)  # restarted: it leads nothing it led before
+                links.mismatch_in[peer] = 0
+            self._wake_naming(peer, now)
         links.incarnation_of[peer] = m.incarnation
         if now > links.heard.get(peer, -INF):
             links.heard[peer] = now
@@ -525,6 +545,8 @@ class NodeHost:
         links, peer = self.links, m.src
         if m.incarnation != links.incarnation:
             return
+        if self._greet:
+            self._greet.pop(peer, None)
         if m.digest == links.lead_digest.get(peer, 0):
             links.ack(peer, m.echo)
             links.mismatch_out[peer] = 0
@@ -541,6 +563,14 @@ class NodeHost:
             g = groups[gid]
             g.wake(now, notify)
             self._arm(g)
+
+    def _wake_naming(self, peer: str, now: float) -> None:
+        """Wake every quiet group this node leads that names ``peer``, a node new or started again: it follows none
+        of them yet, and their heartbeats are how it catches up and how its hand-back hysteresis starts."""
+        for g in self.groups.values():
+            if g.quiet and g.state is RaftState.LEADER and peer in g.targets:
+                g.wake(now)
+                self._arm(g)
 
     def _wake_led(self, peer: str, now: float) -> None:
         groups = self.groups

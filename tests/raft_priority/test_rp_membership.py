@@ -242,3 +242,22 @@ def test_a_joined_node_beats_for_the_groups_it_leads_quietly() -> None:
     assert followers and all(d.links.acked.get(p, -1.0) > h.now - 1.0 for p in followers), dict(d.links.acked)
     assert all(d.groups[p].is_leader(h.now) for p in quiet)
     assert not h.violations
+
+
+def test_a_restarted_primary_is_heard_at_once_and_handed_its_share_after_the_hysteresis() -> None:
+    """A node back from a restart leads nothing its peers follow quietly, so only its greeting (a node beat to each
+    peer) tells the leaders of its quiet partitions that it is back; without it they heard it at its first vote
+    request, ET and more later, and handed back that much later."""
+    cfg = RaftConfig.improved(election_timeout=1.0, heartbeat_interval=0.1, quiesce=True, rebalance_hysteresis=3.0)
+    h = Hosts("abc", 6, cfg)
+    h.run_to(8.0)
+    own = {p for p, n in h.leaders().items() if n == "a"}
+    assert len(own) == 2 and any(g.quiet for g in h.hosts["b"].groups.values())
+    h.crash("a")
+    h.run_to(12.0)  # its partitions led elsewhere, and quiet again without it
+    assert "a" not in h.leaders().values() and len(h.leaders()) == 6
+    h.restart("a")
+    back = h.now
+    h.run_to(back + cfg.rebalance_hysteresis + 0.5)
+    assert {p for p, n in h.leaders().items() if n == "a"} == own
+    assert not h.violations
