@@ -59,6 +59,9 @@ def _channel_options(election_timeout: float) -> list[tuple[str, int]]:
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.max_pings_without_data", 0),
         ("grpc.enable_retries", 0),
+        # a channel of its own: a fresh one (`PeerLink.kick`) would otherwise share the old one's connection and
+        # wait out its reconnect backoff all the same
+        ("grpc.use_local_subchannel_pool", 1),
     ]
 
 
@@ -161,10 +164,12 @@ class PeerLink:
         """The peer was just heard from: if the stream to it is down, retry now on a fresh channel. gRPC's own
         reconnect backoff (up to 0.6 s) would otherwise keep a restarted peer from hearing this node for that long
         after it spoke, and a raft leader from hearing its answers (raft's hand-back after a rolling restart waited
-        for it)."""
+        for it). The heartbeats of a quiet group woken by the peer's greeting are sent at once, so they wait for
+        the new stream: dropped, the group would go quiet again without the peer."""
         with self._cond:
             if not self.connected and not self._closed:
                 self._kicked = True
+                self.connected = True  # what is sent meanwhile waits in the outbox for the new stream, not dropped
                 self._cond.notify_all()
 
     def send(self, data: bytes) -> None:
