@@ -28,7 +28,10 @@ when the leader's process restarts (a new incarnation), or when the leader's dig
 two beats in a row (the leader stepped down or woke the group and the word was lost). A quiet leader wakes the
 groups it leads with a peer whose node has not acked for half the lease window (a dead follower: the group then
 heartbeats one round, so the succession its quiet followers keep names only live ones, and goes quiet again with
-the followers that answer, as long as they make a quorum; the dead one rejoins through its first vote request).
+the followers that answer, as long as they make a quorum). A node that starts greets every peer with a beat of its
+new incarnation until it is acked (ET at most); a beat of a new incarnation wakes the quiet groups its receiver
+leads that name the sender, so they heartbeat it at once: otherwise they would hear it only at its first vote
+request, ET or more later, and a primary back from a restart would be handed its partitions that much later.
 """
 
 from __future__ import annotations
