@@ -224,11 +224,17 @@ def roll_trial(fault: LifecycleFault, spec: TrialSpec, env: Environment, group: 
 def member_process(method: Method, roles: int, env: Environment, unique: str, url: str, member: str,
                    extra_args: Sequence[str], *, fake_clock: bool = False) -> MemberProcess:
     """One member of a trial or soak, as its placement runs it; `fake_clock`: under a clock the harness can change
-    (for faults that need one, `Fault.fakes_clock`: a CPython member only, on this machine's kernel)."""
+    (for faults that need one, `Fault.fakes_clock`: a CPython member only, on this machine's kernel). A local
+    member's temporary files (PySyncObj's journals, without a data_dir) go under the run's work directory, so that
+    those of a member killed with SIGKILL, which cannot remove them, go with it."""
     command = method.launch(url, member, range(roles), env.placement.python)
+    local = isinstance(env.placement, LocalPlacement)
+    tmp = env.workdir / unique / "tmp"
+    if local:
+        tmp.mkdir(parents=True, exist_ok=True)
     clock = None
     if fake_clock:
-        if not isinstance(env.placement, LocalPlacement):  # a container's process cannot read our spec file
+        if not local:  # a container's process cannot read our spec file
             raise ConfigError("clock faults run members on this machine (a local placement), not in containers",
                               parameter="faults")
         if command is not None and Path(command[0]).name != Path(env.placement.python).name:
@@ -238,7 +244,7 @@ def member_process(method: Method, roles: int, env: Environment, unique: str, ur
     return MemberProcess(url, member, list(range(roles)), log_dir=env.workdir / unique,
                          prefix=env.placement.prefix(member), python=env.placement.python,
                          align_clock=env.placement.separate_clocks, extra_args=extra_args, command=command,
-                         fake_clock=clock)
+                         fake_clock=clock, env={"TMPDIR": str(tmp)} if local else None)
 
 
 def set_clocks(procs: Sequence[MemberProcess], rates: Mapping[str, float]) -> None:

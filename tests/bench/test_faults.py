@@ -13,9 +13,10 @@ from elect_bench.faults import FAULTS, InfraFault, MemberFault, fault, kills_pro
 from elect_bench.history import FaultRecord as Record
 from elect_bench.history import History
 from elect_bench.infrastructure import Victim
-from elect_bench.methods import METHODS
+from elect_bench.methods import METHODS, Group
 from elect_bench.placement import LocalPlacement
-from elect_bench.trial import Environment, TrialSpec, run_trial
+from elect_bench.trial import Environment, TrialSpec, member_process, run_trial
+from elect_cluster.waiting import wait_until
 
 
 class Recorder:
@@ -168,3 +169,21 @@ def test_infrastructure_faults_on_kubernetes_strike_the_api_server_and_its_etcd_
         assert [METHODS[name].strikes(turn) for turn in range(4)] == ["kubernetes", "etcd"] * 2
     assert {METHODS["etcd"].strikes(turn) for turn in range(3)} == {"etcd"}
     assert METHODS["kafka-fast"].strikes(1) == "kafka"
+
+
+def test_a_killed_members_temporary_files_stay_under_the_runs_work_directory(tmp_path: Path) -> None:
+    """A PySyncObj member without a data_dir keeps its journals in a temporary directory, which SIGKILL leaves
+    behind: the harness gives each local member a TMPDIR under the run's work directory, removed with it."""
+    method = METHODS["pysyncobj"]
+    group = Group(["m0"], 1, "tmp-test")
+    url = method.member_urls(group, 1.0, {})["m0"]
+    proc = member_process(method, 1, Environment(None, tmp_path), "tmp-test", url, "m0", [])
+    try:
+        proc.start()
+        wait_until(proc.started, 60, what="the PySyncObj member to start")
+        journals = list((tmp_path / "tmp-test" / "tmp").glob("elect-pysyncobj-m0-*"))
+        assert journals, sorted(p.name for p in tmp_path.rglob("*"))
+        proc.kill()
+        assert journals[0].exists()  # left behind by SIGKILL, where the run's work directory takes it away
+    finally:
+        proc.kill()
