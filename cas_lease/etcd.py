@@ -63,6 +63,7 @@ from elect.etcd_gateway import (
     Gateway,
     GatewayError,
     Refused,
+    Tokens,
     Unreachable,
     WatchStream,
     b64,
@@ -88,7 +89,9 @@ class EtcdStore:
         self.options = options
         self.member = member
         self._access = Access.of(options)
-        self._gw = Gateway(options.endpoints, self._access)  # the loop thread's: open, members, close, the watch
+        self._tokens = Tokens()  # one authentication for all this member's connections (`elect.etcd_gateway`)
+        # the loop thread's gateway: open, members, close, the watch
+        self._gw = Gateway(options.endpoints, self._access, self._tokens)
         self._local = threading.local()  # each lane's own gateway (`_lane_gateway`): one HTTP connection per thread
         self._lane_gateways: list[Gateway] = []
         self._prefix = options.key_prefix
@@ -128,7 +131,7 @@ class EtcdStore:
         """This thread's gateway (`http.client` connections are not thread-safe; the lanes run at once)."""
         gw: Gateway | None = getattr(self._local, "gateway", None)
         if gw is None:
-            gw = self._local.gateway = Gateway(self.options.endpoints, self._access)
+            gw = self._local.gateway = Gateway(self.options.endpoints, self._access, self._tokens)
             self._lane_gateways.append(gw)
         return gw
 

@@ -5,11 +5,14 @@ Standard library only: one keep-alive HTTP connection at a time, moved to the ne
 request fails or the member has no leader, so a killed or isolated etcd member costs one attempt.
 The watch is a long POST answered with one JSON object per line.
 
-With `Access`: HTTPS with the given TLS context (the server's certificate checked, this client's certificate
-shown to a server started with `--client-cert-auth`), and a user: `/v3/auth/authenticate` gives a token sent
-as the `Authorization` header, fetched again when etcd says it is invalid (expired, or the auth store moved
-on). What cannot succeed by trying again (a wrong password, a certificate refused, TLS on one side only) is
-`Refused`, raised at once with what was refused; the password is in no message.
+With `Access`: HTTPS with the given TLS context (the server's certificate checked, this client's certificate shown
+to a server started with `--client-cert-auth`), and a user: `/v3/auth/authenticate` gives a token sent as the
+`Authorization` header, fetched again when etcd says it is invalid (expired, or the auth store moved on). Gateways
+given one `Tokens` share the token: etcd checks the password with bcrypt, about 100 ms of its CPU per authentication
+on these machines, and a member whose every connection authenticated on its own made etcd check three passwords per
+member start, its first renewals waiting behind them. What cannot succeed by trying again (a wrong password, a
+certificate refused, TLS on one side only) is `Refused`, raised at once with what was refused; the password is in no
+message.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import base64
 import http.client
 import json
 import ssl
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from elect.json_http import JSON, json_lines, parse_object, shut
@@ -58,6 +62,27 @@ class Access:
 
 #: etcd's words for a token that must be fetched again (expired, or issued before the auth store changed).
 _STALE_TOKEN = ("invalid auth token", "revision of auth store is old")
+
+
+class Tokens:
+    """The auth token of one client, shared by the gateways of its connections (see the module): the first that
+    needs one authenticates, the others wait for it; a token etcd called stale is fetched again once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.token: str | None = None
+
+    def get(self, fetch: Callable[[], str], deadline: float, stale: str | None = None) -> str:
+        """The token, fetched with `fetch` if there is none yet or it is still `stale` (the one etcd refused)."""
+        if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise Unreachable("no etcd token within the budget: another connection is still authenticating")
+        try:
+            if self.token is None or self.token == stale:
+                self.token = None
+                self.token = fetch()
+            return self.token
+        finally:
+            self._lock.release()
 
 
 class GatewayError(Exception):
@@ -110,12 +135,12 @@ def _split(endpoint: str) -> tuple[str, int]:
 class Gateway:
     """Requests to whichever endpoint answers; `requests` counts what was sent."""
 
-    def __init__(self, endpoints: tuple[str, ...], access: Access | None = None) -> None:
+    def __init__(self, endpoints: tuple[str, ...], access: Access | None = None, tokens: Tokens | None = None) -> None:
         self.endpoints = tuple(_split(e) for e in endpoints)
         self.access = access or Access()
         self._index = 0
         self._conn: http.client.HTTPConnection | None = None
-        self._token: str | None = None
+        self._tokens = tokens if tokens is not None else Tokens()
         self.requests = 0
 
     @property
@@ -136,8 +161,9 @@ class Gateway:
     def headers(self) -> dict[str, str]:
         """The headers of a request: JSON, and the auth token once there is one."""
         headers = {"Content-Type": "application/json"}
-        if self._token:
-            headers["Authorization"] = self._token
+        token = self._tokens.token
+        if token:
+            headers["Authorization"] = token
         return headers
 
     def call(self, path: str, body: JSON, timeout: float) -> JSON:
@@ -145,15 +171,15 @@ class Gateway:
         within its share (`_attempt_budget`). With a user, authenticates first, and again once if etcd says the
         token went stale."""
         deadline = time.monotonic() + timeout
-        if self.access.user and self._token is None:
+        if self.access.user and self._tokens.token is None:
             self._authenticate(deadline)
+        used = self._tokens.token
         try:
             return self._call(path, body, deadline)
         except GatewayError as exc:
             if not (self.access.user and any(words in exc.message for words in _STALE_TOKEN)):
                 raise self._refusal(exc) from None
-        self._token = None
-        self._authenticate(deadline)
+        self._authenticate(deadline, stale=used)
         try:
             return self._call(path, body, deadline)
         except GatewayError as exc:
@@ -161,22 +187,24 @@ class Gateway:
 
     def ensure_authenticated(self, timeout: float) -> None:
         """Fetch a token now if there is a user and no token yet (`call` does it on its own)."""
-        if self.access.user and self._token is None:
+        if self.access.user and self._tokens.token is None:
             self._authenticate(time.monotonic() + timeout)
 
-    def _authenticate(self, deadline: float) -> None:
+    def _authenticate(self, deadline: float, stale: str | None = None) -> None:
+        self._tokens.get(lambda: self._fetch_token(deadline), deadline, stale)
+
+    def _fetch_token(self, deadline: float) -> str:
         body = {"name": self.access.user, "password": self.access.password or ""}
         try:
             data = self._call("auth/authenticate", body, deadline)
         except GatewayError as exc:
             if "authentication is not enabled" in exc.message:
-                self._token = ""  # nothing to prove to this etcd: go on without a token
-                return
+                return ""  # nothing to prove to this etcd: go on without a token
             if "authentication failed" in exc.message:
                 raise Refused(f"etcd at {self.where()} refused the user {self.access.user!r}: authentication "
                               "failed (wrong user or password)") from None
             raise self._refusal(exc) from None
-        self._token = str(data.get("token") or "")
+        return str(data.get("token") or "")
 
     def _refusal(self, exc: GatewayError) -> Exception:
         """`Refused` for what etcd says about who is asking; the GatewayError itself otherwise."""
