@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -115,15 +116,22 @@ def _smoke_urls(infra: Endpoints) -> Iterator[tuple[str, str]]:
 
 def test_each_extra_alone_runs_its_method(infra: Endpoints, wheel: Path, tmp_path: Path) -> None:
     """One member of each method, from a virtual environment with that method's extra alone, leads a role on the
-    real infrastructure and drains on `stop`."""
-    for extra, url in _smoke_urls(infra):
-        bin_dir = venv(tmp_path / extra, wheel, extra)
-        (tmp_path / f"{extra}-logs").mkdir()
-        member = MemberProcess(url, "a", ["r"], log_dir=tmp_path / f"{extra}-logs", python=str(bin_dir / "python"))
-        try:
-            member.start()
+    real infrastructure and drains on `stop`. The environments are built, and their members run, side by side."""
+    urls = dict(_smoke_urls(infra))
+    with ThreadPoolExecutor(len(urls)) as pool:
+        bins = dict(zip(urls, pool.map(lambda extra: venv(tmp_path / extra, wheel, extra), urls), strict=True))
+    members = {}
+    try:
+        for extra, url in urls.items():
+            (tmp_path / f"{extra}-logs").mkdir()
+            members[extra] = MemberProcess(url, "a", ["r"], log_dir=tmp_path / f"{extra}-logs",
+                                           python=str(bins[extra] / "python"))
+            members[extra].start()
+        for extra, member in members.items():
             member.log.wait_for(lambda line: line["event"] == "acquired", 120, what=f"{extra}: r acquired")
+        for extra, member in members.items():
             member.stop(timeout=60)
             assert member.returncode == 0, (extra, member.stderr_tail())
-        finally:
+    finally:
+        for member in members.values():
             member.kill()
