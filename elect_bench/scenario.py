@@ -159,16 +159,23 @@ def kind(data: Mapping[str, Any]) -> str:
     return named
 
 
+def bundled() -> list[str]:
+    """The names `elect bench NAME` accepts: the scenarios shipped in `bench/`."""
+    files = resources.files("elect_bench.scenarios").iterdir()
+    return sorted(f.name.removesuffix(".yaml") for f in files if f.name.endswith(".yaml"))
+
+
 def read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     """The raw mapping of a scenario: given, from a YAML path, or bundled (`bench/<name>.yaml`)."""
     if isinstance(source, Mapping):
         return dict(source)
     path = Path(source)
     if not path.is_file() and not str(source).endswith((".yaml", ".yml")):
-        bundled = resources.files("elect_bench.scenarios").joinpath(f"{source}.yaml")
-        if not bundled.is_file():
-            raise ConfigError(f"no scenario file {source!r} and no bundled scenario of that name")
-        text = bundled.read_text()
+        shipped = resources.files("elect_bench.scenarios").joinpath(f"{source}.yaml")
+        if not shipped.is_file():
+            raise ConfigError(f"no scenario file {source!r} and no bundled scenario of that name; bundled: "
+                              f"{', '.join(bundled())}")
+        text = shipped.read_text()
     else:
         try:
             text = path.read_text()

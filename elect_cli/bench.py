@@ -1,7 +1,6 @@
 """`elect bench [SCENARIO] [flags]`: run a comparison; print the table; write JSON, Markdown and plots.
 
-SCENARIO is a YAML file or a bundled name (default, demo, infra, load, raft, lease, sim, sim-lease, sim-neli,
-sim-raft, sim-raft-members, idle, neli, writes, anchors, anchors-load, lifecycle, lifecycle-anchors); flags override
+SCENARIO is a YAML file or a bundled name (bench/NAME.yaml, listed under "positional arguments"); flags override
 its fields. A scenario's kind says what runs: faults on real members (the default), a simulation (it names `shapes`:
 the Raft core in virtual time, elect_bench/simulation/), `kind: chaos` (seeded chaos against the lease methods, NELI
 and Raft in simulation: `sim-lease`, `sim-neli`, `sim-raft`, `sim-raft-members`: nodes added, removed and replaced
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from elect.errors import ConfigError
 from elect_bench.faults import FAULTS
 from elect_bench.fenced import WORKLOADS
+from elect_bench.scenario import bundled
 from elect_cluster.local import BROKERS
 
 if TYPE_CHECKING:
@@ -35,15 +35,12 @@ if TYPE_CHECKING:
 #: the signals that stop a run cleanly (its `finally` blocks stop members, infrastructure and namespaces)
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
-BUNDLED = ("default, demo, infra, load, raft, lease, sim, idle, neli, neli-fast, writes, anchors, anchors-load, "
-           "envelope, floor, drift, lifecycle, lifecycle-anchors")
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("bench", help="run a comparison of methods under faults; write a report",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
-    p.add_argument("scenario", nargs="?", default="default", help=f"YAML file or bundled name ({BUNDLED})")
+    p.add_argument("scenario", nargs="?", default="default", help=f"YAML file or bundled name ({', '.join(bundled())})")
     p.set_defaults(run=run)
 
 

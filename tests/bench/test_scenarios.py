@@ -44,6 +44,14 @@ def test_every_bundled_scenario_has_a_kind_its_runner_reads() -> None:
         scenario.kind({"kind": "soak"})
 
 
+def test_the_bundled_names_are_the_shipped_files_and_an_unknown_one_lists_them() -> None:
+    shipped = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "bench").glob("*.yaml"))
+    assert scenario.bundled() == shipped
+    assert all(scenario.kind(scenario.read(name)) in scenario.KINDS for name in shipped)
+    with pytest.raises(ConfigError, match="bundled: anchors, anchors-load, default"):
+        scenario.read("nosuch")
+
+
 def test_kinds_reject_what_they_cannot_run() -> None:
     with pytest.raises(ConfigError, match="use infrastructure"):
         IdleScenario.from_mapping({"kind": "idle", "methods": ["etcd"]})
