@@ -6,7 +6,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("elect", "neli", "raft_priority", "cas_lease", "elect_cluster", "elect_bench", "elect_cli")
@@ -19,6 +21,56 @@ def test_import_contracts_hold() -> None:
     done = subprocess.run([lint, "--no-logo", "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout
+
+
+def module_table() -> dict[str, bool]:
+    """docs/architecture.md's module tables: every module's dotted name, and whether it is marked pure."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("\n### Modules\n", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, bool] = {}
+    package = None
+    for line in section.splitlines():
+        if heading := re.match(r"#### `(\w+)/`", line):
+            package = heading.group(1)
+        elif package and (row := re.match(r"\| `([\w/]+)\.py` \|.*\|\s*(pure)?\s*\|$", line)):
+            parts = [package, *row.group(1).split("/")]
+            table[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = bool(row.group(2))
+    return table
+
+
+def modules_in_code() -> set[str]:
+    """Every module of the installed packages, an empty `__init__.py` aside."""
+    found = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name == "__init__.py" and not path.read_text().strip():
+                continue
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return found
+
+
+def contract(name_starts: str) -> dict[str, Any]:
+    contracts: list[dict[str, Any]] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"]
+    return next(c for c in contracts if c["name"].startswith(name_starts))
+
+
+def test_the_module_tables_name_every_module_and_only_those() -> None:
+    table, code = set(module_table()), modules_in_code()
+    assert not code - table, f"modules missing from docs/architecture.md's module tables: {sorted(code - table)}"
+    assert not table - code, f"modules in the tables but not in the code: {sorted(table - code)}"
+
+
+def test_the_pure_contract_is_exactly_the_modules_the_table_calls_pure() -> None:
+    pure = sorted(name for name, marked in module_table().items() if marked)
+    assert sorted(contract("pure cores")["source_modules"]) == pure
+
+
+def test_every_library_module_is_kept_from_importing_the_in_process_implementation() -> None:
+    library = sorted(m for m in modules_in_code() if m.startswith("elect.") and m not in ("elect.memory",
+                                                                                          "elect.__main__"))
+    assert sorted(contract("the library reaches")["source_modules"]) == library
 
 
 def test_no_import_cycles_type_only_imports_included() -> None:
