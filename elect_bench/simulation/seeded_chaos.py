@@ -26,7 +26,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -253,23 +253,30 @@ def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None
     ttl = shape.ttl
     bound = clock_bound(kind, shape) if drift is None else drift
 
-    def act(fault: type[Fault], victim: str, t: float, rng: random.Random) -> Callable[[], None]:
-        if fault is Kill or fault is Stop:  # then a start, as a supervisor would
-            world.at(t + rng.uniform(0.05, 3 * ttl), partial(world.restart, victim))
-            return partial(world.kill if fault is Kill else world.stop, victim)
-        if fault is Pause:
-            return partial(world.pause, victim, rng.uniform(0.1, 3 * ttl))
-        if fault is Cut:  # then its heal
-            world.at(t + rng.uniform(0.1, 3 * ttl), partial(world.heal, victim))
-            return partial(world.cut, victim)
-        if fault is Drift:  # then the true rate again
-            rate = drift_rate(rng, bound)
-            world.at(t + rng.uniform(0.1, 3 * ttl), partial(world.set_rate, victim, 1.0))
-            return partial(world.set_rate, victim, rate)
-        return partial(world.freeze_store, rng.uniform(0.1, shape.longest_freeze * ttl))
+    def down(end: Callable[[str], None]) -> Move:
+        def move(victim: str, t: float, rng: random.Random) -> Callable[[], None]:
+            world.at(t + rng.uniform(0.05, 3 * ttl), partial(world.restart, victim))  # as a supervisor would
+            return partial(end, victim)
+        return move
+
+    def cut(victim: str, t: float, rng: random.Random) -> Callable[[], None]:  # then its heal
+        world.at(t + rng.uniform(0.1, 3 * ttl), partial(world.heal, victim))
+        return partial(world.cut, victim)
+
+    def skew(victim: str, t: float, rng: random.Random) -> Callable[[], None]:  # then the true rate again
+        rate = drift_rate(rng, bound)
+        world.at(t + rng.uniform(0.1, 3 * ttl), partial(world.set_rate, victim, 1.0))
+        return partial(world.set_rate, victim, rate)
+
+    moves: Moves = {
+        Kill: down(world.kill), Stop: down(world.stop),
+        Pause: lambda victim, t, rng: partial(world.pause, victim, rng.uniform(0.1, 3 * ttl)),
+        Cut: cut, Drift: skew,
+        InfraPause: lambda victim, t, rng: partial(world.freeze_store, rng.uniform(0.1, shape.longest_freeze * ttl)),
+    }
 
     drifts = shape.drifts if bound > 0 else 0
-    return _nemesis(world, list(world.members), kind, seed, shape, FAULTS, act, (drifts, (Drift,), seed ^ 0xD21F7))
+    return _nemesis(world, list(world.members), kind, seed, shape, FAULTS, moves, (drifts, (Drift,), seed ^ 0xD21F7))
 
 
 def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift: float | None = None) -> Run:
@@ -284,23 +291,30 @@ def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift
     names = list(sim.nodes)
     ttl = shape.ttl
 
-    def act(fault: type[Fault], victim: str, t: float, rng: random.Random) -> Callable[[], None]:
-        if fault is Kill or fault is Stop:  # then a start, as a supervisor would
-            sim.at(t + rng.uniform(0.05, 3 * ttl), partial(sim.restart, victim))
-            return partial(sim.crash, victim) if fault is Kill else partial(sim.stop, victim, handover)
-        if fault is Pause:
-            return partial(sim.pause, victim, rng.uniform(0.1, 3 * ttl))
-        if fault is Drift:  # then the true rate again
-            rate = drift_rate(rng, max_drift)
-            sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.set_rate, victim, 1.0))
-            return partial(sim.set_rate, victim, rate)
-        # both ways, or only what the victim sends, or only what it hears
+    def down(end: Callable[[str], None]) -> Move:
+        def move(victim: str, t: float, rng: random.Random) -> Callable[[], None]:
+            sim.at(t + rng.uniform(0.05, 3 * ttl), partial(sim.restart, victim))  # as a supervisor would
+            return partial(end, victim)
+        return move
+
+    def skew(victim: str, t: float, rng: random.Random) -> Callable[[], None]:  # then the true rate again
+        rate = drift_rate(rng, max_drift)
+        sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.set_rate, victim, 1.0))
+        return partial(sim.set_rate, victim, rate)
+
+    def cut(victim: str, t: float, rng: random.Random) -> Callable[[], None]:
         others = [n for n in names if n != victim]
-        way = rng.randrange(3)
+        way = rng.randrange(3)  # both ways, or only what the victim sends, or only what it hears
         sim.at(t + rng.uniform(0.1, 3 * ttl), partial(sim.heal, victim))
         return partial(sim.cut, [victim] if way < 2 else others, others if way < 2 else [victim], way == 0)
 
-    return _nemesis(sim, names, "raft", seed, shape, RAFT_FAULTS, act)
+    moves: Moves = {
+        Kill: down(sim.crash), Stop: down(lambda victim: sim.stop(victim, handover)),
+        Pause: lambda victim, t, rng: partial(sim.pause, victim, rng.uniform(0.1, 3 * ttl)),
+        Drift: skew, Cut: cut,
+    }
+
+    return _nemesis(sim, names, "raft", seed, shape, RAFT_FAULTS, moves)
 
 
 def raft_members_world(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Simulation:
@@ -373,42 +387,50 @@ def raft_members_strike(seed: int, shape: Shape = Shape(), *, resume: bool = Tru
 
         return go
 
-    def act(fault: type[Fault], victim: str, t: float, rng: random.Random) -> Callable[[], None]:
-        if fault in (Add, Remove, Replace):
-            return strike_change(fault, t, rng)
-        pick = partial(pick_for, victim)
-        if fault is Kill or fault is Stop:  # then a start, as a supervisor would
+    def down(fault: type[Fault]) -> Move:  # then a start, as a supervisor would
+        def move(victim: str, t: float, rng: random.Random) -> Callable[[], None]:
             back = rng.uniform(0.05, 3 * ttl)
 
-            def down() -> None:
-                who = pick()
+            def strike() -> None:
+                who = pick_for(victim)
                 sim.at(sim.now + back, partial(sim.restart, who))
                 if fault is Kill:
                     sim.crash(who)
                 else:
                     sim.stop(who, handover)
-            return down
-        if fault is Pause:
-            length = rng.uniform(0.1, 3 * ttl)
-            return lambda: sim.pause(pick(), length)
-        if fault is Drift:
-            rate, length = drift_rate(rng, max_drift), rng.uniform(0.1, 3 * ttl)
+            return strike
+        return move
 
-            def skew() -> None:
-                who = pick()
-                sim.at(sim.now + length, partial(sim.set_rate, who, 1.0))
-                sim.set_rate(who, rate)
-            return skew
+    def pause(victim: str, t: float, rng: random.Random) -> Callable[[], None]:
+        length = rng.uniform(0.1, 3 * ttl)
+        return lambda: sim.pause(pick_for(victim), length)
+
+    def skew(victim: str, t: float, rng: random.Random) -> Callable[[], None]:
+        rate, length = drift_rate(rng, max_drift), rng.uniform(0.1, 3 * ttl)
+
+        def strike() -> None:
+            who = pick_for(victim)
+            sim.at(sim.now + length, partial(sim.set_rate, who, 1.0))
+            sim.set_rate(who, rate)
+        return strike
+
+    def cut(victim: str, t: float, rng: random.Random) -> Callable[[], None]:
         way, length = rng.randrange(3), rng.uniform(0.1, 3 * ttl)
 
-        def cut() -> None:
-            who = pick()
+        def strike() -> None:
+            who = pick_for(victim)
             others = [n for n in sim.nodes if n != who]
             sim.at(sim.now + length, partial(sim.heal, who))
             sim.cut([who] if way < 2 else others, others if way < 2 else [who], way == 0)
-        return cut
+        return strike
 
-    return _nemesis(sim, names, "raft-members", seed, shape, MEMBERSHIP_FAULTS, act, named=named)
+    def change(fault: type[Fault]) -> Move:
+        return lambda victim, t, rng: strike_change(fault, t, rng)
+
+    moves: Moves = {Kill: down(Kill), Stop: down(Stop), Pause: pause, Drift: skew, Cut: cut,
+                    Add: change(Add), Remove: change(Remove), Replace: change(Replace)}
+
+    return _nemesis(sim, names, "raft-members", seed, shape, MEMBERSHIP_FAULTS, moves, named=named)
 
 
 def _anyone(sim: Simulation, rng: random.Random, drawn: str, *_: object) -> str:
@@ -417,9 +439,11 @@ def _anyone(sim: Simulation, rng: random.Random, drawn: str, *_: object) -> str:
     return drawn if drawn in voters or not voters else rng.choice(voters)
 
 
-Act = Callable[[type[Fault], str, float, random.Random], Callable[[], None]]
-"""What a nemesis does for one drawn fault: `act(fault, victim, t, rng)` schedules what follows it (a restart, a
-heal) and returns what strikes at `t`."""
+Move = Callable[[str, float, random.Random], Callable[[], None]]
+"""What a nemesis does for one drawn fault of a kind: `move(victim, t, rng)` schedules what follows it (a restart,
+a heal) and returns what strikes at `t`."""
+Moves = Mapping[type[Fault], Move]
+"""A simulated world's move for each fault kind it can strike: a kind without one is refused before the run."""
 
 
 Beside = tuple[int, tuple[type[Fault], ...], int]
@@ -427,11 +451,14 @@ Beside = tuple[int, tuple[type[Fault], ...], int]
 
 
 def _nemesis(world: World, names: list[str], kind: str, seed: int, shape: Shape, kinds: tuple[type[Fault], ...],
-             act: Act, beside: Beside = (0, (), 0), named: Callable[[str], str] | None = None) -> Run:
-    """`shape.faults` faults drawn from `kinds` (each at a drawn time, on a drawn member, carried out by `act`),
+             moves: Moves, beside: Beside = (0, (), 0), named: Callable[[str], str] | None = None) -> Run:
+    """`shape.faults` faults drawn from `kinds` (each at a drawn time, on a drawn member, carried out by its move),
     and those drawn `beside` them, then everything healed (links, server, every member up) three TTLs after the
     last could strike, and the group left to recover for four times its bound. `named(drawn)`: whom a fault that
     just struck really struck, where `act` chooses its victim as it strikes."""
+    unsimulated = [f.name for f in (*kinds, *beside[1]) if f not in moves]
+    if unsimulated:
+        raise ValueError(f"the {kind} simulation has no move for {', '.join(unsimulated)}")
     faults: list[FaultRecord] = []
 
     def hit(fault: type[Fault], victim: str, strike: Callable[[], None]) -> None:
@@ -443,7 +470,7 @@ def _nemesis(world: World, names: list[str], kind: str, seed: int, shape: Shape,
         for _ in range(count):
             t = rng.uniform(0.5, shape.duration)
             fault, victim = rng.choice(drawn_from), rng.choice(names)
-            world.at(t, partial(hit, fault, victim, act(fault, victim, t, rng)))
+            world.at(t, partial(hit, fault, victim, moves[fault](victim, t, rng)))
     healed_at = shape.duration + 3 * shape.ttl
 
     def heal_all() -> None:

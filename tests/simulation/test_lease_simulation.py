@@ -13,9 +13,10 @@ import pytest
 from sim_kills import kill_a_leader
 
 from elect.errors import ConfigError
-from elect_bench.simulation import chaos_runner
+from elect_bench.faults.member import Kill, Lossy, Slow
+from elect_bench.simulation import chaos_runner, seeded_chaos
 from elect_bench.simulation.chaos_runner import ChaosScenario
-from elect_bench.simulation.seeded_chaos import LEASE_KINDS, build, chaos, replay
+from elect_bench.simulation.seeded_chaos import LEASE_KINDS, Shape, build, chaos, replay
 
 # A seed found before members' clocks were simulated replays as found with `drift=0` (no clock-rate episodes drawn
 # beside its faults: the schedule that found it, event for event).
@@ -103,6 +104,16 @@ def test_seeds_run_over_processes_with_the_same_outcomes_as_one() -> None:
         return [{k: v for k, v in c.summary().items() if k not in ("wall", "per_second")} for c in result.cells]
 
     assert outcomes(1) == outcomes(2)
+
+
+def test_a_fault_kind_a_world_cannot_simulate_is_refused_before_the_run() -> None:
+    """A kind without a move in the world's table is an error, never another fault in its place."""
+    world = build("etcd", 1)
+    move: seeded_chaos.Moves = {Kill: lambda victim, t, rng: lambda: None}
+    with pytest.raises(ValueError, match="the etcd simulation has no move for slow, lossy"):
+        seeded_chaos._nemesis(world, list(world.members), "etcd", 1, Shape(), (Kill, Slow), move,
+                              (1, (Lossy,), 2))
+    assert world.now == 0.0
 
 
 def test_bad_chaos_scenarios_are_refused() -> None:
