@@ -33,7 +33,7 @@ from typing import Any
 from elect.errors import ConfigError
 from elect_bench import suite
 from elect_bench.faults import Fault, fault
-from elect_bench.measures import mean
+from elect_bench.measures import mean, percentile
 from elect_bench.methods import method_spec
 from elect_bench.scenario import Scenario, listed
 from elect_bench.trial import TrialResult
@@ -317,7 +317,7 @@ class EnvelopeResult:
                 "looping": sum(1 for t in ran if any(v.startswith("loop ") for v in t.violations)),
                 "false_failovers": sum(1 for t in ran if t.rest_changes), "ended": sum(t.rest_changes for t in ran),
                 "clean": sum(1 for t in ran if t.rest_changes == 0 and not t.violations),
-                "settled_median": settled[len(settled) // 2] if settled else None,
+                "settled_median": percentile(settled, 50) if settled else None,
                 "settled_max": settled[-1] if settled else None,
                 "errors": sorted({t.error.splitlines()[0] for t in trials if not t.ok and t.error})})
         return rows

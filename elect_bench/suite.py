@@ -25,7 +25,7 @@ from elect.errors import ConfigError, MissingExtra, UnknownScheme
 from elect_bench import anchors
 from elect_bench.faults import Fault, LifecycleFault, fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
-from elect_bench.measures import Summary, mean
+from elect_bench.measures import Summary, mean, percentile
 from elect_bench.metering import Router
 from elect_bench.methods import Method, method_spec
 from elect_bench.placement import DockerPlacement, NetnsPlacement
@@ -191,9 +191,8 @@ def load_note(loads: Sequence[float], cpus: int) -> str:
     """"Machine load (1-minute average, N cores): median M, max X over K samples." or "" without samples."""
     if not loads:
         return ""
-    ordered = sorted(loads)
-    return (f"Machine load while it ran (1-minute average, {cpus} cores): median {ordered[len(ordered) // 2]:.1f}, "
-            f"max {ordered[-1]:.1f} over {len(ordered)} samples.")
+    return (f"Machine load while it ran (1-minute average, {cpus} cores): median {percentile(loads, 50):.1f}, "
+            f"max {max(loads):.1f} over {len(loads)} samples.")
 
 
 def seconds(x: float) -> str:

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 from elect.etcd_gateway import Gateway, b64
+from elect_bench.measures import percentile
 from elect_cluster.local import LocalCluster
 
 THRESHOLDS = (0.05, 0.1, 0.25, 0.5)  # T / 2 at ttl = 0.1, 0.2, 0.5 and 1 s
@@ -60,8 +61,8 @@ def main() -> None:
             cluster.down()
     took.sort()
     n = len(took)
-    print(f"{n} touches over {args.seconds:g} s in {tmp}: p50 {took[n // 2] * 1000:.1f} ms, "
-          f"p99 {took[int(n * 0.99)] * 1000:.1f} ms, p99.9 {took[int(n * 0.999)] * 1000:.1f} ms, "
+    print(f"{n} touches over {args.seconds:g} s in {tmp}: p50 {percentile(took, 50) * 1000:.1f} ms, "
+          f"p99 {percentile(took, 99) * 1000:.1f} ms, p99.9 {percentile(took, 99.9) * 1000:.1f} ms, "
           f"max {took[-1] * 1000:.0f} ms")
     for limit in THRESHOLDS:
         over = sum(1 for t in took if t > limit)

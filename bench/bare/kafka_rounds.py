@@ -11,6 +11,7 @@ import time
 
 from confluent_kafka import Producer
 
+from elect_bench.measures import percentile
 from elect_bench.rebalance import new_topic
 
 
@@ -46,7 +47,7 @@ def main() -> None:
             continue
         rate = rounds * partitions / args.seconds
         print(f"{partitions} partitions: {rounds} rounds in {args.seconds:g} s ({rate:,.0f} partition writes/s), "
-              f"round p50 {1000 * took[len(took) // 2]:.0f} ms, max {1000 * took[-1]:.0f} ms")
+              f"round p50 {1000 * percentile(took, 50):.0f} ms, max {1000 * took[-1]:.0f} ms")
 
 
 if __name__ == "__main__":
