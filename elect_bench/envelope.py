@@ -35,6 +35,7 @@ from elect_bench import suite
 from elect_bench.faults import Fault, fault
 from elect_bench.measures import mean, percentile
 from elect_bench.methods import method_spec
+from elect_bench.progress import Progress
 from elect_bench.scenario import Scenario, listed
 from elect_bench.trial import TrialResult
 
@@ -361,9 +362,6 @@ class EnvelopeResult:
             "cost_trials": [t.to_json() | {"roles": run_.roles} for run_ in self.cost for t in run_.cell.trials]}
 
 
-Progress = Callable[[str, int, int, str], None]
-
-
 def run(scenario: EnvelopeScenario, workdir: Path, progress: Progress, command: str = "",
         checkpoint: Callable[[EnvelopeResult], None] | None = None,
         resume: dict[str, Any] | None = None, report_only: bool = False) -> EnvelopeResult:
@@ -434,7 +432,7 @@ def run(scenario: EnvelopeScenario, workdir: Path, progress: Progress, command: 
     return result
 
 
-def _under(label: str, show: Callable[[str, str], None]) -> suite.Progress:
+def _under(label: str, show: Callable[[str, str], None]) -> Progress:
     """A cell's progress shown under `label` (its point, or a pass), with the envelope's own count of trials."""
 
     def progress(cell: str, _done: int, _total: int, status: str) -> None:

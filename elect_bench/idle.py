@@ -21,14 +21,13 @@ from elect_bench import suite
 from elect_bench.measures import mean
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import METHODS, Group
+from elect_bench.progress import Progress
 from elect_bench.scenario import listed
 from elect_cluster.process import Usage, usage
 from elect_cluster.waiting import wait_until
 
 QUIET = 3.0  # seconds without a leadership change before the window opens
 LIMIT = 120.0  # seconds to wait for every role to be led, and again for quiet
-
-Progress = Callable[[str, int, int, str], None]  # (cell, done, total, status), as the suite's
 
 
 @dataclass(frozen=True)

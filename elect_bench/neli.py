@@ -23,6 +23,7 @@ from elect_bench.faults import Fault, MemberFault, fault
 from elect_bench.history import History
 from elect_bench.measures import Summary, handover_overlaps, survivor_fences
 from elect_bench.methods import METHODS, Method, split_spec
+from elect_bench.progress import Progress
 from elect_bench.rebalance import rebalance_time
 from elect_bench.scenario import Scenario, listed
 
@@ -168,7 +169,7 @@ def _handovers(cell: suite.Cell) -> dict[str, Any]:
     return {"overlap_p50": took.p50, "overlap_p99": took.p99, "overlap_max": took.max, "survivor_fences": fences}
 
 
-def run(scenario: NeliScenario, workdir: Path, progress: suite.Progress, command: str = "") -> NeliResult:
+def run(scenario: NeliScenario, workdir: Path, progress: Progress, command: str = "") -> NeliResult:
     started, began = time.time(), time.monotonic()
     shared = scenario.base
     skipped = {m: why for m in shared.methods if (why := suite.available(m))}
@@ -182,7 +183,7 @@ def run(scenario: NeliScenario, workdir: Path, progress: suite.Progress, command
     return NeliResult(scenario, result, rebalance)
 
 
-def _rebalance(cell: RebalanceCell, scenario: NeliScenario, servers: str, progress: suite.Progress) -> None:
+def _rebalance(cell: RebalanceCell, scenario: NeliScenario, servers: str, progress: Progress) -> None:
     name = f"{cell.name} / {cell.fault}"
     for i in range(cell.trials):
         progress(name, i, cell.trials, "rebalancing")

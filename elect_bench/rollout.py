@@ -24,10 +24,10 @@ from elect_bench.measures import balanced, balanced_from, holders_at, leaderless
 from elect_bench.members import MemberProcess
 from elect_bench.methods import Group, Method
 from elect_bench.placement import Placement
+from elect_bench.progress import Status
 from elect_cluster.ports import free_port
 from elect_cluster.waiting import WaitTimeout, wait_until
 
-Progress = Callable[[str], None]
 Launch = Callable[[str, str], MemberProcess]  # (member id, URL) -> its process, not started
 
 
@@ -120,7 +120,7 @@ class Rollout:
 
 
 def roll(fault: LifecycleFault, fleet: Fleet, roles: set[str], members: int, hold: float, bound: float,
-         records: list[FaultRecord], progress: Progress) -> Rollout:
+         records: list[FaultRecord], progress: Status) -> Rollout:
     """Carry out `fault` on `fleet` (configured size `members`); record each step in `records`."""
     done = Rollout()
     prep = fault.prepare([p.member_id for p in fleet.procs], members, fleet.fresh)
@@ -140,7 +140,7 @@ def roll(fault: LifecycleFault, fleet: Fleet, roles: set[str], members: int, hol
 
 
 def _step(step: Step, fleet: Fleet, roles: set[str], hold: float, bound: float, records: list[FaultRecord],
-          progress: Progress, done: Rollout) -> None:
+          progress: Status, done: Rollout) -> None:
     method = fleet.method
     at = time.monotonic()
     done.steps += 1

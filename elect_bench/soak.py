@@ -22,7 +22,7 @@ import random
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from elect_bench.history import FaultRecord, History
 from elect_bench.measures import Summary, disruptions, failovers, handover_gaps, overlaps
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import Group, Method, direct
+from elect_bench.progress import Status
 from elect_bench.rollout import Fleet, roll
 from elect_bench.suite import load_note, made, seconds
 from elect_bench.suite import machine as this_machine
@@ -50,8 +51,6 @@ from elect_bench.trial import (
     wait_until_time,
 )
 from elect_cluster.waiting import WaitTimeout, wait_until
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -219,7 +218,7 @@ class _Group:
         self.fleet.retire(proc, bound)
 
 
-def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = "",
+def run(spec: SoakSpec, env: Environment, progress: Status, *, command: str = "",
         machine: dict[str, Any] | None = None, keep_logs: Path | None = None) -> SoakResult:
     """Strike the group until `spec.duration` has passed; never raises for what the group did (that is the
     report), only for a soak that could not start. The members' and the store's logs are copied to
@@ -278,7 +277,7 @@ def run(spec: SoakSpec, env: Environment, progress: Progress, *, command: str = 
 
 
 def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, records: list[FaultRecord],
-            progress: Progress) -> int:
+            progress: Status) -> int:
     """One fault, then recovery: every member running again, every role led, the group settled. Returns how many
     of the members' new lives failed to start."""
     fault = planned.fault
@@ -312,7 +311,7 @@ def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, r
 
 
 def _change(fault: Fault, planned: Planned, bound: float, group: _Group, records: list[FaultRecord],
-            progress: Progress) -> None:
+            progress: Status) -> None:
     """A membership change (raft://): `add`, a new member joins and leads its share; `remove`, the leader of the
     planned role leaves (and, were the group to shrink below its size, a new member joins after it, as an operator
     replaces a retired machine); `replace`, a new member joins, then the leader of the planned role leaves. Recorded

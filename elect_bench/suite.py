@@ -29,14 +29,13 @@ from elect_bench.measures import Summary, mean, percentile
 from elect_bench.metering import Router
 from elect_bench.methods import Method, method_spec
 from elect_bench.placement import DockerPlacement, NetnsPlacement
+from elect_bench.progress import Progress
 from elect_bench.relays import Meter
 from elect_bench.scenario import Scenario, load
 from elect_bench.trial import Environment, TrialResult, TrialSpec, run_trial
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.local import LocalCluster
 from elect_cluster.ports import free_ports
-
-Progress = Callable[[str, int, int, str], None]  # (cell, trials done, trials total, status)
 
 
 @dataclass

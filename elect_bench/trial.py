@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +43,11 @@ from elect_bench.members import MemberProcess, leaders, led, settle
 from elect_bench.metering import Router
 from elect_bench.methods import Group, Method, direct
 from elect_bench.placement import LocalPlacement, Placement
+from elect_bench.progress import Status
 from elect_bench.rollout import Fleet, Rollout, measure, roll
 from elect_cluster.endpoints import Endpoints
 from elect_cluster.process import usage
 from elect_cluster.waiting import WaitTimeout, wait_until
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -143,7 +142,7 @@ class Environment:
 
 
 def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
-              progress: Progress = lambda _m: None) -> TrialResult:
+              progress: Status = lambda _m: None) -> TrialResult:
     """Run one trial; never raises for a failed trial (it comes back with ok=False and the reason)."""
     result = TrialResult(spec.method.name, spec.fault.name, index, ok=False, members=spec.members, busy=spec.busy)
     lifecycle = spec.fault if isinstance(spec.fault, LifecycleFault) else None
@@ -203,7 +202,7 @@ def run_trial(spec: TrialSpec, env: Environment, index: int, unique: str,
 
 def roll_trial(fault: LifecycleFault, spec: TrialSpec, env: Environment, group: Group, urls: dict[str, str],
                procs: list[MemberProcess], workload: Workload, unique: str, records: list[Record],
-               progress: Progress) -> tuple[Rollout, int | None]:
+               progress: Status) -> tuple[Rollout, int | None]:
     """Carry out a lifecycle fault on the trial's members (`procs` ends with every member that ran, the retired
     too: their lines are the history); returns the rollout and the requests counted during it (None: uncounted)."""
     def launch(ident: str, url: str) -> MemberProcess:
@@ -289,7 +288,7 @@ def _judge_writes(workload: Workload, result: TrialResult) -> None:
 
 
 def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result: TrialResult, began: float,
-                        progress: Progress) -> None:
+                        progress: Status) -> None:
     """Start the members; once every role is led and the group has settled, record start-up and distribution."""
     progress("starting members")
     for p in procs:
@@ -349,7 +348,7 @@ def _count_load(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess
 
 
 def strike_member(fault: MemberFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
-                  records: list[Record], progress: Progress, role: str = "0") -> None:
+                  records: list[Record], progress: Status, role: str = "0") -> None:
     """Fault the leader of `role` (a trial: role 0; a soak: the role its schedule drew); wait for survivors to
     take its roles (if the fault makes them move); heal it after the hold if the fault heals, and wait for it to
     report how its leadership ended (a restarted one: to lead again); settle."""
@@ -403,7 +402,7 @@ def _balanced_now(procs: Sequence[MemberProcess], roles: set[str]) -> bool:
 
 
 def strike_infrastructure(fault: InfraFault, spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess],
-                          records: list[Record], progress: Progress, turn: int = 0) -> None:
+                          records: list[Record], progress: Status, turn: int = 0) -> None:
     """Fault one member of the service the method's `turn`-th infrastructure fault strikes (`Method.strikes`), hold,
     bring it back, wait until every role is led."""
     if env.infra is None or not spec.method.needs:
@@ -483,7 +482,7 @@ def _failure(exc: Exception, procs: Sequence[MemberProcess]) -> str:
     return error
 
 
-def _stop(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], progress: Progress) -> None:
+def _stop(spec: TrialSpec, env: Environment, procs: Sequence[MemberProcess], progress: Status) -> None:
     progress("stopping members")
     if isinstance(spec.fault, MemberFault):
         for p in procs:

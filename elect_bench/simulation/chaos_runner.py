@@ -22,6 +22,7 @@ from typing import Any
 
 from elect.errors import ConfigError
 from elect_bench.faults.base import Fault
+from elect_bench.progress import Progress
 from elect_bench.simulation.seeded_chaos import (
     FAULTS,
     KINDS,
@@ -37,8 +38,6 @@ from elect_bench.simulation.seeded_chaos import (
     leaderless_bound,
     replay_pool,
 )
-
-Progress = Callable[[str, int, int, str], None]  # (cell, seeds done, seeds total, status)
 
 
 @dataclass(frozen=True)

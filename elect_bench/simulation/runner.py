@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,14 +22,13 @@ from elect import config
 from elect.errors import ConfigError
 from elect_bench.measures import Summary
 from elect_bench.methods import Group, method_spec, split_spec
+from elect_bench.progress import Progress
 
 if TYPE_CHECKING:
     from elect_bench.simulation.experiments import ColdStart, Failover
     from raft_priority.config import RaftConfig
 
 SIM_METHODS = ("raft", "raft-zeebe", "raft-stock")
-
-Progress = Callable[[str, int, int, str], None]  # (cell, trials done, trials total, status)
 
 
 @dataclass(frozen=True)
