@@ -18,7 +18,7 @@ import time
 from collections import Counter
 
 from elect_bench.simulation import experiments
-from elect_bench.simulation.runner import Shape, acks_after, core_config
+from elect_bench.simulation.runner import RaftShape, acks_after, core_config
 from elect_bench.simulation.world import Simulation
 
 PHASES = {"all led": "cold start to every group led", "observed": "quiet until 3 ET",
@@ -52,7 +52,7 @@ def main() -> None:
     p.add_argument("--replication", type=int, default=3)
     p.add_argument("--seeds", type=int, default=3)
     args = p.parse_args()
-    shape = Shape(args.nodes, args.partitions, args.seeds, args.replication)
+    shape = RaftShape(args.nodes, args.partitions, args.seeds, args.replication)
     config, strategy = core_config("raft", shape, 1.0)
     delay = acks_after("raft", shape, 1.0)
     gc.disable()  # as the run's workers do (elect_bench.simulation.runner._trial)

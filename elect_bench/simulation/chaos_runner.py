@@ -31,8 +31,8 @@ from elect_bench.simulation.seeded_chaos import (
     NELI_KINDS,
     RAFT_FAULTS,
     RAFT_KINDS,
+    ChaosShape,
     Outcome,
-    Shape,
     chaos,
     clock_bound,
     leaderless_bound,
@@ -46,7 +46,7 @@ class ChaosScenario:
     methods: tuple[str, ...] = LEASE_KINDS
     seeds: int = 300
     first_seed: int = 0
-    shape: Shape = field(default_factory=Shape)
+    shape: ChaosShape = field(default_factory=ChaosShape)
     workers: int = 0  # processes running seeds side by side (0: one per core)
     drift: float | None = None
     """Members' clocks up to this far apart (`chaos`'s `drift`) instead of the bound each method states."""
@@ -61,13 +61,14 @@ class ChaosScenario:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> ChaosScenario:
-        known = {f.name for f in fields(cls)} | {f.name for f in fields(Shape)} | {"kind"}
+        known = {f.name for f in fields(cls)} | {f.name for f in fields(ChaosShape)} | {"kind"}
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ConfigError(f"unknown chaos scenario keys: {', '.join(unknown)}", parameter=unknown[0])
         methods = raw.get("methods", LEASE_KINDS)
         methods = tuple(methods.split(",") if isinstance(methods, str) else methods)
-        shape = Shape(**{f.name: type(getattr(Shape(), f.name))(raw[f.name]) for f in fields(Shape) if f.name in raw})
+        given = {f.name: type(getattr(ChaosShape(), f.name))(raw[f.name]) for f in fields(ChaosShape) if f.name in raw}
+        shape = ChaosShape(**given)
         return cls(name=str(raw.get("name", cls.name)), methods=methods, seeds=int(raw.get("seeds", cls.seeds)),
                    first_seed=int(raw.get("first_seed", 0)), shape=shape, workers=int(raw.get("workers", 0)),
                    drift=None if raw.get("drift") is None else float(raw["drift"]))
@@ -128,7 +129,7 @@ class ChaosResult:
                 "faults": {c.method: dict(c.faults) for c in self.cells}}
 
 
-def _seeds(job: tuple[str, Shape, int, int, float | None]) -> list[Outcome]:
+def _seeds(job: tuple[str, ChaosShape, int, int, float | None]) -> list[Outcome]:
     method, shape, first, count, drift = job
     return [chaos(method, seed, shape, drift=drift) for seed in range(first, first + count)]
 

@@ -34,7 +34,7 @@ class ColdStart:
 
 
 @dataclass(frozen=True, slots=True)
-class Failover:
+class CrashFailover:
     seed: int
     crashed: str
     failover: tuple[float, ...]  # per group the crashed node led: crash -> acquired by a survivor
@@ -79,7 +79,7 @@ def _assignment(nodes: int, partitions: int, replication: int, strategy: str) ->
     return tuple(assign_priorities([f"n{i}" for i in range(nodes)], partitions, replication, strategy))
 
 
-def settle(sim: Simulation, limit: float) -> float:
+def run_until_led(sim: Simulation, limit: float) -> float:
     """Run until every group has one leader; return that time (inf if not by ``limit``)."""
     step = sim.config.heartbeat_interval
     while not sim.all_led():
@@ -114,7 +114,7 @@ def _observe_cold_start(sim: Simulation, seed: int, partitions: int, observe_at:
     """Settle a freshly built simulation (then call `settled`) and count leaders per node at `observe_at` (default
     3 ET)."""
     et = sim.config.election_timeout
-    led_at = settle(sim, 10 * et)
+    led_at = run_until_led(sim, 10 * et)
     if settled is not None:
         settled()
     sim.run_until(max(sim.now, observe_at if observe_at is not None else 3 * et))
@@ -134,7 +134,7 @@ def crash_one(
     start_jitter: float = 0.1,
     victim: str | None = None,
     ack_delay: float = 0.0,
-) -> Failover:
+) -> CrashFailover:
     """Cold start, settle, crash one node (seeded choice) at a random phase of the heartbeat cycle, and
     measure each of its groups' failover and the survivors' leader counts afterwards."""
     return trial(nodes, partitions, replication, config, seed, strategy=strategy, network=network,
@@ -154,7 +154,7 @@ def trial(
     victim: str | None = None,
     ack_delay: float = 0.0,
     mark: Callable[[str, Simulation], None] | None = None,
-) -> tuple[ColdStart, Failover]:
+) -> tuple[ColdStart, CrashFailover]:
     """`cold_start` and `crash_one` of one seed from one simulation: the crash runs on from the cold start's
     observation at 3 election timeouts, so both come out exactly as from two runs, at half the cost. `mark`, if
     given, is called at the end of each phase ("built", "all led", "observed", "re-led") with the simulation: where
@@ -175,13 +175,13 @@ def trial(
     led = [g for g, ns in sim.leaders().items() if victim in ns]
     at = sim.now
     sim.crash(victim)
-    settle(sim, at + 10 * et)
+    run_until_led(sim, at + 10 * et)
     sim.run_until(max(sim.now, at + 0.5 * et))
     phase("re-led")
     fault = FaultRecord(at, Kill.name, victim)
     times = {f.role: f.latency for f in failovers(History(lines_of(sim.history), [fault]), fault)}
     counts = sim.leader_counts()
-    return cold, Failover(
+    return cold, CrashFailover(
         seed, victim, tuple(_or_never(times.get(str(g))) for g in led), max(counts.values(), default=0),
         -(-partitions // (nodes - 1))
     )

@@ -25,14 +25,14 @@ from elect_bench.methods import Group, method_spec, split_spec
 from elect_bench.progress import Progress
 
 if TYPE_CHECKING:
-    from elect_bench.simulation.experiments import ColdStart, Failover
+    from elect_bench.simulation.experiments import ColdStart, CrashFailover
     from raft_priority.config import RaftConfig
 
 SIM_METHODS = ("raft", "raft-zeebe", "raft-stock")
 
 
 @dataclass(frozen=True)
-class Shape:
+class RaftShape:
     """A group to simulate; `replication` nodes per partition (None: every node, as the real runs)."""
 
     nodes: int
@@ -50,7 +50,7 @@ class SimScenario:
     name: str = "sim"
     budget: float = 1.0
     methods: tuple[str, ...] = SIM_METHODS
-    shapes: tuple[Shape, ...] = (Shape(3, 6, 200),)
+    shapes: tuple[RaftShape, ...] = (RaftShape(3, 6, 200),)
     workers: int = 0  # processes running trials side by side (0: one per core); results do not depend on it
 
     def __post_init__(self) -> None:
@@ -80,7 +80,7 @@ class SimScenario:
             except (TypeError, ValueError):
                 raise ConfigError(f"a shape is [nodes, partitions, trials] or [nodes, partitions, trials, "
                                   f"replication]; got {raw!r}", parameter="shapes") from None
-            shapes.append(Shape(*numbers))
+            shapes.append(RaftShape(*numbers))
         methods = data.get("methods", SIM_METHODS)
         if isinstance(methods, str):  # a comma-separated list; a method may carry KEY=VALUE parameters
             methods = [m.strip() for m in methods.split(",") if m.strip()]
@@ -91,7 +91,7 @@ class SimScenario:
 @dataclass
 class SimCell:
     method: str
-    shape: Shape
+    shape: RaftShape
     balanced: list[bool] = field(default_factory=list)        # cold start, per trial
     all_led_at: list[float] = field(default_factory=list)     # cold start: every group led (simulated s)
     failover: list[float] = field(default_factory=list)       # per group the crashed node led
@@ -134,7 +134,7 @@ def _share(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else math.nan
 
 
-def core_config(method: str, shape: Shape, budget: float) -> tuple[Any, str]:
+def core_config(method: str, shape: RaftShape, budget: float) -> tuple[Any, str]:
     """The election core's configuration and priority strategy of `method`, from the URL a real member
     of that method would be given."""
     from raft_priority.elector import raft_config
@@ -143,20 +143,20 @@ def core_config(method: str, shape: Shape, budget: float) -> tuple[Any, str]:
     return raft_config(options), options.strategy
 
 
-def acks_after(method: str, shape: Shape, budget: float) -> float:
+def acks_after(method: str, shape: RaftShape, budget: float) -> float:
     """How long a member of `method` lets heartbeat acknowledgements wait to ride along with its next batch to the
     same peer (`RaftOptions.acks_after`): the simulated nodes send through the same outbox."""
     return float(member_options(method, shape, budget).acks_after)
 
 
-def member_options(method: str, shape: Shape, budget: float) -> Any:
+def member_options(method: str, shape: RaftShape, budget: float) -> Any:
     """The options a real member of `method` is given for this shape at detection budget `budget` (its URL's)."""
     ids = [f"n{i}" for i in range(shape.nodes)]
     url = method_spec(method, SIM_METHODS).member_urls(Group(ids, shape.partitions, "sim"), budget)[ids[0]]
     return config.spec_from_url(url).options
 
 
-def _trial(job: tuple[Shape, RaftConfig, str, int, float]) -> tuple[ColdStart, Failover]:
+def _trial(job: tuple[RaftShape, RaftConfig, str, int, float]) -> tuple[ColdStart, CrashFailover]:
     """One seed's cold start and crash (elect_bench.simulation.experiments.trial), in a worker process.
 
     The cyclic garbage collector is off meanwhile: a 10,000-partition trial allocates millions of short-lived
@@ -176,7 +176,7 @@ def _trial(job: tuple[Shape, RaftConfig, str, int, float]) -> tuple[ColdStart, F
             gc.enable()
 
 
-def _chunk(shape: Shape, workers: int) -> int:
+def _chunk(shape: RaftShape, workers: int) -> int:
     """Trials per task: enough small ones that handing them over costs nothing next to running them, but no more
     than about 20,000 group members' worth (a few seconds), so that the last chunk leaves no worker idle for
     long (100 nodes x 10,000 partitions at RF 3 takes seconds a trial: one at a time)."""

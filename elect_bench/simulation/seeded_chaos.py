@@ -70,7 +70,7 @@ MOST_VOTERS, FEWEST_VOTERS = 6, 2
 
 
 @dataclass(frozen=True)
-class Shape:
+class ChaosShape:
     """One group: how many members, roles and seconds of TTL (a NELI session timeout), and the nemesis's budget:
     `faults` drawn over `duration` seconds, a store or broker frozen for up to `longest_freeze` TTLs."""
 
@@ -105,7 +105,7 @@ NELI_LINK = ServerLink(spike_probability=0.02, spike_delay=0.05)
 descheduling a sender between stamping a heartbeat and sending it), so records land out of their send order."""
 
 
-def kafka_options(kind: str, shape: Shape) -> tuple[KafkaOptions, Protocol]:
+def kafka_options(kind: str, shape: ChaosShape) -> tuple[KafkaOptions, Protocol]:
     """The options a `kafka://` member of `kind` has at the shape's budget (its session timeout), and the protocol."""
     if kind not in NELI_KINDS:
         raise ValueError(f"no NELI simulation of {kind!r} (one of {', '.join(NELI_KINDS)})")
@@ -116,7 +116,7 @@ def kafka_options(kind: str, shape: Shape) -> tuple[KafkaOptions, Protocol]:
     return options, protocol
 
 
-def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
+def build(kind: str, seed: int, shape: ChaosShape = ChaosShape(), link: ServerLink | None = None, *,
           renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
           skewed_walls: bool = False) -> ServerWorld:
     """A group of `kind` whose members run the core as `etcd://`, `zookeeper://` or `kafka://` would with this TTL
@@ -144,14 +144,14 @@ def build(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
 
 
 @cache
-def raft_options(shape: Shape) -> Any:
+def raft_options(shape: ChaosShape) -> Any:
     """The options of a `raft://` member of the shape's group (`members` nodes, a partition per role) at an election
     timeout of `ttl`, from the URL a real member is given. Made once per shape and process: making a URL takes free
     ports (`elect_cluster.ports.free_ports`, which never hands out a port twice), and a seed needs none of them."""
-    return runner.member_options("raft", runner.Shape(shape.members, shape.roles, 1), shape.ttl)
+    return runner.member_options("raft", runner.RaftShape(shape.members, shape.roles, 1), shape.ttl)
 
 
-def raft_world(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Simulation:
+def raft_world(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = True) -> Simulation:
     """A `raft://` group of the shape, its nodes' electors included (`resume`: `raft_priority.renewals.Renewals`)."""
     from raft_priority.elector import raft_config
 
@@ -161,7 +161,7 @@ def raft_world(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Sim
                              electors=True, resume=resume)
 
 
-def clock_bound(kind: str, shape: Shape) -> float:
+def clock_bound(kind: str, shape: ChaosShape) -> float:
     """The clock-rate difference a member of `kind` tolerates at the shape's TTL (`Characteristics.max_drift`); NELI
     full above its exclusivity bound states none (its overlap bound rests on wall clocks too): the harness's own
     `drift` rate stands in (`Drift.rate`, inside every bound stated here)."""
@@ -182,7 +182,7 @@ def drift_rate(rng: random.Random, bound: float) -> float:
     return float((1 + bound) ** x)
 
 
-def leaderless_bound(kind: str, shape: Shape) -> float:
+def leaderless_bound(kind: str, shape: ChaosShape) -> float:
     """How long after the heal a role may stay unled. Leases: members restarted at the heal open sessions, and a
     role whose holder died is taken once its silence was timed (a TTL), plus the renewal that shows it (slack of a
     TTL for the store's own session lapses and retries). NELI: the dead members' sessions expire (a session
@@ -193,7 +193,7 @@ def leaderless_bound(kind: str, shape: Shape) -> float:
     return 3 * shape.ttl  # Raft: a restarted node's first election timeout, its election and a decay round
 
 
-def promise(kind: str, shape: Shape) -> float:
+def promise(kind: str, shape: ChaosShape) -> float:
     """The longest two members may lead one role together: 0 for every exclusive method; for NELI full above its
     exclusivity bound T plus one heartbeat interval (`KafkaElector.characteristics.max_overlap`), judged per pair
     (`elect_bench.checker.check`)."""
@@ -214,7 +214,7 @@ class Run:
         return History(lines_of(self.world.history), self.faults, start=0.0, end=self.world.now)
 
 
-def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
+def chaos(kind: str, seed: int, shape: ChaosShape = ChaosShape(), link: ServerLink | None = None, *,
           renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
           resume: bool = True, drift: float | None = None, skewed_walls: bool = False) -> Outcome:
     """One seed's schedule of faults against a group of `kind`, judged. To show what the design prevents:
@@ -242,7 +242,7 @@ def chaos(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None 
     return Outcome(kind, seed, tuple(found), tuple(done.faults), done.world.events_processed, len(history.lines))
 
 
-def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None = None, *,
+def strike(kind: str, seed: int, shape: ChaosShape = ChaosShape(), link: ServerLink | None = None, *,
            renewal_checks: bool = True, trust_store_expiry: bool = False, prefetch: bool = True,
            drift: float | None = None, skewed_walls: bool = False) -> Run:
     """The seed's schedule of faults against a group of `kind` (see `chaos`), run to its end, not judged; beside
@@ -279,7 +279,7 @@ def strike(kind: str, seed: int, shape: Shape = Shape(), link: ServerLink | None
     return _nemesis(world, list(world.members), kind, seed, shape, FAULTS, moves, (drifts, (Drift,), seed ^ 0xD21F7))
 
 
-def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift: float | None = None) -> Run:
+def raft_strike(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = True, drift: float | None = None) -> Run:
     """The seed's schedule of faults against a `raft://` group (see `chaos`), run to its end, not judged. A stop is
     graceful (every led partition handed on first, within the member's `handover` bound); a cut is one way or both;
     a drift runs the victim's clock at a rate of (1 + max_drift) ** x for a while, x within +-1/2 (half the time at
@@ -317,7 +317,7 @@ def raft_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True, drift
     return _nemesis(sim, names, "raft", seed, shape, RAFT_FAULTS, moves)
 
 
-def raft_members_world(seed: int, shape: Shape = Shape(), *, resume: bool = True) -> Simulation:
+def raft_members_world(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = True) -> Simulation:
     """A `raft://` cluster of the shape started as `raft://` nodes start (the cluster group, partitions following
     its configuration: `NodeHost.join_cluster`), so nodes can join and be removed while it runs."""
     from raft_priority.elector import raft_config
@@ -329,7 +329,7 @@ def raft_members_world(seed: int, shape: Shape = Shape(), *, resume: bool = True
                       electors=True, resume=resume, membership=Layout(shape.roles, o.replication, o.strategy))
 
 
-def raft_members_strike(seed: int, shape: Shape = Shape(), *, resume: bool = True,
+def raft_members_strike(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = True,
                         drift: float | None = None) -> Run:
     """`raft_strike`'s faults, and membership changes among them: `add` (a new node joins, asking until it is a
     voter), `remove` (a voter drawn at the strike is removed), `replace`
@@ -450,7 +450,7 @@ Beside = tuple[int, tuple[type[Fault], ...], int]
 """Faults drawn beside a nemesis's own, from a stream of their own: (how many, of which kinds, the stream's seed)."""
 
 
-def _nemesis(world: World, names: list[str], kind: str, seed: int, shape: Shape, kinds: tuple[type[Fault], ...],
+def _nemesis(world: World, names: list[str], kind: str, seed: int, shape: ChaosShape, kinds: tuple[type[Fault], ...],
              moves: Moves, beside: Beside = (0, (), 0), named: Callable[[str], str] | None = None) -> Run:
     """`shape.faults` faults drawn from `kinds` (each at a drawn time, on a drawn member, carried out by its move),
     and those drawn `beside` them, then everything healed (links, server, every member up) three TTLs after the
@@ -504,7 +504,7 @@ def replay_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
             os.environ["PYTHONHASHSEED"] = before
 
 
-def replay(kind: str, seed: int, shape: Shape = Shape(), *, renewal_checks: bool = True,
+def replay(kind: str, seed: int, shape: ChaosShape = ChaosShape(), *, renewal_checks: bool = True,
            trust_store_expiry: bool = False, drift: float | None = None) -> Outcome:
     """`chaos(kind, seed, shape, ...)` exactly as `elect bench sim-lease` ran it (in a process with fixed string
     hashing: this one if it has it, else a fresh one)."""

@@ -16,7 +16,7 @@ from elect.errors import ConfigError
 from elect_bench.faults.member import Kill, Lossy, Slow
 from elect_bench.simulation import chaos_runner, seeded_chaos
 from elect_bench.simulation.chaos_runner import ChaosScenario
-from elect_bench.simulation.seeded_chaos import LEASE_KINDS, Shape, build, chaos, replay
+from elect_bench.simulation.seeded_chaos import LEASE_KINDS, ChaosShape, build, chaos, replay
 
 # A seed found before members' clocks were simulated replays as found with `drift=0` (no clock-rate episodes drawn
 # beside its faults: the schedule that found it, event for event).
@@ -111,7 +111,7 @@ def test_a_fault_kind_a_world_cannot_simulate_is_refused_before_the_run() -> Non
     world = build("etcd", 1)
     move: seeded_chaos.Moves = {Kill: lambda victim, t, rng: lambda: None}
     with pytest.raises(ValueError, match="the etcd simulation has no move for slow, lossy"):
-        seeded_chaos._nemesis(world, list(world.members), "etcd", 1, Shape(), (Kill, Slow), move,
+        seeded_chaos._nemesis(world, list(world.members), "etcd", 1, ChaosShape(), (Kill, Slow), move,
                               (1, (Lossy,), 2))
     assert world.now == 0.0
 

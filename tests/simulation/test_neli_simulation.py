@@ -15,7 +15,7 @@ from sim_kills import kill_a_leader
 from elect_bench.simulation import chaos_runner
 from elect_bench.simulation.chaos_runner import ChaosScenario
 from elect_bench.simulation.kafka_group import Assigned, GroupCoordinator, Rebalancing, Stable, Unknown, balanced
-from elect_bench.simulation.seeded_chaos import NELI_KINDS, Shape, chaos, kafka_options, promise, replay, strike
+from elect_bench.simulation.seeded_chaos import NELI_KINDS, ChaosShape, chaos, kafka_options, promise, replay, strike
 from neli.core import NeliCore
 
 # A seed found before members' clocks were simulated replays as found with `drift=0` (no clock-rate episodes drawn
@@ -70,8 +70,8 @@ def test_a_dropped_full_mode_owner_overlaps_within_its_stated_bound() -> None:
     its successor's token: 2.09 s of overlap against T = 2 s. `characteristics.max_overlap` is T plus one heartbeat
     interval (2.2 s here), and the checker holds the simulation to it. (Since a leadership announces its claim as it
     begins, that seed overlaps less than T, as did every seed of 0-399 scanned.)"""
-    options = kafka_options("kafka-full", Shape())[0]
-    assert promise("kafka-full", Shape()) == pytest.approx(options.timeout + options.interval)
+    options = kafka_options("kafka-full", ChaosShape())[0]
+    assert promise("kafka-full", ChaosShape()) == pytest.approx(options.timeout + options.interval)
     assert chaos("kafka-full", 62, prefetch=False, drift=0).violations == ()
     intervals = strike("kafka-full", 62, prefetch=False, drift=0).history().intervals()
     longest = max(min(a.end, b.end) - max(a.start, b.start)
@@ -101,7 +101,7 @@ def test_a_killed_leaders_roles_move_once_the_group_expires_its_session(kind: st
     kill p50 1.50 s, docs/results/default-cbdfb75); the simulation does not model those."""
     moved, roles = kill_a_leader(kind)
     assert moved and len(moved) == roles
-    options = kafka_options(kind, Shape())[0]
+    options = kafka_options(kind, ChaosShape())[0]
     wait = options.interval if options.mode == "full" else 0.0
     for f in moved:
         assert f.latency is not None and 0.85 <= f.latency <= 1.0 + 0.3 + wait, (f.role, f.latency)

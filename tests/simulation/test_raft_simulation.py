@@ -51,7 +51,7 @@ def test_never_two_leaders_in_one_term_nor_overlapping_leases(name: str) -> None
             sim = ex.chaos(3 + seed % 3, 3, 3 + 2 * (seed % 2 if seed % 3 == 2 else 0), cfg, seed, network=net)
             healed = sim.now
             sim.network = LAN
-            led = ex.settle(sim, healed + 20.0)
+            led = ex.run_until_led(sim, healed + 20.0)
             sim.run_until(healed + 3.0)
             trials += 1
             assert check(History(lines_of(sim.history)), exclusive=True) == [], (name, seed)
@@ -73,7 +73,7 @@ def test_paused_leader_is_fenced_at_its_lease_end_not_when_it_wakes() -> None:
     assert sim.all_led()
 
 
-def _share(results: list[ex.ColdStart] | list[ex.Failover]) -> float:
+def _share(results: list[ex.ColdStart] | list[ex.CrashFailover]) -> float:
     return sum(r.balanced for r in results) / len(results)
 
 
@@ -156,7 +156,7 @@ def test_rebalance_returns_leadership_to_restarted_primaries() -> None:
 def test_scale_many_groups_cold_start() -> None:
     nodes, partitions = 30, 3000
     sim = ex.build(nodes, partitions, 3, ZEP, seed=5, network=LAN)
-    led = ex.settle(sim, 5.0)
+    led = ex.run_until_led(sim, 5.0)
     assert led < 1.5
     assert max(sim.leader_counts().values()) == math.ceil(partitions / nodes)
 
@@ -190,7 +190,7 @@ def test_without_check_quorum_terms_stay_unique_but_leases_overlap() -> None:
 def _idle_rate(cfg: RaftConfig, partitions: int) -> float:
     """Messages per second per node, at rest (every group led, nothing happening), over 10 s."""
     sim = ex.build(3, partitions, 3, cfg, seed=1, network=LAN)
-    assert ex.settle(sim, 10.0) < 10.0
+    assert ex.run_until_led(sim, 10.0) < 10.0
     sim.run_until(5.0)
     sent = sim.messages_sent
     sim.run_until(15.0)
@@ -230,7 +230,7 @@ def test_a_quiet_leader_restarted_at_once_holds_no_group() -> None:
     at = sim.now
     sim.crash(victim)
     sim.at(at + 0.2, lambda: sim.restart(victim))
-    led = ex.settle(sim, at + 10.0)
+    led = ex.run_until_led(sim, at + 10.0)
     assert led - at < 3 * cfg.election_timeout
     sim.run_until(led + 1.0)
     assert check(History(lines_of(sim.history)), exclusive=True) == []
@@ -258,12 +258,12 @@ def test_groups_go_quiet_again_without_a_dead_follower_and_take_it_back_when_it_
     leaders. Safety holds throughout."""
     cfg = RaftConfig.improved(quiesce=True)
     sim = ex.build(3, 60, 3, cfg, seed=5, network=LAN)
-    assert ex.settle(sim, 10.0) < 10.0
+    assert ex.run_until_led(sim, 10.0) < 10.0
     sim.run_until(6.0)
     rest = _rate(sim, 2.0)
     victim = "n0"
     sim.crash(victim)
-    assert ex.settle(sim, sim.now + 5 * cfg.election_timeout) < math.inf
+    assert ex.run_until_led(sim, sim.now + 5 * cfg.election_timeout) < math.inf
     sim.run_until(sim.now + 3 * cfg.election_timeout)
     survivors = [n for n in sim.nodes if n != victim]
     led = [g for n in survivors for g in sim.nodes[n].host.groups.values() if g.is_leader(sim.now)]  # type: ignore[union-attr]

@@ -12,13 +12,13 @@ import pytest
 
 from elect.errors import ConfigError
 from elect_bench.simulation import runner as simulation
-from elect_bench.simulation.runner import Shape, SimScenario
+from elect_bench.simulation.runner import RaftShape, SimScenario
 
 
 def test_methods_are_configured_as_their_real_members_are() -> None:
-    improved, strategy = simulation.core_config("raft", Shape(3, 6, 1), 1.0)
-    zeebe, zeebe_strategy = simulation.core_config("raft-zeebe", Shape(3, 6, 1), 1.0)
-    stock, stock_strategy = simulation.core_config("raft-stock", Shape(3, 6, 1), 1.0)
+    improved, strategy = simulation.core_config("raft", RaftShape(3, 6, 1), 1.0)
+    zeebe, zeebe_strategy = simulation.core_config("raft-zeebe", RaftShape(3, 6, 1), 1.0)
+    stock, stock_strategy = simulation.core_config("raft-stock", RaftShape(3, 6, 1), 1.0)
     assert (strategy, zeebe_strategy, stock_strategy) == ("balanced", "zeebe", "off")
     assert improved.fast_failover and not zeebe.fast_failover
     assert improved.election_timeout == zeebe.election_timeout == stock.election_timeout == 1.0
@@ -30,7 +30,7 @@ def test_simulated_nodes_send_through_the_members_outbox() -> None:
     heartbeat interval instead of two, and the figures are those of acknowledgements sent at once."""
     from elect_bench.simulation import experiments
 
-    shape = Shape(10, 100, 1, 3)
+    shape = RaftShape(10, 100, 1, 3)
     cfg, strategy = simulation.core_config("raft", shape, 1.0)
     delay = simulation.acks_after("raft", shape, 1.0)
     assert delay == pytest.approx(0.15)
@@ -46,7 +46,7 @@ def test_simulated_nodes_send_through_the_members_outbox() -> None:
 
 
 def test_a_small_run_shows_the_improvement_over_zep006() -> None:
-    result = simulation.run(SimScenario(methods=("raft", "raft-zeebe", "raft-stock"), shapes=(Shape(3, 6, 30),)),
+    result = simulation.run(SimScenario(methods=("raft", "raft-zeebe", "raft-stock"), shapes=(RaftShape(3, 6, 30),)),
                             lambda *_: None, command="pytest")
     by = {c.method: c.summary(1.0) for c in result.cells}
     # deterministic (seeded) behaviour, not speed: one election timeout with the improvements, two for ZEP006
@@ -69,7 +69,7 @@ def test_bad_simulation_scenarios_are_refused() -> None:
 
 def test_stock_raft_runs_as_others_configure_it() -> None:
     narrow = "raft-stock election_jitter=0.25 pre_vote=off check_quorum=off"
-    cfg, _ = simulation.core_config(narrow, Shape(3, 6, 1), 1.0)
+    cfg, _ = simulation.core_config(narrow, RaftShape(3, 6, 1), 1.0)
     assert cfg.jitter == 0.25 and not cfg.pre_vote and not cfg.check_quorum
     result = simulation.run(SimScenario.from_mapping({"methods": f"raft-stock, {narrow}", "shapes": [[3, 6, 20]]}),
                             lambda *_: None, command="pytest")
@@ -98,13 +98,13 @@ def test_trials_run_over_processes_with_the_same_figures_as_one() -> None:
     from elect_bench.simulation import experiments
 
     def figures(workers: int) -> list[dict[str, object]]:
-        scenario = SimScenario(methods=("raft", "raft-stock"), shapes=(Shape(3, 6, 12), Shape(6, 12, 4, 3)),
+        scenario = SimScenario(methods=("raft", "raft-stock"), shapes=(RaftShape(3, 6, 12), RaftShape(6, 12, 4, 3)),
                                workers=workers)
         result = simulation.run(scenario, lambda *_: None, command="pytest")
         return [{k: v for k, v in c.summary(1.0).items() if k != "wall"} for c in result.cells]
 
     assert figures(1) == figures(2)
-    cfg, strategy = simulation.core_config("raft-stock", Shape(5, 20, 1), 1.0)
+    cfg, strategy = simulation.core_config("raft-stock", RaftShape(5, 20, 1), 1.0)
     for seed in range(4):
         cold, crash = experiments.trial(5, 20, 3, cfg, seed, strategy=strategy)
         assert cold == experiments.cold_start(5, 20, 3, cfg, seed, strategy=strategy)
