@@ -9,7 +9,7 @@ Layers, each usable alone:
 * :mod:`raft_priority.host` -- :class:`NodeHost`, all groups of one node behind one lazy timer heap
   and one accumulator: the node's `elect.core.Core`.
 * :mod:`raft_priority.priorities` -- :func:`assign_priorities`: members and priorities per partition.
-* :mod:`raft_priority.storage` -- :class:`HardStateStore`: fsynced term/vote per group.
+* :mod:`raft_priority.storage` -- :class:`HardStateLog`: term and vote of every group of a node, one fsync per save.
 
 The deterministic simulator that runs this core on virtual time lives in :mod:`elect_bench.simulation`.
 
@@ -39,12 +39,12 @@ from raft_priority.messages import (
     VoteResponse,
 )
 from raft_priority.priorities import assign_priorities
-from raft_priority.storage import HardStateStore
+from raft_priority.storage import HardStateLog
 
 __all__ = [
     "GroupSpec",
     "HardState",
-    "HardStateStore",
+    "HardStateLog",
     "Heartbeat",
     "HeartbeatResponse",
     "Message",

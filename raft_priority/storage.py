@@ -1,8 +1,8 @@
 """Durable term and vote per group: the only state Raft election needs to survive a crash.
 
 A vote must hit the disk before the message granting it leaves, or a restarted node could vote twice
-in one term. Each group's state is one small JSON file, replaced atomically (write a temporary file,
-fsync it, rename over the old one, fsync the directory), so a crash leaves either the old or the new.
+in one term. Every group of a node shares one append-only log (`HardStateLog`), one fsync per save however
+many groups changed, compacted atomically (temporary file, fsync, rename, fsync of the directory).
 
 What a crash cannot leave (a file that does not parse, a line torn in the middle of the log) is damage:
 loading refuses it (`StateUnreadable`, naming the file and the line) rather than start from what can be read,
@@ -20,66 +20,6 @@ from pathlib import Path
 from elect.errors import StateUnreadable
 from raft_priority.membership import Membership
 from raft_priority.messages import Conf, HardState
-
-
-class HardStateStore:
-    """``<data_dir>/<node>/group-<id>.json`` for every group this node is a member of."""
-
-    def __init__(self, data_dir: str | os.PathLike[str], node: str) -> None:
-        if not node or "/" in node or node in (".", ".."):
-            raise ValueError(f"unusable node id for a directory name: {node!r}")
-        self.dir = Path(data_dir) / node
-        self.dir.mkdir(parents=True, exist_ok=True)
-
-    def path(self, group: int) -> Path:
-        return self.dir / f"group-{group}.json"
-
-    def load(self, group: int) -> HardState | None:
-        path = self.path(group)
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            return None
-        try:
-            raw = json.loads(text)
-            conf = raw.get("conf")
-            return _hard_state(raw["term"], raw.get("voted_for"), None if conf is None else decode_conf(conf))
-        except (ValueError, KeyError, TypeError) as exc:  # replaced atomically: a crash cannot leave this
-            raise StateUnreadable(f"Raft state file {path} is damaged ({exc}): {_WHAT_TO_DO}") from None
-
-    def load_all(self) -> dict[int, HardState]:
-        res: dict[int, HardState] = {}
-        for p in self.dir.glob("group-*.json"):
-            gid = int(p.stem.removeprefix("group-"))
-            hs = self.load(gid)
-            if hs is not None:
-                res[gid] = hs
-        return res
-
-    def save(self, states: Mapping[int, HardState]) -> None:
-        """Persist every entry durably; returns only when all of them are on disk."""
-        if not states:
-            return
-        for group, hs in states.items():
-            tmp = self.dir / f".group-{group}.json.tmp"
-            record: dict[str, object] = {"term": hs.term, "voted_for": hs.voted_for}
-            if hs.conf is not None:
-                record["conf"] = encode_conf(hs.conf)
-            data = json.dumps(record).encode()
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path(group))
-        dfd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(dfd)  # make the renames durable, once for the whole batch
-        finally:
-            os.close(dfd)
 
 
 class HardStateLog:

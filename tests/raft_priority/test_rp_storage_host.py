@@ -1,4 +1,4 @@
-"""Durable hard state (atomic, fsynced) and the multi-group host's single lazy timer heap."""
+"""Durable hard state (one log per node, fsynced) and the multi-group host's single lazy timer heap."""
 
 from __future__ import annotations
 
@@ -14,31 +14,19 @@ from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftGroup, RaftState
 from raft_priority.host import NodeHost
 from raft_priority.messages import HardState, Heartbeat, VoteRequest, VoteResponse
-from raft_priority.storage import HardStateStore
+from raft_priority.storage import HardStateLog
 
 P3 = {"a": 3, "b": 2, "c": 1}
 
 
-def test_store_roundtrip_is_atomic_and_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
-    store = HardStateStore(tmp_path, "b")
-    assert store.load(3) is None
-    store.save({3: HardState(4, "a"), 5: HardState(2, None)})
-    assert len(synced) == 3  # both files, then the directory once
-    assert HardStateStore(tmp_path, "b").load_all() == {3: HardState(4, "a"), 5: HardState(2, None)}
-    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["group-3.json", "group-5.json"]
-    with pytest.raises(ValueError):
-        HardStateStore(tmp_path, "../x")
-
-
 def test_vote_survives_a_crash_through_the_store(tmp_path: Path) -> None:
-    store = HardStateStore(tmp_path, "b")
+    store = HardStateLog(tmp_path, "b")
     g = RaftGroup(GroupSpec(0, P3), "b", RaftConfig.zep006(), random.Random(0), 0.0)
     g.step(VoteRequest(0, "a", "b", 3, 0, 0), 2.0)
     store.save(g.ready().persist)  # the driver persists before it sends the grant
-    g2 = RaftGroup(GroupSpec(0, P3), "b", RaftConfig.zep006(), random.Random(0), 9.0, store.load(0))
+    store.close()  # the crash; the restarted node reads the log afresh
+    back = HardStateLog(tmp_path, "b").load(0)
+    g2 = RaftGroup(GroupSpec(0, P3), "b", RaftConfig.zep006(), random.Random(0), 9.0, back)
     g2.step(VoteRequest(0, "c", "b", 3, 0, 0), 10.0)
     assert [m.granted for m in g2.ready().messages] == [False]  # type: ignore[attr-defined]
 
@@ -92,8 +80,6 @@ def test_host_ticks_only_due_groups_and_a_lone_member_leads() -> None:
 
 
 def test_hard_state_log_survives_torn_lines_and_compaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from raft_priority.storage import HardStateLog
-
     synced: list[int] = []
     real = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
@@ -114,12 +100,12 @@ def test_hard_state_log_survives_torn_lines_and_compaction(tmp_path: Path, monke
     assert (tmp_path / "b" / "hardstate.log").stat().st_size < 600
     assert HardStateLog(tmp_path, "b").load_all()[5] == HardState(39, None)
     assert HardStateLog(tmp_path, "b").load(3) == HardState(2, "c")
+    with pytest.raises(ValueError, match="unusable node id"):
+        HardStateLog(tmp_path, "../x")
 
 
 def test_damage_a_crash_cannot_leave_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
     from elect.errors import StateUnreadable
-    from raft_priority.storage import HardStateLog
-
     path = tmp_path / "b" / "hardstate.log"
     path.parent.mkdir()
     for damaged, where in ((b'{"1":[3,"a"]}\nnot json\n{"1":[4,"c"]}\n', "line 2 of 3"),
@@ -130,17 +116,11 @@ def test_damage_a_crash_cannot_leave_is_refused_naming_the_file_and_line(tmp_pat
         path.write_bytes(damaged)
         with pytest.raises(StateUnreadable, match=f"{path} is damaged at {where}"):
             HardStateLog(tmp_path, "b").load_all()
-    group = HardStateStore(tmp_path, "c")
-    group.path(3).write_text('{"term": "three"}')
-    with pytest.raises(StateUnreadable, match=f"{group.path(3)} is damaged"):
-        group.load(3)
 
 
 def test_a_save_after_a_torn_line_or_a_failed_append_rewrites_the_log(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Appending after a torn line would glue the new line to it, and a later load would lose that vote."""
-    from raft_priority.storage import HardStateLog
-
     path = tmp_path / "b" / "hardstate.log"
     log = HardStateLog(tmp_path, "b")
     log.save({1: HardState(3, "a")})
@@ -174,8 +154,6 @@ def test_a_driver_that_cannot_persist_a_vote_sends_nothing_and_stops(tmp_path: P
     from elect.driver import Driver
     from elect.roles import Role
     from raft_priority.messages import Message
-    from raft_priority.storage import HardStateLog
-
     class FullDisk(HardStateLog):
         def save(self, states: object) -> None:
             raise OSError(28, "No space left on device")
