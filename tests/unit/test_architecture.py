@@ -155,3 +155,20 @@ def test_one_percentile_definition() -> None:
     defs = [f"{p.relative_to(ROOT)}:{name}" for p in sources
             for name in re.findall(r"^\s*def (\w*(?:percentile|quantile)\w*)\(", p.read_text(), re.M)]
     assert defs == ["elect_bench/measures.py:percentile"]
+
+
+def test_package_docstrings_name_every_scheme_their_package_registers() -> None:
+    """A package docstring that says which methods there are says all of them (`elect`: every shipped scheme but
+    the in-process one; an implementation package: the schemes it registers)."""
+    import importlib
+
+    entry_points: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][
+        "elect.electors"]
+    registers: dict[str, set[str]] = {}
+    for scheme, target in entry_points.items():
+        registers.setdefault(target.split(".", 1)[0], set()).add(scheme)
+    shipped = {s for package, schemes in registers.items() if package != "elect_bench" for s in schemes}
+    expected = {"elect": shipped - {"memory"}, **{p: registers[p] for p in ("neli", "raft_priority", "cas_lease")}}
+    unnamed = {package: sorted(s for s in schemes if s not in (importlib.import_module(package).__doc__ or "").lower())
+               for package, schemes in expected.items()}
+    assert unnamed == {package: [] for package in expected}
