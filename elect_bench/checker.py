@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from elect.contract import Characteristics
 from elect_bench.faults import known
@@ -30,14 +32,41 @@ LOOP_LIMIT = 3
 
 @dataclass(frozen=True)
 class Violation:
-    kind: str  # overlap | token | leaderless | loop
+    """One broken promise, as a record: reports count it by `kind` and link it to its moment `at`."""
+
+    kind: str
+    """overlap | token | leaderless | loop (this checker); unsettled (a group that never went quiet after its
+    start); write-stale | write-lost | write-out_of_order | write-conflict (the fenced store's checker)."""
     role: str
+    """The role it broke on; "" for the whole group."""
     at: float
+    """Monotonic seconds, as the history's (nan: not known, in a results.json written before violations were
+    records)."""
     detail: str
     since: float | None = None  # the earlier event it relates to (a token's previous acquisition)
 
     def __str__(self) -> str:
-        return f"{self.kind} on {self.role} at {self.at:.3f}: {self.detail}"
+        where = f" on {self.role}" if self.role else ""
+        when = f" at {self.at:.3f}" if math.isfinite(self.at) else ""
+        return f"{self.kind}{where}{when}: {self.detail}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any] | str) -> Violation:
+        """A violation as `to_json` wrote it, or as the text a results.json held before violations were records
+        (kept readable so that `elect report` can write an old run's report again)."""
+        if isinstance(raw, dict):
+            return cls(**raw)
+        full = _WRITTEN.match(raw)
+        if full:
+            return cls(full["kind"], full["role"] or "", float(full["at"]), full["detail"])
+        kind, _, detail = raw.partition(": ")
+        return cls(kind, "", math.nan, detail) if detail else cls(raw.split(" ", 1)[0], "", math.nan, raw)
+
+
+_WRITTEN = re.compile(r"(?P<kind>\S+?)(?: on (?P<role>\S+))? at (?P<at>-?\d+\.\d+): (?P<detail>.*)", re.S)
 
 
 def check(history: History, *, exclusive: bool, tokens: bool = True, leaderless_bound: float | None = None,

@@ -315,7 +315,7 @@ class EnvelopeResult:
             rows.append({
                 "method": method, "budget": budget, "starts": len(trials), "ran": len(ran),
                 "unsettled": sum(1 for t in ran if t.settled is None),
-                "looping": sum(1 for t in ran if any(v.startswith("loop ") for v in t.violations)),
+                "looping": sum(1 for t in ran if any(v.kind == "loop" for v in t.violations)),
                 "false_failovers": sum(1 for t in ran if t.rest_changes), "ended": sum(t.rest_changes for t in ran),
                 "clean": sum(1 for t in ran if t.rest_changes == 0 and not t.violations),
                 "settled_median": percentile(settled, 50) if settled else None,

@@ -157,7 +157,7 @@ class SoakResult:
                 "members": s.members, "roles": s.roles, "hold": s.hold or 3 * s.budget, "workload": s.workload,
                 "faults": [f.name for f in s.faults], "error": self.error, "load": self.load,
                 "by_kind": self.by_kind(), "writes": self.writes,
-                "violations": [{"violation": str(v), "lines": self.evidence.get(i, [])}
+                "violations": [{"violation": str(v), "record": v.to_json(), "lines": self.evidence.get(i, [])}
                                for i, v in enumerate(self.violations)],
                 "strikes": [st.__dict__ for st in self.strikes], "history": self.history.to_json()}
 

@@ -69,7 +69,7 @@ class Cell:
             "unbalanced": (sum(1 for t in ok if t.rebalance is None)
                            if self.fault.kills_process and self.fault.healed_as else math.nan),
             "violations": sum(len(t.violations) for t in ok),
-            "stale_tokens": sum(1 for t in ok for v in t.violations if v.startswith("token ")),
+            "stale_tokens": sum(1 for t in ok for v in t.violations if v.kind == "token"),
             "startup_p50": Summary.of([t.startup for t in ok]).p50,
             "startup_max": Summary.of([t.startup for t in ok]).max,
             "rest_seconds": sum(t.rest for t in ok), "rest_changes": sum(t.rest_changes for t in ok),

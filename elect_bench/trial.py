@@ -20,7 +20,7 @@ from elect.contract import Characteristics
 from elect.errors import ConfigError
 from elect.member_reports import TIMED
 from elect_bench.busy import Busy
-from elect_bench.checker import check_promise
+from elect_bench.checker import Violation, check_promise
 from elect_bench.fakeclock import FakeClock
 from elect_bench.faults import Fault, InfraFault, MemberFault
 from elect_bench.faults.lifecycle import LifecycleFault
@@ -96,7 +96,7 @@ class TrialResult:
     after_max_led: int = 0                                # the same among survivors after the handover
     after_balanced: bool = False
     rebalance: float | None = None                        # restart: from the return to balanced for good
-    violations: list[str] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
     startup: float = 0.0                                  # seconds from start to every role led
     settled: float | None = None                          # seconds from start until quiet (None: never, in bound)
     cpu: dict[str, float] = field(default_factory=dict)   # member -> share of one core
@@ -126,7 +126,8 @@ class TrialResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrialResult:
         """A trial as `to_json` wrote it (a resumed run keeps the trials it already has)."""
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known | {"violations": [Violation.from_json(v) for v in known.get("violations", [])]})
 
 
 class Environment:
@@ -284,7 +285,7 @@ def _judge_writes(workload: Workload, result: TrialResult) -> None:
     result.stale_writes, result.lost_writes = len(found.stale_accepted), len(found.lost)
     result.conflicting_writes = len(found.conflicting)
     if workload.kind == "fenced":
-        result.violations += [str(v) for v in found.violations()]
+        result.violations += [v.as_violation() for v in found.violations()]
 
 
 def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result: TrialResult, began: float,
@@ -301,8 +302,9 @@ def _reach_steady_state(spec: TrialSpec, procs: Sequence[MemberProcess], result:
     if settle(procs, quiet=quiet, limit=spec.bound, all_started=True):
         result.settled = max(p.log.last for p in procs) - began
     else:  # a liveness failure of its own: the group never went quiet (an acquire/fence loop, say)
-        result.violations.append(f"unsettled: the group had not been quiet for {quiet:g} s within {spec.bound:g} s "
-                                 "of every role being led after its cold start")
+        result.violations.append(Violation("unsettled", "", time.monotonic(),
+                                           f"the group had not been quiet for {quiet:g} s within {spec.bound:g} s "
+                                           "of every role being led after its cold start"))
     steady = time.monotonic()
     steady_ivs = History([line for p in procs for line in p.log.lines], end=steady).intervals()
     result.steady_max_led = max_led(steady_ivs, steady - 1e-6)
@@ -469,7 +471,7 @@ def _measure(spec: TrialSpec, promised: Characteristics, history: History, procs
     spans = [o for r in ivs.values() for o in overlaps(r)]
     result.overlap = sum(e - s for s, e, _ in spans)
     result.max_overlap = max((e - s for s, e, _ in spans), default=0.0)
-    result.violations += [str(v) for v in check_promise(history, promised, spec.budget)]
+    result.violations += check_promise(history, promised, spec.budget)
     result.max_drift = promised.max_drift
 
 

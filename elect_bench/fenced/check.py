@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elect_bench.checker import Violation
+
 Line = dict[str, Any]
 Dump = Mapping[str, Sequence[Line]]
 
@@ -41,8 +43,12 @@ class WriteViolation:
     lines: tuple[Line, ...]  # the log, dump or acknowledgement lines that show it
 
     def __str__(self) -> str:
+        return str(self.as_violation())
+
+    def as_violation(self) -> Violation:
+        """The checker's record of it, with the lines that show it in its detail."""
         shown = "; ".join(json.dumps(line, sort_keys=True) for line in self.lines)
-        return f"write-{self.kind} on {self.role} at {self.at:.3f}: {self.detail} [{shown}]"
+        return Violation(f"write-{self.kind}", self.role, self.at, f"{self.detail} [{shown}]")
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import html
 import json
-import re
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from elect_bench.checker import Violation
 from elect_bench.faults import known
 from elect_bench.history import History
 from elect_bench.measures import leaderless, overlaps
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from elect_bench.suite import RunResult
 
 _HERE = Path(__file__).parent
-_AT = re.compile(r" at (-?\d+(?:\.\d+)?)")  # a violation's moment, as checker.Violation prints it
 
 
 def timeline(history: History, key: str, label: str) -> dict[str, Any]:
@@ -78,13 +78,12 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], zoom: Sequence[s
     return f'<div class="wide"><table class="sortable">{rows_html}</table></div>'
 
 
-def _violations(items: Sequence[str], key: str) -> str:
-    """A list of violations, each linked to its moment on the timeline `key` where it names one."""
+def _violations(items: Sequence[Violation], key: str) -> str:
+    """A list of violations, each linked to its moment on the timeline `key` where it is known."""
     out = []
-    for text in items:
-        at = _AT.search(text)
-        link = f' <a data-zoom="{key}@{at.group(1)}" href="#{key}">show</a>' if at else ""
-        out.append(f"<li>{html.escape(text)}{link}</li>")
+    for v in items:
+        link = f' <a data-zoom="{key}@{v.at:.3f}" href="#{key}">show</a>' if math.isfinite(v.at) else ""
+        out.append(f"<li>{html.escape(str(v))}{link}</li>")
     return f'<ul class="violations">{"".join(out)}</ul>' if out else ""
 
 
@@ -140,7 +139,7 @@ def of_soak(data: dict[str, Any]) -> str:
                 table(["fault", "strikes", "failover p50", "p99", "max", "unrecovered roles", "leaderless",
                        "failed starts", "overlap s"], kinds),
                 f"<h2>Violations: {len(data['violations'])}</h2>",
-                _violations([v["violation"] for v in data["violations"]], key),
+                _violations([Violation.from_json(v.get("record", v["violation"])) for v in data["violations"]], key),
                 "<h2>Timeline</h2>", HINT, f'<div id="{key}"></div>',
                 "<h2>Strikes</h2>", '<p class="hint">Click a strike to see it on the timeline.</p>',
                 table(["#", "fault", "member", "at s", "roles moved", "failover max", "unrecovered", "leaderless",

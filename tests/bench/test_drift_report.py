@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elect_bench import drift
+from elect_bench.checker import Violation
 from elect_bench.faults import fault
 from elect_bench.methods import METHODS
 from elect_bench.suite import Cell
@@ -18,8 +19,8 @@ class Run:
 
 
 def cell(method: str, name: str, overlap: float, violations: int, max_drift: float | None) -> Cell:
-    trial = TrialResult(method, name, 0, ok=True, overlap=overlap, violations=["overlap"] * violations,
-                        max_drift=max_drift)
+    found = [Violation("overlap", "0", 1.0, "a, b both led")] * violations
+    trial = TrialResult(method, name, 0, ok=True, overlap=overlap, violations=found, max_drift=max_drift)
     return Cell(METHODS[method], fault(name), 3, [trial])
 
 

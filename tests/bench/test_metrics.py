@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 
 from elect.contract import Characteristics
-from elect_bench.checker import check, check_promise
+from elect_bench.checker import Violation, check, check_promise
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import (
     Summary,
@@ -114,6 +114,17 @@ def test_three_way_overlap_and_distribution() -> None:
     assert overlaps(ivs["r"]) == [(1.0, 3.0, frozenset({"a", "b", "c"}))]
     assert max_led(ivs, 0.5) == 3 and max_led(ivs, 3.5) == 2
     assert balanced(2, 6, 3) and not balanced(3, 6, 3)
+
+
+def test_a_violation_is_a_record_in_results_and_old_text_still_reads() -> None:
+    v = Violation("token", "r1", 3.25, "token 4 after 5", since=1.0)
+    assert Violation.from_json(v.to_json()) == v
+    assert Violation.from_json("token on r1 at 3.250: token 4 after 5") == replace(v, since=None)
+    unsettled = Violation.from_json("unsettled: the group had not been quiet for 2 s")
+    assert (unsettled.kind, unsettled.role) == ("unsettled", "")
+    assert unsettled.detail == "the group had not been quiet for 2 s"
+    assert str(unsettled) == "unsettled: the group had not been quiet for 2 s"
+    assert str(Violation("unsettled", "", 7.0, "never quiet")) == "unsettled at 7.000: never quiet"
 
 
 def test_percentiles() -> None:
