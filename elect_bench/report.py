@@ -11,11 +11,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from elect_bench import drift, envelope, html, idle, neli
+from elect_bench import drift, envelope, html, idle, neli_depth
 from elect_bench.envelope import EnvelopeResult
 from elect_bench.faults import LifecycleFault
 from elect_bench.idle import IdleResult
-from elect_bench.neli import NeliResult
+from elect_bench.neli_depth import NeliResult
 from elect_bench.simulation import chaos_runner
 from elect_bench.simulation import runner as simulation
 from elect_bench.simulation.chaos_runner import ChaosResult
@@ -141,7 +141,7 @@ def table_rows(result: Result) -> tuple[list[str], list[list[str]]]:
     if isinstance(result, RunResult) and _rolled(result):
         columns = ROLLOUT_COLUMNS + (WRITE_COLUMNS if _wrote(result) else [])
         return [title for _, title, _ in columns], rows(columns, result.summaries())
-    columns = idle.COLUMNS if isinstance(result, IdleResult) else neli.COLUMNS if isinstance(result, NeliResult) \
+    columns = idle.COLUMNS if isinstance(result, IdleResult) else neli_depth.COLUMNS if isinstance(result, NeliResult) \
         else COLUMNS + (WRITE_COLUMNS if _wrote(result) else []) + (REBALANCE_COLUMNS if _restarted(result) else [])
     return [title for _, title, _ in columns], rows(columns, result.summaries())
 
@@ -169,7 +169,7 @@ def provenance(result: Result) -> str:
     if isinstance(result, IdleResult):
         return idle.provenance(result)
     if isinstance(result, NeliResult):
-        return neli.provenance(result)
+        return neli_depth.provenance(result)
     if isinstance(result, EnvelopeResult):
         return envelope.provenance(result)
     s = result.scenario
@@ -243,7 +243,7 @@ def _notes(result: Result) -> list[str]:
         return [*envelope.held_notes(result), *(["Not run:", "", *skipped, ""] if skipped else []),
                 *_failures(points)]
     if isinstance(result, NeliResult):
-        return [neli.NOTES, "", *neli.step_table(result), *_failures(failed), *_violations(result.run)]
+        return [neli_depth.NOTES, "", *neli_depth.step_table(result), *_failures(failed), *_violations(result.run)]
     skipped = [f"- `{m}`: {why}" for m, why in result.skipped.items()]
     return [*drift.table(result), DEFINITIONS, "", *([WRITES, ""] if _wrote(result) else []),
             *([REBALANCE, ""] if _restarted(result) else []), *([ROLLOUT, ""] if _rolled(result) else []),

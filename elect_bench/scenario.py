@@ -2,7 +2,7 @@
 
 A file may describe another kind of run (`kind`): a simulation (it names `shapes`; elect_bench.simulation),
 the idle cost of a group at scale (`kind: idle`; elect_bench.idle), NELI in depth (`kind: neli`;
-elect_bench.neli) or the operating envelope (`kind: envelope`, or any trials scenario with a `sweep`;
+elect_bench.neli_depth) or the operating envelope (`kind: envelope`, or any trials scenario with a `sweep`;
 elect_bench.envelope). Each kind reads its own keys; the fault names in a file become `Fault` objects here.
 """
 

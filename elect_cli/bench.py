@@ -224,13 +224,13 @@ def _idle(args: argparse.Namespace, raw: dict[str, Any]) -> int:
 
 
 def _neli(args: argparse.Namespace, raw: dict[str, Any]) -> int:
-    from elect_bench import neli, plots
+    from elect_bench import neli_depth, plots
 
-    chosen = neli.NeliScenario.from_mapping(raw | _given(trials=args.trials, members=args.members, roles=args.roles,
-                                                         budget=args.budget, hold=args.hold,
-                                                         broker=args.broker))
+    given = _given(trials=args.trials, members=args.members, roles=args.roles, budget=args.budget, hold=args.hold,
+                   broker=args.broker)
+    chosen = neli_depth.NeliScenario.from_mapping(raw | given)
     with tempfile.TemporaryDirectory(prefix="elect-neli-") as tmp:
-        result = neli.run(chosen, Path(tmp), _progress(), command=_command())
+        result = neli_depth.run(chosen, Path(tmp), _progress(), command=_command())
     print(file=sys.stderr)
     _report(result, plots.draw(result.run, args.out), args.out)
     return 0 if result.ok else 1

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from elect_bench import neli, report
+from elect_bench import neli_depth, report
 from elect_cluster.netns import leftovers
 
 pytestmark = pytest.mark.infra
 
 
 def test_neli_handovers_and_the_brokers_own_rebalance(tmp_path: Path) -> None:
-    chosen = neli.NeliScenario.from_mapping({
+    chosen = neli_depth.NeliScenario.from_mapping({
         "kind": "neli", "name": "neli-smoke", "members": 2, "roles": 4, "trials": 1, "hold": 2.5,
         "cells": ["kafka-fast kill", "kafka-full pause heartbeat_timeout=1.5"], "rebalance": ["kill"],
         "protocols": ["classic", "consumer"]})
-    result = neli.run(chosen, tmp_path / "work", lambda *_: None, command="pytest")
+    result = neli_depth.run(chosen, tmp_path / "work", lambda *_: None, command="pytest")
     errors = [e for s in result.summaries() for e in s["errors"]]
     assert result.ok, errors
     rows = {(s["method"], s["fault"]): s for s in result.summaries()}

@@ -12,7 +12,7 @@ from elect.errors import ConfigError
 from elect_bench import scenario
 from elect_bench.faults import fault
 from elect_bench.idle import IdleScenario
-from elect_bench.neli import Handover, NeliScenario
+from elect_bench.neli_depth import Handover, NeliScenario
 
 
 def test_fault_names_become_fault_objects() -> None:
