@@ -18,8 +18,8 @@ import time
 from collections import Counter
 
 from elect_bench.simulation import experiments
-from elect_bench.simulation.runner import RaftShape, acks_after, core_config
-from elect_bench.simulation.world import Simulation
+from elect_bench.simulation.raft_runner import RaftShape, acks_after, core_config
+from elect_bench.simulation.raft_world import Simulation
 
 PHASES = {"all led": "cold start to every group led", "observed": "quiet until 3 ET",
           "re-led": "crash to re-led, + 0.5 ET"}
@@ -55,7 +55,7 @@ def main() -> None:
     shape = RaftShape(args.nodes, args.partitions, args.seeds, args.replication)
     config, strategy = core_config("raft", shape, 1.0)
     delay = acks_after("raft", shape, 1.0)
-    gc.disable()  # as the run's workers do (elect_bench.simulation.runner._trial)
+    gc.disable()  # as the run's workers do (elect_bench.simulation.raft_runner._trial)
     for seed in range(args.seeds):
         phases = Phases(seed)
         experiments.trial(args.nodes, args.partitions, args.replication, config, seed, strategy=strategy,

@@ -9,7 +9,7 @@ from typing import Any
 from elect_bench.envelope import EnvelopeResult
 from elect_bench.history import History
 from elect_bench.idle import IdleResult
-from elect_bench.simulation.runner import SimResult
+from elect_bench.simulation.raft_runner import SimResult
 from elect_bench.suite import RunResult
 from elect_bench.trial import TrialResult
 

@@ -17,10 +17,10 @@ from elect_bench.faults import LifecycleFault
 from elect_bench.idle import IdleResult
 from elect_bench.neli_depth import NeliResult
 from elect_bench.simulation import chaos_runner
-from elect_bench.simulation import runner as simulation
+from elect_bench.simulation import raft_runner as simulation
 from elect_bench.simulation.chaos_runner import ChaosResult
-from elect_bench.simulation.runner import SimResult
-from elect_bench.simulation.world import NetworkModel
+from elect_bench.simulation.raft_runner import SimResult
+from elect_bench.simulation.raft_world import NetworkModel
 from elect_bench.suite import RunResult, made
 
 Result = RunResult | SimResult | ChaosResult | IdleResult | NeliResult | EnvelopeResult

@@ -183,7 +183,7 @@ def _keep_member_logs(workdir: Path, into: Path) -> None:
 
 def _simulate(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     from elect_bench import plots
-    from elect_bench.simulation import runner as simulation
+    from elect_bench.simulation import raft_runner as simulation
 
     if args.methods:
         raw["methods"] = args.methods

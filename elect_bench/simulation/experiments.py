@@ -1,6 +1,6 @@
 """Reusable simulated experiments: cold-start distribution and failover after a crash.
 
-Each trial is one seeded :class:`~elect_bench.simulation.world.Simulation`; the benchmark harness and the tests
+Each trial is one seeded :class:`~elect_bench.simulation.raft_world.Simulation`; the benchmark harness and the tests
 run many seeds and compare configurations (stock Raft, plain ZEP006, ZEP006 with improvements).
 """
 
@@ -15,8 +15,8 @@ from functools import cache, partial
 from elect_bench.faults.member import Kill
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import failovers
+from elect_bench.simulation.raft_world import NetworkModel, Simulation
 from elect_bench.simulation.recorded import lines_of
-from elect_bench.simulation.world import NetworkModel, Simulation
 from raft_priority.config import RaftConfig
 from raft_priority.priorities import assign_priorities
 

@@ -42,14 +42,14 @@ from elect_bench.faults.infrastructure import InfraPause
 from elect_bench.faults.member import Cut, Kill, Pause, Stop
 from elect_bench.faults.membership import Add, Remove, Replace
 from elect_bench.history import FaultRecord, History
-from elect_bench.simulation import experiments, runner
+from elect_bench.simulation import experiments, raft_runner
 from elect_bench.simulation.cas_store import SimStore
 from elect_bench.simulation.kafka_group import Protocol
 from elect_bench.simulation.lease_world import LeaseWorld
 from elect_bench.simulation.linked import ServerLink
 from elect_bench.simulation.neli_world import NeliWorld
+from elect_bench.simulation.raft_world import NetworkModel, Simulation
 from elect_bench.simulation.recorded import lines_of
-from elect_bench.simulation.world import NetworkModel, Simulation
 from neli.options import KafkaOptions
 
 LEASE_KINDS = ("etcd", "zookeeper")
@@ -148,7 +148,7 @@ def raft_options(shape: ChaosShape) -> Any:
     """The options of a `raft://` member of the shape's group (`members` nodes, a partition per role) at an election
     timeout of `ttl`, from the URL a real member is given. Made once per shape and process: making a URL takes free
     ports (`elect_cluster.ports.free_ports`, which never hands out a port twice), and a seed needs none of them."""
-    return runner.member_options("raft", runner.RaftShape(shape.members, shape.roles, 1), shape.ttl)
+    return raft_runner.member_options("raft", raft_runner.RaftShape(shape.members, shape.roles, 1), shape.ttl)
 
 
 def raft_world(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = True) -> Simulation:

@@ -12,8 +12,8 @@ from elect_bench.checker import check
 from elect_bench.history import FaultRecord, History
 from elect_bench.measures import failovers, overlaps
 from elect_bench.simulation import experiments as ex
+from elect_bench.simulation.raft_world import NetworkModel, Simulation
 from elect_bench.simulation.recorded import lines_of
-from elect_bench.simulation.world import NetworkModel, Simulation
 from raft_priority.config import RaftConfig
 
 ZEP = RaftConfig.zep006()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from elect.errors import ConfigError
-from elect_bench.simulation import runner as simulation
-from elect_bench.simulation.runner import RaftShape, SimScenario
+from elect_bench.simulation import raft_runner as simulation
+from elect_bench.simulation.raft_runner import RaftShape, SimScenario
 
 
 def test_methods_are_configured_as_their_real_members_are() -> None:

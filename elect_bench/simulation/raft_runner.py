@@ -1,7 +1,7 @@
 """Simulation runs: what real processes on two cores cannot reach.
 
 The Raft election core the `raft://` members run, in deterministic simulation with virtual time
-(elect_bench.simulation.world): thousands of seeded trials, and groups up to 100 nodes x 10,000 partitions. Each
+(elect_bench.simulation.raft_world): thousands of seeded trials, and groups up to 100 nodes x 10,000 partitions. Each
 trial is a cold start (is the leader distribution balanced? when was every group led?) and a crash of
 one node (failover of each group it led; is the distribution balanced among the survivors?). Times are
 *simulated* seconds (`world.NetworkModel`'s default network, no CPU contention); the wall-clock time each cell
