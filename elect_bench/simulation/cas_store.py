@@ -17,7 +17,7 @@ what its watchers see (`theirs`).
 A renewal proves what the core counts on, as each real store's does: on etcd it reads everything as well (a
 `Snapshot`; the real one relies on its watch having delivered through the renewal's revision, or reads), on
 ZooKeeper it checks, in the same multi, that every role node the member holds is still the one it holds, and is
-refused as a whole otherwise (`Refused`, showing those nodes), as `cas_lease.zookeeper` does.
+refuted as a whole otherwise (`Refuted`, showing those nodes), as `cas_lease.zookeeper` does.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ class SessionGone(Exception):
     """The request's session no longer exists (its lease or session expired)."""
 
 
-class Refused(Exception):
-    """The store refused the action as a whole, because of what `observations` show (`cas_lease.driver.Refuted`)."""
+class Refuted(Exception):
+    """The store refuted the action as a whole, because of what `observations` show: `cas_lease.driver.Refuted`,
+    in memory."""
 
     def __init__(self, observations: list[Observation]) -> None:
         super().__init__(f"refused: {observations}")
@@ -136,7 +137,7 @@ class SimStore:
                 ours: Mapping[Role, int] | None = None) -> tuple[list[Observation], list[Observation]]:
         """Carry out `action` of `session` (sent at `sent` by its member's clock) at `now`: (what the caller sees,
         what watchers see). `ours`: for a ZooKeeper renewal, the roles the member holds, with their tokens, as it
-        knew them when it sent the renewal. Raises SessionGone if the session has ended, Refused if a renewal's
+        knew them when it sent the renewal. Raises SessionGone if the session has ended, Refuted if a renewal's
         checks fail."""
         self.requests += 1
         if session not in self.members:
@@ -147,7 +148,7 @@ class SimStore:
             taken = [role for role, token in (ours or {}).items()
                      if (held := self.roles.get(role)) is None or held.session != session or held.token != token]
             if taken:
-                raise Refused([RoleSeen(role, self.roles.get(role), self.rev) for role in taken])
+                raise Refuted([RoleSeen(role, self.roles.get(role), self.rev) for role in taken])
         if isinstance(action, Renew):
             self.rev += 1
             record, _ = self.members[session]

@@ -44,7 +44,7 @@ from cas_lease.model import Done, KeepAlive, LeaseInput, MemberRecord, Observati
 from elect.core import Ready
 from elect.driver import Driver, FunctionIO
 from elect.roles import Role
-from elect_bench.simulation.cas_store import Refused, SessionGone, SimStore
+from elect_bench.simulation.cas_store import Refuted, SessionGone, SimStore
 from elect_bench.simulation.keeper import Keeper
 from elect_bench.simulation.linked import LinkedWorld, ServerLink, SimMember
 
@@ -271,7 +271,7 @@ class LeaseWorld(LinkedWorld[_Member]):
             except SessionGone:
                 self.to_member(m, inc, lambda: self._session_lost(m, inc, session))
                 return
-            except Refused as refused:
+            except Refuted as refused:
                 self.to_member(m, inc, partial(answer, refused.observations, False))
                 return
             self._watch_lapse(session)
