@@ -4,8 +4,8 @@ Layers, each usable alone:
 
 * :mod:`raft_priority.core` -- :class:`RaftGroup`, one member of one election group: a state machine
   fed messages and ticks (``now`` in seconds) whose output accumulates into an `elect.core.Ready`
-  (hard state to persist, leadership changes, messages, leaders seen), with a ``deadline`` for the
-  next tick. No I/O, clocks or threads.
+  (hard state to persist, leadership changes, messages, leaders seen), with ``next_tick``, when to
+  tick it again. No I/O, clocks or threads.
 * :mod:`raft_priority.host` -- :class:`NodeHost`, all groups of one node behind one lazy timer heap
   and one accumulator: the node's `elect.core.Core`.
 * :mod:`raft_priority.priorities` -- :func:`assign_priorities`: members and priorities per partition.

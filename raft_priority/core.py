@@ -68,14 +68,14 @@ class Pin(Enum):
 
 
 class RaftGroup:
-    """One member's view of one election group. Feed it messages and ticks; read ``deadline``.
+    """One member's view of one election group. Feed it messages and ticks; read ``next_tick``.
 
     Driver contract (`elect.core`): whatever :meth:`step` / :meth:`tick` and the commands produce
     accumulates in the ``ready`` given at construction (a node's groups share one, so the host hands
     over one `Ready` and no step allocates one); handle what :meth:`ready` takes (persist, then
-    leadership changes, then send) and call :meth:`tick` again at or after ``deadline``. Calling
+    leadership changes, then send) and call :meth:`tick` again at or after ``next_tick``. Calling
     ``tick`` early is harmless, so a driver may keep one lazy timer entry per group and only re-arm it
-    when ``deadline`` moved earlier.
+    when ``next_tick`` moved earlier.
 
     Leadership changes name the group as their role and the term as token. An ``Acquire``'s deadline
     is the lease end at that moment (math.inf without check-quorum); the lease then moves on with every
@@ -97,7 +97,6 @@ class RaftGroup:
         "conf",
         "conf_acked",
         "contact",
-        "deadline",
         "departed",
         "elected_at",
         "first_timeout",
@@ -113,6 +112,7 @@ class RaftGroup:
         "log_index",
         "log_term",
         "max_priority",
+        "next_tick",
         "node",
         "peer_priority",
         "peers",
@@ -238,8 +238,8 @@ class RaftGroup:
         self.quiet = False
         self.quiet_peers: set[str] = set()
         self.qkey = 0
-        self.deadline = INF
-        self._refresh_deadline()
+        self.next_tick = INF
+        self._refresh_next_tick()
 
     # ------------------------------------------------------------------ public API
 
@@ -250,12 +250,12 @@ class RaftGroup:
         if self.state is RaftState.LEADER:
             self._check_lease(now)
         _HANDLERS[type(msg)](self, msg, now)
-        self._refresh_deadline()
+        self._refresh_next_tick()
 
     def tick(self, now: float) -> None:
         """Advance timers to ``now``: election timeouts, decay rounds, heartbeats, lease, transfer."""
         if self.quiet:  # nothing is timed per group (a lazy timer entry may still fire)
-            self._refresh_deadline()
+            self._refresh_next_tick()
             return
         state = self.state
         if state is RaftState.LEADER:
@@ -264,7 +264,7 @@ class RaftGroup:
             self._follower_tick(now)
         elif now >= self.campaign_due:
             self._campaign(now)
-        self._refresh_deadline()
+        self._refresh_next_tick()
 
     def set_log_position(self, last_index: int, last_term: int, now: float | None = None) -> None:
         """The application's log position; votes go only to candidates at least as up to date. A quiet follower
@@ -311,7 +311,7 @@ class RaftGroup:
         self.timeout_sent = False
         if self._caught_up(to):
             self._send_timeout_now()
-        self._refresh_deadline()
+        self._refresh_next_tick()
         return True
 
     def resign(self, now: float) -> None:
@@ -323,7 +323,7 @@ class RaftGroup:
             # let the others elect first (their timeouts run out within ET + jitter); take it back only if
             # nobody did
             self.retry_at = now + self.cfg.election_timeout + self.cfg.jitter
-        self._refresh_deadline()
+        self._refresh_next_tick()
 
     def campaign(self, now: float) -> None:
         """Start an election now (tests, or an operator); ignored while leading."""
@@ -331,7 +331,7 @@ class RaftGroup:
             self.wake(now)
         if self.state is not RaftState.LEADER:
             self._campaign(now)
-            self._refresh_deadline()
+            self._refresh_next_tick()
 
     def ready(self) -> Ready[Message, HardState]:
         """Take everything produced since the last call (of every group sharing the accumulator)."""
@@ -350,7 +350,7 @@ class RaftGroup:
             if self.quiet:
                 self.wake(now)
             self._advance(now)
-            self._refresh_deadline()
+            self._refresh_next_tick()
 
     @property
     def settled(self) -> bool:
@@ -488,7 +488,7 @@ class RaftGroup:
             self._step_down(now, "a later configuration")
         self._adopt_conf(conf)
         self.committed = conf.position
-        self._refresh_deadline()
+        self._refresh_next_tick()
 
     def _holds_lease(self, conf: Conf, now: float) -> bool:
         """Whether this leader's lease would outlast the next heartbeat round under ``conf``: a majority of each of
@@ -573,7 +573,7 @@ class RaftGroup:
                     self.acc.messages.append(HeartbeatResponse(self.group, self.node, leader, self.term, -INF,
                                                                self.log_index, self.log_term, False,
                                                                *self.conf.position))
-        self._refresh_deadline()
+        self._refresh_next_tick()
 
     def _keeps_quiet(self, msg: Message) -> bool:
         """Messages of the quiet exchange itself, which leave a quiet group quiet."""
@@ -702,28 +702,28 @@ class RaftGroup:
                 return
             self.round += 1
 
-    def _refresh_deadline(self) -> None:
+    def _refresh_next_tick(self) -> None:
         state = self.state
         if state is RaftState.LEADER:
             if self.quiet:  # the host watches the links; nothing per group is due
-                self.deadline = INF
+                self.next_tick = INF
                 return
             d = self.hb_due
             if self._lease < d:
                 d = self._lease if self._lease > -INF else self.elected_at  # no lease at all: at once
             if self.transfer_due < d:
                 d = self.transfer_due
-            self.deadline = d
+            self.next_tick = d
         elif state is RaftState.FOLLOWER:
             if self.quiet:
-                self.deadline = INF
+                self.next_tick = INF
             elif self.retry_at < INF:
-                self.deadline = self.retry_at
+                self.next_tick = self.retry_at
             else:
                 due = self.contact + self.first_timeout + self.round * self.cfg.decay_round
-                self.deadline = due if due >= self.yield_until else self.yield_until
+                self.next_tick = due if due >= self.yield_until else self.yield_until
         else:
-            self.deadline = self.campaign_due
+            self.next_tick = self.campaign_due
 
     # ------------------------------------------------------------------ elections
 

@@ -2,8 +2,8 @@
 
 Still pure (time comes in as ``now``). A driver with 1000 groups keeps a single wake-up at
 :meth:`NodeHost.next_wakeup`; each group has at most one live heap entry, re-armed only when its
-deadline moves *earlier* (a follower's steady heartbeats push its deadline later and cost no heap
-operation: the old entry fires, the tick finds nothing due and re-arms at the new deadline).
+next tick moves *earlier* (a follower's steady heartbeats push it later and cost no heap operation: the
+old entry fires, the tick finds nothing due and re-arms at the new one).
 
 With quiescence (``RaftConfig.quiesce``) the host also runs the node links (`raft_priority.links`): one
 `NodeBeat` per peer node per heartbeat interval, answered by a `NodeBeatAck`, and the watch on them that wakes
@@ -339,7 +339,7 @@ class NodeHost:
         return False
 
     def tick(self, now: float) -> None:
-        """Tick every group whose deadline is at or before ``now``, the node links, and the interest."""
+        """Tick every group whose next tick is at or before ``now``, the node links, and the interest."""
         if self.config.quiesce:
             self._tick_links(now)
         if now >= self.interest.next_due:
@@ -580,7 +580,7 @@ class NodeHost:
             self._arm(g)
 
     def _arm(self, g: RaftGroup) -> None:
-        d = g.deadline
+        d = g.next_tick
         if d < self._scheduled.get(g.group, INF):
             self._scheduled[g.group] = d
             heapq.heappush(self._heap, (d, g.group))

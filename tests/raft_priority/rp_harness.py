@@ -59,14 +59,14 @@ class Bench:
 
     def tick_all(self) -> None:
         for n, g in self.nodes.items():
-            if n not in self.down and g.deadline <= self.now:
+            if n not in self.down and g.next_tick <= self.now:
                 self.out(n, lambda g: g.tick(self.now))
         self.flush()
 
     def run_to(self, t: float) -> None:
         """Advance to ``t``, ticking every node exactly at its deadlines (and flushing in between)."""
         while True:
-            due = [g.deadline for n, g in self.nodes.items() if n not in self.down]
+            due = [g.next_tick for n, g in self.nodes.items() if n not in self.down]
             nxt = min(due, default=t)
             if nxt > t:
                 break

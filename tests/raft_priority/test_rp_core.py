@@ -147,7 +147,7 @@ def test_heartbeats_at_interval_and_deadline_is_next_heartbeat() -> None:
     b.run_to(2.05)
     beats = [m.sent_at for m in b.sent if isinstance(m, Heartbeat) and m.dst == "b"]  # type: ignore[attr-defined]
     assert beats == pytest.approx([1.0 + 0.1 * k for k in range(11)])
-    assert b["a"].deadline == pytest.approx(2.1)  # a driver's one timer: the next heartbeat
+    assert b["a"].next_tick == pytest.approx(2.1)  # a driver's one timer: the next heartbeat
     assert b["b"].leader_lease_until == pytest.approx(2.0 + 0.9)
 
 
@@ -219,26 +219,26 @@ def test_stale_pre_vote_response_with_higher_term_is_adopted() -> None:
     assert g.state is RaftState.PRE_CANDIDATE
     g.step(PreVoteResponse(7, "a", "b", 6, False), 1.1)
     assert g.term == 6 and g.state is RaftState.FOLLOWER
-    assert g.deadline == pytest.approx(2.0)  # still retries when its campaign would have timed out
+    assert g.next_tick == pytest.approx(2.0)  # still retries when its campaign would have timed out
 
 
 def test_single_member_group_leads_alone_and_never_fences() -> None:
     g = RaftGroup(GroupSpec(1, {"a": 1}), "a", ZEP, random.Random(0), 0.0)
     g.tick(1.0)
     assert [type(c) for c in g.ready().changes] == [Acquire] and g.is_leader(1e9)
-    assert g.deadline == float("inf")
+    assert g.next_tick == float("inf")
 
 
 def test_stock_mode_randomizes_timeouts_in_et_to_2et() -> None:
     cfg = RaftConfig.stock()
-    firsts = [RaftGroup(GroupSpec(0, P3), "a", cfg, random.Random(s), 0.0).deadline for s in range(200)]
+    firsts = [RaftGroup(GroupSpec(0, P3), "a", cfg, random.Random(s), 0.0).next_tick for s in range(200)]
     assert all(1.0 <= d < 2.0 for d in firsts)
     assert max(firsts) - min(firsts) > 0.8
 
 
 def test_stock_mode_draws_timeouts_from_the_jitter_it_is_given() -> None:
     cfg = RaftConfig.stock(election_jitter=0.25)
-    firsts = [RaftGroup(GroupSpec(0, P3), "a", cfg, random.Random(s), 0.0).deadline for s in range(200)]
+    firsts = [RaftGroup(GroupSpec(0, P3), "a", cfg, random.Random(s), 0.0).next_tick for s in range(200)]
     assert all(1.0 <= d < 1.25 for d in firsts) and max(firsts) - min(firsts) > 0.2
     with pytest.raises(ValueError, match="election_jitter"):
         RaftConfig.stock(election_jitter=0.0)

@@ -19,8 +19,8 @@ P5 = {"a": 5, "b": 4, "c": 3, "d": 2, "e": 1}
 def campaign_time(cfg: RaftConfig, priorities: dict[str, int], node: str, limit: float = 30.0) -> float:
     """When a follower that never hears anybody first sends a pre-vote (tick exactly at deadlines)."""
     g = RaftGroup(GroupSpec(0, priorities), node, cfg, random.Random(0), 0.0)
-    while g.deadline <= limit:
-        now = g.deadline
+    while g.next_tick <= limit:
+        now = g.next_tick
         g.tick(now)
         if any(isinstance(m, PreVoteRequest) for m in g.ready().messages):
             return now
@@ -46,10 +46,10 @@ def test_target_steps_down_each_round_and_a_late_tick_catches_up() -> None:
     g = RaftGroup(GroupSpec(0, P5), "d", ZEP, random.Random(0), 0.0)
     seen = []
     for t in (1.0, 2.0, 3.0):
-        assert g.deadline == pytest.approx(t)
+        assert g.next_tick == pytest.approx(t)
         g.tick(t)
         seen.append(g.target_priority())
-    assert seen == [4, 3, 2] and g.ready().messages == [] and g.deadline == pytest.approx(4.0)
+    assert seen == [4, 3, 2] and g.ready().messages == [] and g.next_tick == pytest.approx(4.0)
     g2 = RaftGroup(GroupSpec(0, P5), "e", ZEP, random.Random(0), 0.0)
     g2.tick(9.0)  # the driver was late: all rounds due by now happen at once
     assert g2.state is RaftState.PRE_CANDIDATE
@@ -67,10 +67,10 @@ def test_zep006_step_by_step_after_the_primary_dies() -> None:
     b = Bench(P3, ZEP)
     last = _crash_leader_at(b, 1.95, "a")  # a led from 1.0; last heartbeat 1.9
     assert last == pytest.approx(1.9)
-    assert (b["b"].deadline, b["b"].target_priority()) == (pytest.approx(2.9), 3)
+    assert (b["b"].next_tick, b["b"].target_priority()) == (pytest.approx(2.9), 3)
     b.run_to(2.95)  # first timeout: 2 < 3, wait one more round
-    assert (b["b"].deadline, b["b"].target_priority(), b["b"].state) == (pytest.approx(3.9), 2, RaftState.FOLLOWER)
-    assert (b["c"].deadline, b["c"].target_priority()) == (pytest.approx(3.9), 2)
+    assert (b["b"].next_tick, b["b"].target_priority(), b["b"].state) == (pytest.approx(3.9), 2, RaftState.FOLLOWER)
+    assert (b["c"].next_tick, b["c"].target_priority()) == (pytest.approx(3.9), 2)
     b.run_to(3.95)  # second round: target 2 reached, b wins
     assert b.events("acquired")[-1] == ("b", "acquired", 2, pytest.approx(3.9))
     assert b["c"].target_priority() == 3  # heard a leader: reset to the group's highest priority
@@ -140,7 +140,7 @@ def test_two_members_campaigning_at_once_do_not_split_the_votes(first: str) -> N
     # lower priority, yields its round and b wins the first term after a's.
     b = Bench(P3, RaftConfig.zep006(fast_failover=True, decay_interval=0.25))
     _crash_leader_at(b, 1.95, "a")
-    assert b["b"].deadline == pytest.approx(2.9)  # and c's round comes at 3.15
+    assert b["b"].next_tick == pytest.approx(2.9)  # and c's round comes at 3.15
     b.now = 3.2
     for node in (first, "c" if first == "b" else "b"):
         b.out(node, lambda g: g.tick(b.now))

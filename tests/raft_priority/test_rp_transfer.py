@@ -183,7 +183,7 @@ def test_resign_without_successor_steps_back() -> None:
     b["a"].set_log_position(9, 1)  # nobody has caught up with the leader
     b["a"].resign(b.now)
     assert b["a"].ready().changes == [Revoke(0, "resign")]
-    assert b["a"].state is RaftState.FOLLOWER and b["a"].deadline == pytest.approx(b.now + 2.0)
+    assert b["a"].state is RaftState.FOLLOWER and b["a"].next_tick == pytest.approx(b.now + 2.0)
 
 
 @pytest.mark.parametrize("pin", [False, True], ids=["rebalanced-back", "pinned"])
