@@ -23,8 +23,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,6 +34,7 @@ from elect_bench.faults import Fault, fault
 from elect_bench.measures import mean, percentile
 from elect_bench.methods import method_spec
 from elect_bench.progress import Progress
+from elect_bench.provenance import Provenance
 from elect_bench.scenario import Scenario, listed
 from elect_bench.trial import TrialResult
 
@@ -246,12 +245,8 @@ class EnvelopeResult:
     floor: list[FloorRun]
     cost: list[CostRun]
     skipped: dict[str, str]
-    command: str
-    started: float
-    seconds: float
-    machine: dict[str, Any]
+    made: Provenance  # its load sampled after each trial
     kafka_broker: str = ""
-    load: list[float] = field(default_factory=list)
     cut_short: bool = False  # the report of a checkpoint (`run(..., report_only=True)`): what did not run is missing
 
     @property
@@ -274,9 +269,6 @@ class EnvelopeResult:
         uncosted = [m for m in methods if self.scenario.cost > 0 and m not in costed and not method_spec(m).uncounted]
         return [*short, *(f"the floor of {m}: no budget held through all its windows (not all run)" for m in unfloored),
                 *(f"the cost of {m}: not run" for m in uncosted)]
-
-    def busy(self) -> str:
-        return suite.load_note(self.load, self.machine.get("cpus", 0))
 
     def summaries(self) -> list[dict[str, Any]]:
         """A row per point, method and fault (the report's envelope table)."""
@@ -353,8 +345,7 @@ class EnvelopeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-            "kafka_broker": self.kafka_broker, "load": self.load, "scenario": self.scenario.to_json(),
+            **self.made.to_json(), "kafka_broker": self.kafka_broker, "scenario": self.scenario.to_json(),
             "skipped": self.skipped, "held": self.held, "summary": self.summaries(),
             "floors": self.floors(), "floor": [r.to_json() for r in self.floor], "cold_starts": self.cold_starts(),
             "cost": self.cost_rows(), "cut_short": self.cut_short, "missing": self.missing(),
@@ -370,13 +361,9 @@ def run(scenario: EnvelopeScenario, workdir: Path, progress: Progress, command: 
     the result is the checkpoint's, marked cut short (its report says what is missing)."""
     if report_only and resume is None:
         raise ConfigError("a report of a checkpoint needs the checkpoint (--resume)", parameter="report_only")
-    started, began = time.time(), time.monotonic()
-    earlier = 0.0
-    if resume is not None:
-        if resume.get("scenario") != scenario.to_json():
-            raise ConfigError("the checkpoint is of another envelope (its scenario differs)", parameter="resume")
-        command = f"{resume['command']} (resumed: {command})" if command else str(resume["command"])
-        started, earlier = float(resume["started"]), float(resume["seconds"])
+    if resume is not None and resume.get("scenario") != scenario.to_json():
+        raise ConfigError("the checkpoint is of another envelope (its scenario differs)", parameter="resume")
+    made = Provenance.begin(command, resume)
     base = scenario.base
     skipped = {m: why for m in base.methods if (why := suite.available(m))}
     methods = [m for m in base.methods if m not in skipped]
@@ -389,19 +376,17 @@ def run(scenario: EnvelopeScenario, workdir: Path, progress: Progress, command: 
                               if m not in held[point.key()] for f in base.faults]
     floor: list[FloorRun] = []
     cost: list[CostRun] = []
-    loads: list[float] = list(resume.get("load", [])) if resume else []
-    result = EnvelopeResult(scenario, cells, held, floor, cost, skipped, command, started, 0.0, suite.machine(),
-                            load=loads)
+    result = EnvelopeResult(scenario, cells, held, floor, cost, skipped, made)
     if resume is not None:
         _restore(result, resume)
     if report_only:
-        result.seconds, result.cut_short = earlier, True
+        result.cut_short = True
         result.kafka_broker = str(resume.get("kafka_broker", "")) if resume else ""
         return result
 
     def after_trial() -> None:
-        loads.append(round(os.getloadavg()[0], 2))
-        result.seconds = earlier + time.monotonic() - began
+        made.sample()
+        made.tick()
         if checkpoint is not None:
             checkpoint(result)
 
@@ -428,7 +413,7 @@ def run(scenario: EnvelopeScenario, workdir: Path, progress: Progress, command: 
             _floors(scenario, methods, env, result, show, after_trial)
     if scenario.cost > 0:
         _cost(scenario, methods, workdir, result, show, after_trial)
-    result.seconds = earlier + time.monotonic() - began
+    made.tick()
     return result
 
 
@@ -638,12 +623,12 @@ def provenance(result: EnvelopeResult) -> str:
     floor = (f" Floor: budgets {', '.join(f'{x:g}' for x in s.floor.budgets)} s screened {s.floor.screen:g} s and "
              f"held {s.floor.rest:g} s, idle and beside {', '.join(str(x) for x in s.floor.busy if x)} busy "
              "processes." if s.floor else "")
-    return (f"{suite.made(result.command, result.started, result.seconds, result.machine)} Base point "
+    return (f"{result.made.header()} Base point "
             f"{s.origin.label()}; cuts: {sweep or 'none'}; {b.trials} trial(s) per cell, faults "
             f"{', '.join(f.name for f in b.faults)}, {b.rest:g} s at rest before each fault; etcd and ZooKeeper "
             f"with {b.store_members} member(s), Kafka broker {result.kafka_broker or b.broker}.{floor}"
             + (f" Cost: {s.cost:g} s at rest per method and role count." if s.cost else "")
-            + (f" {result.busy()}" if result.load else ""))
+            + (f" {result.made.busy()}" if result.made.load else ""))
 
 
 def summary_of_floor(result: EnvelopeResult) -> list[dict[str, Any]]:

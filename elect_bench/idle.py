@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from elect.errors import ConfigError
-from elect_bench import suite
 from elect_bench.measures import mean
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import METHODS, Group
 from elect_bench.progress import Progress
+from elect_bench.provenance import Provenance
 from elect_bench.scenario import listed
 from elect_cluster.process import Usage, usage
 from elect_cluster.waiting import wait_until
@@ -100,10 +100,7 @@ class IdleCell:
 class IdleResult:
     scenario: IdleScenario
     cells: list[IdleCell]
-    command: str
-    started: float
-    seconds: float
-    machine: dict[str, Any]
+    made: Provenance
 
     @property
     def ok(self) -> bool:
@@ -113,13 +110,12 @@ class IdleResult:
         return [c.summary() for c in self.cells]
 
     def to_json(self) -> dict[str, Any]:
-        return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-                "scenario": {"kind": "idle", **asdict(self.scenario)}, "summary": self.summaries(),
-                "cells": [asdict(c) for c in self.cells]}
+        return {**self.made.to_json(), "scenario": {"kind": "idle", **asdict(self.scenario)},
+                "summary": self.summaries(), "cells": [asdict(c) for c in self.cells]}
 
 
 def run(scenario: IdleScenario, workdir: Path, progress: Progress, command: str = "") -> IdleResult:
-    started, began = time.time(), time.monotonic()
+    made = Provenance.begin(command)
     cells = [IdleCell(m, scenario.nodes, p) for p in scenario.partitions for m in scenario.methods]
     for done, cell in enumerate(cells):
         name = f"{cell.method} / {cell.nodes} nodes x {cell.partitions} partitions"
@@ -129,7 +125,7 @@ def run(scenario: IdleScenario, workdir: Path, progress: Progress, command: str 
 
         measure(cell, scenario, workdir / f"{cell.method}-{cell.partitions}", show)
         progress(name, done + 1, len(cells), f"failed: {cell.error.splitlines()[0]}" if cell.error else "ok")
-    return IdleResult(scenario, cells, command, started, time.monotonic() - began, suite.machine())
+    return IdleResult(scenario, cells, made.tick())
 
 
 def measure(cell: IdleCell, scenario: IdleScenario, workdir: Path, progress: Callable[[str], None]) -> None:
@@ -200,6 +196,6 @@ NOTES = ("Per cell: every node contends for every role, one per partition. Once 
 
 def provenance(result: IdleResult) -> str:
     s = result.scenario
-    return (f"{suite.made(result.command, result.started, result.seconds, result.machine)} {s.nodes} nodes per "
+    return (f"{result.made.header()} {s.nodes} nodes per "
             f"group, {'each contending for every role' if s.contend else 'contending for no role'}, detection "
             f"budget {s.budget:g} s, CPU measured over {s.window:g} s at rest.")

@@ -11,7 +11,6 @@ rebalance rows fault one of a group of bare confluent-kafka consumers instead (e
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from elect_bench.history import History
 from elect_bench.measures import Summary, handover_overlaps, survivor_fences
 from elect_bench.methods import METHODS, Method, split_spec
 from elect_bench.progress import Progress
+from elect_bench.provenance import Provenance
 from elect_bench.rebalance import rebalance_time
 from elect_bench.scenario import Scenario, listed
 
@@ -170,7 +170,7 @@ def _handovers(cell: suite.Cell) -> dict[str, Any]:
 
 
 def run(scenario: NeliScenario, workdir: Path, progress: Progress, command: str = "") -> NeliResult:
-    started, began = time.time(), time.monotonic()
+    made = Provenance.begin(command)
     shared = scenario.base
     skipped = {m: why for m in shared.methods if (why := suite.available(m))}
     cells = [suite.Cell(c.as_method, c.fault, scenario.members) for c in scenario.cells if c.method not in skipped]
@@ -179,7 +179,7 @@ def run(scenario: NeliScenario, workdir: Path, progress: Progress, command: str 
         suite.run_cells(shared, cells, env, progress)
         for cell in rebalance:
             _rebalance(cell, scenario, ",".join(env.endpoints.kafka) if env.endpoints else "", progress)
-    result = suite.RunResult(shared, cells, skipped, command, started, time.monotonic() - began, suite.machine())
+    result = suite.RunResult(shared, cells, skipped, made.tick())
     return NeliResult(scenario, result, rebalance)
 
 
@@ -244,6 +244,6 @@ def step_table(result: NeliResult) -> list[str]:
 def provenance(result: NeliResult) -> str:
     s = result.scenario
     r = result.run
-    return (f"{suite.made(r.command, r.started, r.seconds, r.machine)} {s.members} members, {s.roles} roles, "
+    return (f"{r.made.header()} {s.members} members, {s.roles} roles, "
             f"{s.trials} trials per cell (a fresh group each), session timeout = detection budget {s.budget:g} s, "
             f"pauses held {s.hold:g} s.")

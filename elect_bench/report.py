@@ -21,7 +21,7 @@ from elect_bench.simulation import raft_runner as simulation
 from elect_bench.simulation.chaos_runner import ChaosResult
 from elect_bench.simulation.raft_runner import SimResult
 from elect_bench.simulation.raft_world import NetworkModel
-from elect_bench.suite import RunResult, made
+from elect_bench.suite import RunResult
 
 Result = RunResult | SimResult | ChaosResult | IdleResult | NeliResult | EnvelopeResult
 Columns = list[tuple[str, str, str]]  # summary key, title, format (named fields are the summary's)
@@ -175,8 +175,8 @@ def provenance(result: Result) -> str:
     s = result.scenario
     sizes = "/".join(map(str, s.group_sizes))
     broker = f" Kafka broker: {result.kafka_broker}." if result.kafka_broker else ""
-    busy = f" {result.busy()}" if result.load else ""
-    return (f"{made(result.command, result.started, result.seconds, result.machine)} "
+    busy = f" {result.made.busy()}" if result.made.load else ""
+    return (f"{result.made.header()} "
             f"{sizes} members, {s.roles} roles, {s.trials} trials per cell, detection budget {s.budget:g} s "
             f"(Raft election timeout = lease TTL = Kafka session timeout).{broker}{busy}")
 

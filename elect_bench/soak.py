@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import random
 import shutil
 import time
@@ -39,9 +38,9 @@ from elect_bench.measures import Summary, disruptions, failovers, handover_gaps,
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import Group, Method, direct
 from elect_bench.progress import Status
+from elect_bench.provenance import Provenance
 from elect_bench.rollout import Fleet, roll
-from elect_bench.suite import load_note, made, seconds
-from elect_bench.suite import machine as this_machine
+from elect_bench.suite import seconds
 from elect_bench.trial import (
     Environment,
     TrialSpec,
@@ -116,17 +115,13 @@ class Strike:
 @dataclass
 class SoakResult:
     spec: SoakSpec
-    command: str
-    started: float
-    seconds: float
-    machine: dict[str, Any]
+    made: Provenance  # its load sampled after each strike
     strikes: list[Strike]
     violations: list[Violation]
     evidence: dict[int, list[dict[str, Any]]]  # violation index -> the event lines around it
     history: History
     writes: dict[str, Any] = field(default_factory=dict)
     error: str = ""
-    load: list[float] = field(default_factory=list)  # the machine's 1-minute load average after each strike
 
     @property
     def ok(self) -> bool:
@@ -151,11 +146,10 @@ class SoakResult:
 
     def to_json(self) -> dict[str, Any]:
         s = self.spec
-        return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-                "method": s.method.name, "seed": s.seed, "rounds": s.rounds, "budget": s.budget,
+        return {**self.made.to_json(), "method": s.method.name, "seed": s.seed, "rounds": s.rounds, "budget": s.budget,
                 "duration": s.duration if math.isfinite(s.duration) else None,
                 "members": s.members, "roles": s.roles, "hold": s.hold or 3 * s.budget, "workload": s.workload,
-                "faults": [f.name for f in s.faults], "error": self.error, "load": self.load,
+                "faults": [f.name for f in s.faults], "error": self.error,
                 "by_kind": self.by_kind(), "writes": self.writes,
                 "violations": [{"violation": str(v), "record": v.to_json(), "lines": self.evidence.get(i, [])}
                                for i, v in enumerate(self.violations)],
@@ -226,8 +220,10 @@ def run(spec: SoakSpec, env: Environment, progress: Status, *, command: str = ""
     unique = f"soak-{spec.seed}-{int(time.time() * 1000) % 10**8}"
     records: list[FaultRecord] = []
     strikes: list[Strike] = []
-    loads: list[float] = []
-    started_wall, began = time.time(), time.monotonic()
+    made = Provenance.begin(command)
+    if machine is not None:
+        made.machine = machine
+    began = time.monotonic()
     error = ""
     with Workload.start(spec.workload, env.workdir / unique, store_host(env.placement)) as workload:
         group = _Group(spec, env, unique, workload)
@@ -246,7 +242,7 @@ def run(spec: SoakSpec, env: Environment, progress: Status, *, command: str = ""
                 failed = _strike(planned, spec, env, group, records, progress)
                 strikes.append(Strike(planned.index, planned.fault.name, records[before].target, records[before].mono,
                                       failed_starts=failed))
-                loads.append(round(os.getloadavg()[0], 2))
+                made.sample()
                 for text in _status(strikes, group, records, promised, began, spec).splitlines():
                     progress(text)
         except Exception as exc:  # what stopped the soak is part of its report
@@ -272,8 +268,7 @@ def run(spec: SoakSpec, env: Environment, progress: Status, *, command: str = ""
     _measure(strikes, history, records, sorted(group.role_names), bound)
     violations = check_promise(history, promised, spec.budget)
     evidence = {i: _around(history, v) for i, v in enumerate(violations)}
-    return SoakResult(spec, command, started_wall, time.monotonic() - began, machine or this_machine(), strikes,
-                      violations, evidence, history, writes, error, loads)
+    return SoakResult(spec, made.tick(), strikes, violations, evidence, history, writes, error)
 
 
 def _strike(planned: Planned, spec: SoakSpec, env: Environment, group: _Group, records: list[FaultRecord],
@@ -401,10 +396,10 @@ def markdown(result: SoakResult) -> str:
                     f"{seconds(k['failover_max'])} | {k['unrecovered']} | {k['leaderless']} | {k['failed_starts']} | "
                     f"{k['overlap']:.3f} |")
     parts = [f"# elect soak: {s.method.name}", "",
-             f"{made(result.command, result.started, result.seconds, result.machine)} Seed {s.seed} (the same "
+             f"{result.made.header()} Seed {s.seed} (the same "
              f"seed replays the schedule), {s.members} members, {s.roles} roles, detection budget {s.budget:g} s, "
              f"hold {s.hold or 3 * s.budget:g} s, faults drawn from {', '.join(f.name for f in s.faults)}; "
-             f"workload: {s.workload}. {load_note(result.load, result.machine.get('cpus', 0))}", "", *rows, ""]
+             f"workload: {s.workload}. {result.made.busy()}", "", *rows, ""]
     if gradual := [f.name for f in s.faults if f.gradual]:
         parts += [f"For {', '.join(gradual)} (changes that unfold over seconds) the failover columns are each "
                   "handover's gap: from the moment a role's leader gave it up until the role was acquired again.", ""]

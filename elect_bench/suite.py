@@ -11,7 +11,6 @@ import dataclasses
 import json
 import math
 import os
-import platform
 import re
 import sys
 import time
@@ -25,11 +24,12 @@ from elect.errors import ConfigError, MissingExtra, UnknownScheme
 from elect_bench import anchors
 from elect_bench.faults import Fault, LifecycleFault, fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
-from elect_bench.measures import Summary, mean, percentile
+from elect_bench.measures import Summary, mean
 from elect_bench.metering import Router
 from elect_bench.methods import Method, method_spec
 from elect_bench.placement import DockerPlacement, NetnsPlacement
 from elect_bench.progress import Progress
+from elect_bench.provenance import Provenance
 from elect_bench.relays import Meter
 from elect_bench.scenario import Scenario, load
 from elect_bench.trial import Environment, TrialResult, TrialSpec, run_trial
@@ -130,16 +130,8 @@ class RunResult:
     scenario: Scenario
     cells: list[Cell]
     skipped: dict[str, str]
-    command: str
-    started: float
-    seconds: float
-    machine: dict[str, Any]
+    made: Provenance  # its load sampled after each trial
     kafka_broker: str = ""  # which broker served the kafka methods ("" when none ran)
-    load: list[float] = field(default_factory=list)  # the machine's 1-minute load average after each trial
-
-    def busy(self) -> str:
-        """How busy the machine was while the run ran: a figure is only as quiet as its machine."""
-        return load_note(self.load, self.machine.get("cpus", 0))
 
     @property
     def ok(self) -> bool:
@@ -159,14 +151,12 @@ class RunResult:
             if key not in cells:
                 cells[key] = Cell(method_spec(trial.method), fault(trial.fault), trial.members)
             cells[key].trials.append(trial)
-        return cls(chosen, list(cells.values()), dict(data.get("skipped", {})), str(data["command"]),
-                   float(data["started"]), float(data["seconds"]), dict(data["machine"]),
-                   str(data.get("kafka_broker", "")), list(data.get("load", [])))
+        return cls(chosen, list(cells.values()), dict(data.get("skipped", {})), Provenance.from_json(data),
+                   str(data.get("kafka_broker", "")))
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-            "kafka_broker": self.kafka_broker, "load": self.load,
+            **self.made.to_json(), "kafka_broker": self.kafka_broker,
             "scenario": self.scenario.__dict__ | {"faults": [f.name for f in self.scenario.faults],
                                                   "methods": list(self.scenario.methods)},
             "skipped": self.skipped,
@@ -186,38 +176,9 @@ def available(method: str) -> str | None:
     return None
 
 
-def load_note(loads: Sequence[float], cpus: int) -> str:
-    """"Machine load (1-minute average, N cores): median M, max X over K samples." or "" without samples."""
-    if not loads:
-        return ""
-    return (f"Machine load while it ran (1-minute average, {cpus} cores): median {percentile(loads, 50):.1f}, "
-            f"max {max(loads):.1f} over {len(loads)} samples.")
-
-
 def seconds(x: float) -> str:
     """Seconds as the soak's tables print them: three decimals, "-" for none (NaN)."""
     return "-" if math.isnan(x) else f"{x:.3f}"
-
-
-def made(command: str, started: float, seconds: float, machine: dict[str, Any]) -> str:
-    """How, when and where a run was made: the opening of every kind of run's provenance."""
-    return (f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, "
-            f"{seconds:.0f} s on {machine['host']} ({machine['cpus']} cores, {machine['cpu']}, "
-            f"Python {machine['python']}).")
-
-
-def machine() -> dict[str, Any]:
-    import importlib.metadata as md
-
-    versions = {}
-    for dist in ("elect", "confluent-kafka", "grpcio", "etcd3gw", "kazoo", "pysyncobj"):
-        with contextlib.suppress(md.PackageNotFoundError):
-            versions[dist] = md.version(dist)
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-
-    return {"host": platform.node(), "cpus": os.cpu_count(), "cpu": cpu, "python": sys.version.split()[0],
-            "platform": platform.platform(), "versions": versions}
 
 
 @contextlib.contextmanager
@@ -306,12 +267,9 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
     """Every cell's trials; `checkpoint` gets the result so far after each trial (an hour's run is not lost to
     a crash, a cut session or a failing report). `resume`: a checkpoint of this same scenario (`to_json`), whose
     trials are kept and not run again; the run's command, start and seconds carry on from it."""
-    started_wall, began = time.time(), time.monotonic()
-    earlier = 0.0
     if resume is not None:
         _same_scenario(scenario, resume)
-        command = f"{resume['command']} (resumed: {command})" if command else str(resume["command"])
-        started_wall, earlier = float(resume["started"]), float(resume["seconds"])
+    made = Provenance.begin(command, resume)
     skipped = {m: why for m in scenario.methods if (why := available(m))}
     methods = [method_spec(m) for m in scenario.methods if m not in skipped]
     for f in scenario.faults:
@@ -323,14 +281,11 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
     with environment(scenario, workdir, placement) as env:
         broker = env.endpoints.kafka_broker if env.endpoints is not None else ""
 
-        loads: list[float] = list(resume.get("load", [])) if resume is not None else []
-
         def so_far() -> RunResult:
-            return RunResult(scenario, cells, skipped, command, started_wall, earlier + time.monotonic() - began,
-                             machine(), broker, loads)
+            return RunResult(scenario, cells, skipped, made.tick(), broker)
 
         def after_trial() -> None:
-            loads.append(round(os.getloadavg()[0], 2))
+            made.sample()
             if checkpoint is not None:
                 checkpoint(so_far())
 
@@ -347,7 +302,7 @@ def run(scenario: Scenario, workdir: Path, progress: Progress, command: str = ""
 def _same_scenario(scenario: Scenario, resume: dict[str, Any]) -> None:
     """A checkpoint resumes only the run it came from: the same methods, faults, trials and settings."""
     theirs = dict(resume.get("scenario", {}))
-    ours = json.loads(json.dumps(RunResult(scenario, [], {}, "", 0.0, 0.0, {}).to_json()["scenario"], default=str))
+    ours = json.loads(json.dumps(RunResult(scenario, [], {}, Provenance("", 0.0)).to_json()["scenario"], default=str))
     differ = sorted(k for k in ours if ours[k] != theirs.get(k))
     if differ:
         raise ConfigError(f"the checkpoint is of another run: {', '.join(differ)} differ "

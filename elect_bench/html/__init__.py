@@ -20,7 +20,8 @@ from elect_bench.checker import Violation
 from elect_bench.faults import known
 from elect_bench.history import History
 from elect_bench.measures import leaderless, overlaps
-from elect_bench.suite import made, seconds
+from elect_bench.provenance import Provenance
+from elect_bench.suite import seconds
 
 if TYPE_CHECKING:
     from elect_bench.suite import RunResult
@@ -144,7 +145,7 @@ def of_soak(data: dict[str, Any]) -> str:
                 "<h2>Strikes</h2>", '<p class="hint">Click a strike to see it on the timeline.</p>',
                 table(["#", "fault", "member", "at s", "roles moved", "failover max", "unrecovered", "leaderless",
                        "overlap s"], schedule, zoom=[f"{key}@{s['at']}" for s in data["strikes"]])]
-    provenance = made(data["command"], data["started"], data["seconds"], data["machine"])
+    provenance = Provenance.from_json(data).header()
     return page(f"elect soak: {data['method']}", provenance, sections,
                 {"charts": [], "trials": [timeline(history, key, "the whole soak")]})
 

@@ -23,6 +23,7 @@ from typing import Any
 from elect.errors import ConfigError
 from elect_bench.faults.base import Fault
 from elect_bench.progress import Progress
+from elect_bench.provenance import Provenance
 from elect_bench.simulation.seeded_chaos import (
     FAULTS,
     KINDS,
@@ -114,15 +115,11 @@ class ChaosCell:
 class ChaosResult:
     scenario: ChaosScenario
     cells: list[ChaosCell]
-    command: str
-    started: float
-    seconds: float
-    machine: dict[str, Any]
+    made: Provenance
 
     def to_json(self) -> dict[str, Any]:
         s = self.scenario
-        return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-                "scenario": {"name": s.name, "methods": list(s.methods), "seeds": s.seeds,
+        return {**self.made.to_json(), "scenario": {"name": s.name, "methods": list(s.methods), "seeds": s.seeds,
                              "first_seed": s.first_seed, "shape": s.shape.__dict__, "drift": s.drift},
                 "summary": [c.summary() for c in self.cells], "cells": [c.to_json() for c in self.cells],
                 "violating": {c.method: c.violating for c in self.cells},
@@ -144,17 +141,11 @@ def run(scenario: ChaosScenario, progress: Progress, command: str = "",
     """Every method's seeds `first_seed .. first_seed + seeds - 1`. `checkpoint` gets the result so far every
     `CHECKPOINT_EVERY` seconds; `resume`, such a checkpoint of this same scenario (`to_json`): its seeds are kept
     and not run again, and the run's command, start and seconds carry on from it."""
-    from elect_bench.suite import machine
-
-    started, began, earlier = time.time(), time.monotonic(), 0.0
-    cells = [ChaosCell(m) for m in scenario.methods]
-    if resume is not None:
-        cells = _resumed(scenario, resume)
-        command = f"{resume['command']} (resumed: {command})" if command else str(resume["command"])
-        started, earlier = float(resume["started"]), float(resume["seconds"])
+    cells = _resumed(scenario, resume) if resume is not None else [ChaosCell(m) for m in scenario.methods]
+    made = Provenance.begin(command, resume)
 
     def so_far() -> ChaosResult:
-        return ChaosResult(scenario, cells, command, started, earlier + time.monotonic() - began, machine())
+        return ChaosResult(scenario, cells, made.tick())
 
     total, done = len(cells) * scenario.seeds, sum(c.seeds for c in cells)
     workers = scenario.workers or os.cpu_count() or 1
@@ -181,7 +172,7 @@ def run(scenario: ChaosScenario, progress: Progress, command: str = "",
 
 def _resumed(scenario: ChaosScenario, resume: Mapping[str, Any]) -> list[ChaosCell]:
     """The cells of a checkpoint of this same scenario (the same methods, seeds and shape), as far as they got."""
-    ours = ChaosResult(scenario, [], "", 0.0, 0.0, {}).to_json()["scenario"]
+    ours = ChaosResult(scenario, [], Provenance("", 0.0)).to_json()["scenario"]
     theirs = dict(resume.get("scenario", {}))
     differ = sorted(k for k in ours if json.loads(json.dumps(ours[k])) != theirs.get(k))
     if differ or "cells" not in resume:
@@ -200,12 +191,9 @@ COLUMNS = [
 
 
 def provenance(result: ChaosResult) -> str:
-    from elect_bench.suite import made
-
     s = result.scenario
     bounds = ", ".join(f"{leaderless_bound(m, s.shape):g}" for m in s.methods)
-    return (f"{made(result.command, result.started, result.seconds, result.machine)} "
-            f"Deterministic simulation of {_simulated(s.methods)} (seeds "
+    return (f"{result.made.header()} Deterministic simulation of {_simulated(s.methods)} (seeds "
             f"{s.first_seed}..{s.first_seed + s.seeds - 1}): {s.shape.members} members, {s.shape.roles} roles, "
             f"TTL (session timeout) {s.shape.ttl:g} s, {s.shape.faults} faults per seed over "
             f"{s.shape.duration:g} s, drawn from "

@@ -23,6 +23,7 @@ from elect.errors import ConfigError
 from elect_bench.measures import Summary
 from elect_bench.methods import Group, method_spec, split_spec
 from elect_bench.progress import Progress
+from elect_bench.provenance import Provenance
 
 if TYPE_CHECKING:
     from elect_bench.simulation.experiments import ColdStart, CrashFailover
@@ -114,15 +115,11 @@ class SimCell:
 class SimResult:
     scenario: SimScenario
     cells: list[SimCell]
-    command: str
-    started: float
-    seconds: float
-    machine: dict[str, Any]
+    made: Provenance
 
     def to_json(self) -> dict[str, Any]:
         s = self.scenario
-        return {"command": self.command, "started": self.started, "seconds": self.seconds, "machine": self.machine,
-                "scenario": {"name": s.name, "budget": s.budget, "methods": list(s.methods),
+        return {**self.made.to_json(), "scenario": {"name": s.name, "budget": s.budget, "methods": list(s.methods),
                              "shapes": [[x.nodes, x.partitions, x.trials, x.rf] for x in s.shapes]},
                 "summary": [c.summary(s.budget) for c in self.cells],
                 "trials": [{"method": c.method, "nodes": c.shape.nodes, "partitions": c.shape.partitions,
@@ -188,9 +185,7 @@ def run(scenario: SimScenario, progress: Progress, command: str = "") -> SimResu
     whatever finishes first, so a seed gives the same figures with any number of workers."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from elect_bench.suite import machine
-
-    started, began = time.time(), time.monotonic()
+    made = Provenance.begin(command)
     cells = [SimCell(m, s) for s in scenario.shapes for m in scenario.methods]
     total = sum(c.shape.trials for c in cells)
     done = 0
@@ -212,7 +207,7 @@ def run(scenario: SimScenario, progress: Progress, command: str = "") -> SimResu
                 done += 1
                 progress(name, done, total, f"trial {seed + 1}/{s.trials}")
             cell.wall = time.monotonic() - t0
-    return SimResult(scenario, cells, command, started, time.monotonic() - began, machine())
+    return SimResult(scenario, cells, made.tick())
 
 
 COLUMNS = [
@@ -234,8 +229,6 @@ def rows(result: SimResult) -> list[list[str]]:
 
 
 def provenance(result: SimResult) -> str:
-    m = result.machine
-    return (f"Command: `{result.command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(result.started))}, "
-            f"{result.seconds:.0f} s wall on {m['host']} ({m['cpus']} cores, {m['cpu']}, Python {m['python']}). "
-            f"Deterministic simulation of the Raft core (seeds 0..trials-1), election timeout = detection budget "
-            f"{result.scenario.budget:g} s; latencies are simulated seconds, `wall` is real time per cell.")
+    return (f"{result.made.header()} Deterministic simulation of the Raft core (seeds 0..trials-1), election "
+            f"timeout = detection budget {result.scenario.budget:g} s; latencies are simulated seconds, `wall` is real "
+            "time per cell.")

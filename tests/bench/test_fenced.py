@@ -27,6 +27,7 @@ from elect_bench.fenced.workload import Workload
 from elect_bench.fenced.writer import FencedWriter
 from elect_bench.members import MemberProcess
 from elect_bench.methods import METHODS
+from elect_bench.provenance import Provenance
 from elect_bench.suite import Cell, RunResult
 from elect_bench.trial import Environment, TrialResult, TrialSpec, run_trial
 from elect_cluster.endpoints import Endpoints
@@ -350,10 +351,10 @@ def test_scenarios_and_reports_carry_the_workload() -> None:
     trial = TrialResult("etcd", "stop", 0, ok=True, workload="fenced", writes=120, rejected=2)
     cell = Cell(METHODS["etcd"], fault("stop"), 3, [trial])
     machine = {"host": "h", "cpus": 2, "cpu": "c", "python": "3.11"}
-    table = report.text_table(RunResult(chosen, [cell], {}, "pytest", 0.0, 1.0, machine))
+    table = report.text_table(RunResult(chosen, [cell], {}, Provenance("pytest", 0.0, 1.0, machine)))
     assert "writes" in table and "120" in table and "clobbers" in table
     trial.workload = "none"
-    assert "clobbers" not in report.text_table(RunResult(chosen, [cell], {}, "pytest", 0.0, 1.0, machine))
+    assert "clobbers" not in report.text_table(RunResult(chosen, [cell], {}, Provenance("pytest", 0.0, 1.0, machine)))
 
 
 @pytest.mark.infra

@@ -17,8 +17,9 @@ from elect_bench import html, report
 from elect_bench.faults import fault
 from elect_bench.history import History
 from elect_bench.methods import METHODS
+from elect_bench.provenance import Provenance, machine
 from elect_bench.scenario import load
-from elect_bench.suite import Cell, RunResult, machine
+from elect_bench.suite import Cell, RunResult
 from elect_bench.trial import Environment, TrialSpec, run_trial
 from elect_cluster.endpoints import Endpoints
 
@@ -38,8 +39,9 @@ def test_a_trials_timelines_draw_every_leadership(tmp_path: Path, infra: Endpoin
     spec = TrialSpec(METHODS["etcd"], fault("pause"), budget=1.0, members=3, roles=6, hold=2.0)
     trial = run_trial(spec, Environment(infra, tmp_path), 0, "html")
     assert trial.ok, trial.error
-    result = RunResult(load({"methods": ["etcd"], "faults": ["pause"], "trials": 1}),
-                       [Cell(METHODS["etcd"], fault("pause"), 3, [trial])], {}, "pytest", 0.0, 1.0, machine())
+    cells = [Cell(METHODS["etcd"], fault("pause"), 3, [trial])]
+    result = RunResult(load({"methods": ["etcd"], "faults": ["pause"], "trials": 1}), cells, {},
+                       Provenance("pytest", 0.0, 1.0, machine()))
     page = html.write(report.html_page(result), tmp_path / "out")
     assert "<script src" not in page.read_text() and "<link" not in page.read_text()  # nothing to fetch
     browser.get(page.as_uri())

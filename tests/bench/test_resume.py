@@ -11,6 +11,7 @@ import pytest
 
 from elect.errors import ConfigError
 from elect_bench import scenario, suite
+from elect_bench.provenance import Provenance
 
 pytestmark = pytest.mark.infra
 
@@ -35,13 +36,13 @@ def test_a_resumed_run_keeps_its_trials_and_runs_the_rest(tmp_path: Path) -> Non
     trials = result.cells[0].trials
     assert [t.trial for t in trials] == [0, 1]
     assert trials[0].history == first["history"]  # kept as it was, not run again
-    assert result.command == "elect bench (resumed: elect bench --resume)"
-    assert result.started == saved[0]["started"] and result.seconds > saved[0]["seconds"]
+    assert result.made.command == "elect bench (resumed: elect bench --resume)"
+    assert result.made.started == saved[0]["started"] and result.made.seconds > saved[0]["seconds"]
 
 
 def test_a_checkpoint_of_another_scenario_is_refused(tmp_path: Path) -> None:
     chosen = scenario.load({"methods": ["etcd"], "faults": ["kill"], "trials": 2})
-    other = suite.RunResult(scenario.load({"methods": ["etcd"], "faults": ["kill"], "trials": 3}), [], {}, "x",
-                            0.0, 1.0, {}).to_json()
+    other = suite.RunResult(scenario.load({"methods": ["etcd"], "faults": ["kill"], "trials": 3}), [], {},
+                            Provenance("x", 0.0, 1.0)).to_json()
     with pytest.raises(ConfigError, match="trials"):
         suite.run(chosen, tmp_path, lambda *_: None, resume=json.loads(json.dumps(other, default=str)))

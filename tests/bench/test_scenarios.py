@@ -155,7 +155,7 @@ def test_an_envelope_cut_short_gets_the_report_of_its_checkpoint_saying_what_did
     saved = {"scenario": env.to_json(), "command": "elect bench tiny.yaml", "started": 0.0, "seconds": 12.0,
              "load": [], "trials": {}, "floor": [], "cost_trials": [], "kafka_broker": ""}
     result = envelope.run(env, tmp_path, lambda *_: None, resume=saved, report_only=True)
-    assert result.cut_short and result.seconds == 12.0
+    assert result.cut_short and result.made.seconds == 12.0
     missing = result.missing()
     assert len(missing) == 3 and missing[0].endswith("/ etcd / kill: 0 of 1 trials")
     assert missing[1:] == ["the floor of etcd: no budget held through all its windows (not all run)",
