@@ -44,6 +44,8 @@ class Group:
     via: Via = direct  # the harness puts a counting relay here to count each member's requests
     state_dir: str | None = None  # where members keep state on disk (Raft's term and vote), e.g. in the trial's
     # workdir, so a member started again finds its own; None: the elector's default (under the temp dir)
+    ports: Callable[[int], list[int]] = free_ports  # n ports, one per member; a simulated group, which listens
+    # nowhere, numbers them instead of taking real ones from the OS
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,7 @@ def _peer_urls(scheme: str, protocol: str | None, named: bool = False, port_per_
 
     def build(group: Group, params: Mapping[str, str]) -> dict[str, str]:
         n = len(group.ids)
-        chosen = free_port_blocks(n, group.roles) if port_per_partition else free_ports(n)
+        chosen = free_port_blocks(n, group.roles) if port_per_partition else group.ports(n)
         ports = dict(zip(group.ids, chosen, strict=True))
         where = {i: f"{group.address(i)}:{ports[i]}" for i in group.ids}
         urls = {}

@@ -147,9 +147,11 @@ def acks_after(method: str, shape: RaftShape, budget: float) -> float:
 
 
 def member_options(method: str, shape: RaftShape, budget: float) -> Any:
-    """The options a real member of `method` is given for this shape at detection budget `budget` (its URL's)."""
+    """The options a real member of `method` is given for this shape at detection budget `budget` (its URL's; its
+    peers' ports numbered, not taken: a simulation listens nowhere)."""
     ids = [f"n{i}" for i in range(shape.nodes)]
-    url = method_spec(method, SIM_METHODS).member_urls(Group(ids, shape.partitions, "sim"), budget)[ids[0]]
+    group = Group(ids, shape.partitions, "sim", ports=lambda n: list(range(1, n + 1)))
+    url = method_spec(method, SIM_METHODS).member_urls(group, budget)[ids[0]]
     return config.spec_from_url(url).options
 
 

@@ -146,8 +146,8 @@ def build(kind: str, seed: int, shape: ChaosShape = ChaosShape(), link: ServerLi
 @cache
 def raft_options(shape: ChaosShape) -> Any:
     """The options of a `raft://` member of the shape's group (`members` nodes, a partition per role) at an election
-    timeout of `ttl`, from the URL a real member is given. Made once per shape and process: making a URL takes free
-    ports (`elect_cluster.ports.free_ports`, which never hands out a port twice), and a seed needs none of them."""
+    timeout of `ttl`, from the URL a real member is given (its ports numbered, not taken). Made once per shape and
+    process."""
     return raft_runner.member_options("raft", raft_runner.RaftShape(shape.members, shape.roles, 1), shape.ttl)
 
 

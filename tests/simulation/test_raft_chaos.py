@@ -85,3 +85,16 @@ def test_a_late_transfer_is_not_granted_by_a_member_that_restarted_since_it_was_
     killed and restarted, and granted n0's forced vote: n0 acquired 0.1 ms before n1 revoked. A restarted member now
     refuses forced votes too for the lease window after start (`RaftGroup._on_vote`)."""
     assert chaos("raft", 55638).violations == ()
+
+
+def test_a_seed_takes_no_real_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A simulation listens nowhere: the members' URLs number their ports rather than take free ones from the OS."""
+    from elect_bench.simulation import seeded_chaos
+    from elect_cluster import ports
+
+    def refused(*_: object, **__: object) -> None:
+        raise AssertionError("a simulated seed asked the OS for a port")
+
+    monkeypatch.setattr(ports.socket, "socket", refused)
+    seeded_chaos.raft_options.cache_clear()
+    assert chaos("raft", 3).lines > 0
