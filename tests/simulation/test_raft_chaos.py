@@ -89,12 +89,13 @@ def test_a_late_transfer_is_not_granted_by_a_member_that_restarted_since_it_was_
 
 def test_a_seed_takes_no_real_port(monkeypatch: pytest.MonkeyPatch) -> None:
     """A simulation listens nowhere: the members' URLs number their ports rather than take free ones from the OS."""
+    import socket
+
     from elect_bench.simulation import seeded_chaos
-    from elect_cluster import ports
 
     def refused(*_: object, **__: object) -> None:
         raise AssertionError("a simulated seed asked the OS for a port")
 
-    monkeypatch.setattr(ports.socket, "socket", refused)
+    monkeypatch.setattr(socket, "socket", refused)
     seeded_chaos.raft_options.cache_clear()
     assert chaos("raft", 3).lines > 0
