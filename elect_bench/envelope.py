@@ -31,7 +31,7 @@ from typing import Any
 from elect.errors import ConfigError
 from elect_bench import suite
 from elect_bench.faults import Fault, fault
-from elect_bench.measures import mean, percentile
+from elect_bench.judging.measures import mean, percentile
 from elect_bench.methods import method_spec
 from elect_bench.progress import Progress
 from elect_bench.provenance import Provenance

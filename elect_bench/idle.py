@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from elect.errors import ConfigError
-from elect_bench.measures import mean
+from elect_bench.judging.measures import mean
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import METHODS, Group
 from elect_bench.progress import Progress

@@ -25,8 +25,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from elect_bench import anchors
-from elect_bench.history import FaultRecord, History
-from elect_bench.measures import leaderless, overlaps
+from elect_bench.judging.history import FaultRecord, History
+from elect_bench.judging.measures import leaderless, overlaps
 from elect_bench.members import MemberProcess
 from elect_cluster.ports import free_ports
 from elect_cluster.waiting import wait_until

@@ -19,8 +19,8 @@ from typing import Any
 from elect.errors import ConfigError
 from elect_bench import suite
 from elect_bench.faults import Fault, MemberFault, fault
-from elect_bench.history import History
-from elect_bench.measures import Summary, handover_overlaps, survivor_fences
+from elect_bench.judging.history import History
+from elect_bench.judging.measures import Summary, handover_overlaps, survivor_fences
 from elect_bench.methods import METHODS, Method, split_spec
 from elect_bench.progress import Progress
 from elect_bench.provenance import Provenance

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from elect_bench.envelope import EnvelopeResult
-from elect_bench.history import History
 from elect_bench.idle import IdleResult
+from elect_bench.judging.history import History
 from elect_bench.simulation.raft_runner import SimResult
 from elect_bench.suite import RunResult
 from elect_bench.trial import TrialResult

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elect_bench.measures import percentile
+from elect_bench.judging.measures import percentile
 
 
 @dataclass

@@ -19,8 +19,8 @@ from typing import Any
 
 from elect.errors import ConfigError
 from elect_bench.faults.lifecycle import ROLLED, STEPS, Fresh, LifecycleFault, Step
-from elect_bench.history import FaultRecord, History, Interval
-from elect_bench.measures import balanced, balanced_from, holders_at, leaderless
+from elect_bench.judging.history import FaultRecord, History, Interval
+from elect_bench.judging.measures import balanced, balanced_from, holders_at, leaderless
 from elect_bench.members import MemberProcess
 from elect_bench.methods import Group, Method
 from elect_bench.placement import Placement

@@ -29,12 +29,12 @@ from typing import Any
 from elect.contract import Characteristics
 from elect_bench import faults as fault_kinds
 from elect_bench import html
-from elect_bench.checker import Violation, check_promise
 from elect_bench.faults import Fault, InfraFault, LifecycleFault, MemberFault, MembershipFault
 from elect_bench.faults.membership import Add, Remove, Replace
 from elect_bench.fenced.workload import Workload, store_host
-from elect_bench.history import FaultRecord, History
-from elect_bench.measures import Summary, disruptions, failovers, handover_gaps, overlaps
+from elect_bench.judging.checker import Violation, check_promise
+from elect_bench.judging.history import FaultRecord, History
+from elect_bench.judging.measures import Summary, disruptions, failovers, handover_gaps, overlaps
 from elect_bench.members import MemberProcess, led, settle
 from elect_bench.methods import Group, Method, direct
 from elect_bench.progress import Status

@@ -24,7 +24,7 @@ from elect.errors import ConfigError, MissingExtra, UnknownScheme
 from elect_bench import anchors
 from elect_bench.faults import Fault, LifecycleFault, fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
-from elect_bench.measures import Summary, mean
+from elect_bench.judging.measures import Summary, mean
 from elect_bench.metering import Router
 from elect_bench.methods import Method, method_spec
 from elect_bench.placement import DockerPlacement, NetnsPlacement

@@ -20,15 +20,15 @@ from elect.contract import Characteristics
 from elect.errors import ConfigError
 from elect.member_reports import TIMED
 from elect_bench.busy import Busy
-from elect_bench.checker import Violation, check_promise
 from elect_bench.fakeclock import FakeClock
 from elect_bench.faults import Fault, InfraFault, MemberFault
 from elect_bench.faults.lifecycle import LifecycleFault
 from elect_bench.fenced.workload import Workload, store_host
-from elect_bench.history import FaultRecord as Record
-from elect_bench.history import History
 from elect_bench.infrastructure import InfraFaults
-from elect_bench.measures import (
+from elect_bench.judging.checker import Violation, check_promise
+from elect_bench.judging.history import FaultRecord as Record
+from elect_bench.judging.history import History
+from elect_bench.judging.measures import (
     balanced,
     balanced_from,
     disruptions,

@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 from elect.etcd_gateway import Gateway, b64
-from elect_bench.measures import percentile
+from elect_bench.judging.measures import percentile
 from elect_cluster.local import LocalCluster
 
 THRESHOLDS = (0.05, 0.1, 0.25, 0.5)  # T / 2 at ttl = 0.1, 0.2, 0.5 and 1 s

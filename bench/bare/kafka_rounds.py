@@ -11,7 +11,7 @@ import time
 
 from confluent_kafka import Producer
 
-from elect_bench.measures import percentile
+from elect_bench.judging.measures import percentile
 from elect_bench.rebalance import new_topic
 
 

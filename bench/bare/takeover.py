@@ -20,7 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
-from elect_bench.measures import percentile
+from elect_bench.judging.measures import percentile
 from elect_bench.members import MemberProcess
 from elect_cluster.local import LocalCluster
 from elect_cluster.process import usage
@@ -28,7 +28,7 @@ from elect_cluster.waiting import wait_until
 
 
 def _spread(times: list[float]) -> str:
-    """The harness's own percentiles (elect_bench.measures), so these figures read like a report's."""
+    """The harness's own percentiles (elect_bench.judging.measures), so these figures read like a report's."""
     return (f"first {min(times):.2f} s, p50 {percentile(times, 50):.2f} s, p99 {percentile(times, 99):.2f} s, "
             f"max {max(times):.2f} s")
 

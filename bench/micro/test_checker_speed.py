@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from elect_bench.checker import check
-from elect_bench.history import History
+from elect_bench.judging.checker import check
+from elect_bench.judging.history import History
 
 
 def big_history(members: int = 10, roles: int = 100, handovers: int = 50, seed: int = 7) -> History:

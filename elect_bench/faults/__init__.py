@@ -1,8 +1,9 @@
 """The fault kinds the harness injects, one class each (docs/architecture.md, Faults).
 
 Names are looked up only where a user writes them (CLI flags, scenario YAML) with `fault(name)`; everywhere
-else code holds `Fault` objects and asks them. A history's fault *records* (`elect_bench.history.FaultRecord`) keep
-the name as `kind`, so questions about a record are answered here too, by that name.
+else code holds `Fault` objects and asks them. A history's fault *records*
+(`elect_bench.judging.history.FaultRecord`) keep the name as `kind`, so questions about a record are answered here
+too, by that name.
 """
 
 from __future__ import annotations

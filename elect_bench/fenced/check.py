@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elect_bench.checker import Violation
+from elect_bench.judging.checker import Violation
 
 Line = dict[str, Any]
 Dump = Mapping[str, Sequence[Line]]

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from elect_bench.checker import Violation
 from elect_bench.faults import known
-from elect_bench.history import History
-from elect_bench.measures import leaderless, overlaps
+from elect_bench.judging.checker import Violation
+from elect_bench.judging.history import History
+from elect_bench.judging.measures import leaderless, overlaps
 from elect_bench.provenance import Provenance
 from elect_bench.suite import seconds
 

@@ -241,7 +241,7 @@ def _simulated(methods: tuple[str, ...]) -> str:
     return " and ".join(what)
 
 
-NOTES = ("Each seed is judged by the checker real runs use (elect_bench.checker): *violating* seeds had two "
+NOTES = ("Each seed is judged by the checker real runs use (elect_bench.judging.checker): *violating* seeds had two "
          "members believing they led one role at once (NELI full above its exclusivity bound: for longer than T "
          "plus one heartbeat interval), a token that did not grow, or a role unled for longer than the bound after "
          "everything healed. `replay(method, seed)` in elect_bench.simulation.seeded_chaos replays a seed exactly.")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import cache, partial
 
 from elect_bench.faults.member import Kill
-from elect_bench.history import FaultRecord, History
-from elect_bench.measures import failovers
+from elect_bench.judging.history import FaultRecord, History
+from elect_bench.judging.measures import failovers
 from elect_bench.simulation.raft_world import NetworkModel, Simulation
 from elect_bench.simulation.recorded import lines_of
 from raft_priority.config import RaftConfig

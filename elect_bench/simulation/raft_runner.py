@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from elect import config
 from elect.errors import ConfigError
-from elect_bench.measures import Summary
+from elect_bench.judging.measures import Summary
 from elect_bench.methods import Group, method_spec, split_spec
 from elect_bench.progress import Progress
 from elect_bench.provenance import Provenance

@@ -23,7 +23,7 @@ class Recorded:
 
 def lines_of(records: Iterable[Recorded]) -> list[dict[str, object]]:
     """The event lines the recorded changes would make a member print: the one vocabulary of histories,
-    real and simulated (`elect_bench.history.History` reads both). A Revoke or Fence carries the token of
+    real and simulated (`elect_bench.judging.history.History` reads both). A Revoke or Fence carries the token of
     the leadership it ends, as `BaseElector` gives it; an Extend prints nothing. Times are the exact virtual
     ones (`ts` too), not rounded to microseconds as printed lines are, so they compare with fault times."""
     tokens: dict[tuple[str, Role], int] = {}

@@ -6,8 +6,8 @@ One seed draws a schedule of faults (the real harness's fault names: `kill` then
 `pause`, `cut` then its heal, `infra-pause`: the store or broker frozen; Raft has no server, and its cuts are one
 way or both; `drift`: a member's clock at another rate for a while, within the bound the method states) over
 `duration` seconds, heals everything (links, server, every member up) three TTLs later, and runs on until the group
-has had time to recover. The members' event lines (`lines_of`) are judged by `elect_bench.checker.check` as a real
-run's are: no two members lead a role at once (or, for NELI full above its exclusivity bound, not for longer than
+has had time to recover. The members' event lines (`lines_of`) are judged by `elect_bench.judging.checker.check` as
+a real run's are: no two members lead a role at once (or, for NELI full above its exclusivity bound, not for longer than
 T), tokens only grow, and after the heal every role is led again within the bound.
 
 The kinds are the `elect bench` method names (`etcd`, `zookeeper`, `kafka-fast`, `kafka-full` on the classic
@@ -35,13 +35,13 @@ from typing import Any
 
 from cas_lease import etcd, zookeeper
 from cas_lease.options import EtcdOptions, ZooKeeperOptions
-from elect_bench.checker import Violation, check
 from elect_bench.faults.base import Fault
 from elect_bench.faults.clock import Drift
 from elect_bench.faults.infrastructure import InfraPause
 from elect_bench.faults.member import Cut, Kill, Pause, Stop
 from elect_bench.faults.membership import Add, Remove, Replace
-from elect_bench.history import FaultRecord, History
+from elect_bench.judging.checker import Violation, check
+from elect_bench.judging.history import FaultRecord, History
 from elect_bench.simulation import experiments, raft_runner
 from elect_bench.simulation.cas_store import SimStore
 from elect_bench.simulation.kafka_group import Protocol
@@ -196,7 +196,7 @@ def leaderless_bound(kind: str, shape: ChaosShape) -> float:
 def promise(kind: str, shape: ChaosShape) -> float:
     """The longest two members may lead one role together: 0 for every exclusive method; for NELI full above its
     exclusivity bound T plus one heartbeat interval (`KafkaElector.characteristics.max_overlap`), judged per pair
-    (`elect_bench.checker.check`)."""
+    (`elect_bench.judging.checker.check`)."""
     if kind in NELI_KINDS:
         return kafka_options(kind, shape)[0].characteristics().max_overlap or 0.0
     return 0.0  # leases and Raft are exclusive

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elect_bench import drift
-from elect_bench.checker import Violation
 from elect_bench.faults import fault
+from elect_bench.judging.checker import Violation
 from elect_bench.methods import METHODS
 from elect_bench.suite import Cell
 from elect_bench.trial import TrialResult

@@ -10,9 +10,9 @@ import pytest
 
 from elect.errors import ConfigError
 from elect_bench.faults import FAULTS, InfraFault, MemberFault, fault, kills_process
-from elect_bench.history import FaultRecord as Record
-from elect_bench.history import History
 from elect_bench.infrastructure import Victim
+from elect_bench.judging.history import FaultRecord as Record
+from elect_bench.judging.history import History
 from elect_bench.methods import METHODS, Group
 from elect_bench.placement import LocalPlacement
 from elect_bench.trial import Environment, TrialSpec, member_process, run_trial

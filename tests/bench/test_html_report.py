@@ -15,7 +15,7 @@ from selenium.webdriver.common.by import By
 
 from elect_bench import html, report
 from elect_bench.faults import fault
-from elect_bench.history import History
+from elect_bench.judging.history import History
 from elect_bench.methods import METHODS
 from elect_bench.provenance import Provenance, machine
 from elect_bench.scenario import load

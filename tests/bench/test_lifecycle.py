@@ -10,7 +10,7 @@ import pytest
 from elect.errors import ConfigError
 from elect_bench import faults, scenario, suite
 from elect_bench.faults.lifecycle import Fresh, LifecycleFault, Step
-from elect_bench.history import FaultRecord, History
+from elect_bench.judging.history import FaultRecord, History
 from elect_bench.rollout import Rollout, join_url, measure, raft_address
 
 

@@ -6,9 +6,9 @@ import math
 from dataclasses import replace
 
 from elect.contract import Characteristics
-from elect_bench.checker import Violation, check, check_promise
-from elect_bench.history import FaultRecord, History
-from elect_bench.measures import (
+from elect_bench.judging.checker import Violation, check, check_promise
+from elect_bench.judging.history import FaultRecord, History
+from elect_bench.judging.measures import (
     Summary,
     balanced,
     balanced_from,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from elect_bench import soak
 from elect_bench.faults import fault
-from elect_bench.history import FaultRecord as Record
-from elect_bench.history import History
+from elect_bench.judging.history import FaultRecord as Record
+from elect_bench.judging.history import History
 from elect_bench.methods import METHODS
 from elect_bench.scenario import Scenario
 from elect_bench.suite import environment

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from test_neli_faults import BOUND, SESSION, Members, settled
 
-from elect_bench.checker import check
-from elect_bench.history import History
+from elect_bench.judging.checker import check
+from elect_bench.judging.history import History
 from elect_cluster.local import LocalCluster
 from elect_cluster.waiting import wait_until
 from neli.options import KafkaOptions

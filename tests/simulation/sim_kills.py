@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from elect_bench.history import FaultRecord, History
-from elect_bench.measures import Failover, failovers
+from elect_bench.judging.history import FaultRecord, History
+from elect_bench.judging.measures import Failover, failovers
 from elect_bench.simulation.recorded import lines_of
 from elect_bench.simulation.seeded_chaos import ChaosShape, build
 

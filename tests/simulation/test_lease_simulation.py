@@ -164,6 +164,6 @@ def test_a_run_cut_short_goes_on_from_its_checkpoint(monkeypatch: pytest.MonkeyP
 
     assert figures(resumed) == figures(whole)
     assert ran[0] > 4 and ran[-1] == 8  # only the second cell's seeds ran
-    assert resumed.command.startswith("pytest (resumed")
+    assert resumed.made.command.startswith("pytest (resumed")
     with pytest.raises(ConfigError, match="seeds"):
         chaos_runner.run(ChaosScenario(methods=("etcd", "zookeeper"), seeds=5), lambda *_: None, resume=part)

@@ -8,9 +8,9 @@ import statistics
 import pytest
 
 from elect.core import Fence
-from elect_bench.checker import check
-from elect_bench.history import FaultRecord, History
-from elect_bench.measures import failovers, overlaps
+from elect_bench.judging.checker import check
+from elect_bench.judging.history import FaultRecord, History
+from elect_bench.judging.measures import failovers, overlaps
 from elect_bench.simulation import experiments as ex
 from elect_bench.simulation.raft_world import NetworkModel, Simulation
 from elect_bench.simulation.recorded import lines_of

@@ -154,7 +154,7 @@ def test_one_percentile_definition() -> None:
     sources = [*(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")), *(ROOT / "bench").rglob("*.py")]
     defs = [f"{p.relative_to(ROOT)}:{name}" for p in sources
             for name in re.findall(r"^\s*def (\w*(?:percentile|quantile)\w*)\(", p.read_text(), re.M)]
-    assert defs == ["elect_bench/measures.py:percentile"]
+    assert defs == ["elect_bench/judging/measures.py:percentile"]
 
 
 def test_package_docstrings_name_every_scheme_their_package_registers() -> None:

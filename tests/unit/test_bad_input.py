@@ -31,7 +31,7 @@ from elect.errors import ElectError
 from elect.events import Acquired, Fenced, parse_line
 from elect.options import port_number
 from elect.roles import parse_role
-from elect_bench.history import LineProblem, read_lines
+from elect_bench.judging.history import LineProblem, read_lines
 from elect_cli.watch import LeaderTable, _follow
 
 SCHEMES = sorted(registry.plugins())

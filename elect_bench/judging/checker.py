@@ -22,8 +22,8 @@ from typing import Any
 
 from elect.contract import Characteristics
 from elect_bench.faults import known
-from elect_bench.history import History
-from elect_bench.measures import leaderless, overlaps
+from elect_bench.judging.history import History
+from elect_bench.judging.measures import leaderless, overlaps
 
 #: How many times in a row a member may fence and resume one leadership with no fault under way (a slow request
 #: now and then fences and resumes once; a loop does it every renewal).

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from elect_bench.history import FaultRecord, History, Interval
+from elect_bench.judging.history import FaultRecord, History, Interval
 
 
 def _merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
