@@ -42,13 +42,13 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cas_lease import kazoo_wire
 from cas_lease.core import Timing
 from cas_lease.driver import (
     LeaseElector,
@@ -149,13 +149,13 @@ class _NodeWatch:
 
 
 class _Reads:
-    """The watches' reads, many in one request (`_MultiRead`): a read asked for while another request is on its way
-    goes in the next one, sent when that one is answered. So a member at rest reads a changed node in one round trip
-    as before, and one that sees thousands of role nodes change at once (a member that stopped freed 2,000, and
-    the survivors write them again) pays one request per batch rather than per node: kazoo's Python costs about
-    0.1 ms per request, and with three reads per freed role in each survivor that was most of a handover's time
-    (`bench/bare/takeover.py zookeeper 6000 --fault stop`). The server answers a session's requests in order, so
-    a read sent after a change was heard sees it, as a single read would."""
+    """The watches' reads, many in one request (`kazoo_wire.MultiRead`): a read asked for while another request is on
+    its way goes in the next one, sent when that one is answered. So a member at rest reads a changed node in one
+    round trip as before, and one that sees thousands of role nodes change at once (a member that stopped freed
+    2,000, and the survivors write them again) pays one request per batch rather than per node: kazoo's Python costs
+    about 0.1 ms per request, and with three reads per freed role in each survivor that was most of a handover's
+    time (`bench/bare/takeover.py zookeeper 6000 --fault stop`). The server answers a session's requests in order,
+    so a read sent after a change was heard sees it, as a single read would."""
 
     #: Reads per request: the answers of one request must fit the server's `jute.maxbuffer` (1 MB by default); a
     #: role node's answer is about 130 bytes, a member node's carries the roles its member contends for.
@@ -188,9 +188,8 @@ class _Reads:
                 self._sending = False
             return
         self._store.count()
-        pending = watcher.handler.async_result()
         try:
-            watcher._call(_MultiRead([(watcher.chroot or "") + watch.path for watch in batch]), pending)
+            pending = kazoo_wire.send(watcher, kazoo_wire.MultiRead([(watcher.chroot or "") + w.path for w in batch]))
         except Exception:  # the client is closing: nothing more to read
             with self._lock:
                 self._sending = False
@@ -205,7 +204,7 @@ class _Reads:
         for watch, answer in zip(batch, answers, strict=False):
             if isinstance(answer, tuple):
                 watch.seen(*answer)
-            elif answer == _MultiRead.NO_NODE:
+            elif answer == kazoo_wire.MultiRead.NO_NODE:
                 watch.gone()
         self._send()
 
@@ -237,7 +236,7 @@ class ZooKeeperStore:
         self._checks_made: tuple[list[tuple[Role, int]], bytes] | None = None  # `_renewal_checks`, for these roles
         self._member_watches: dict[str, _NodeWatch] = {}
         self.reads = _Reads(self)
-        self._checks = _Operations()
+        self._checks = kazoo_wire.Operations()
         self._lock = threading.Lock()
         self._children_first = threading.Event()
         self.negotiated: float | None = None
@@ -302,7 +301,7 @@ class ZooKeeperStore:
                 raise StoreError(f"a new ZooKeeper client did not connect: {exc}") from None
         if not self._client.connected:
             raise StoreError("not connected to ZooKeeper")
-        if self._watcher is None or self._died(self._watcher):
+        if self._watcher is None or kazoo_wire.died(self._watcher):
             self._stop_client(self._watcher)
             self._watcher = self._start_client(timeout, watches=True)
         return self._register(record, timeout)
@@ -365,9 +364,9 @@ class ZooKeeperStore:
         client = KazooClient(hosts=",".join(o.hosts), timeout=o.session_timeout * SESSION_FACTOR,
                              connection_retry=retry, logger=logging.getLogger("cas_lease.kazoo"),
                              handler=PollHandler(), **client_security(o, self._password, self._acl()))
-        self._capture_negotiated_timeout(client, record=not watches)
+        kazoo_wire.hook_connect(client, self._granted if not watches else lambda _seconds: None, self._connect_failed)
         if watches:
-            self._hear_events(client)
+            kazoo_wire.hear_watch_events(client, self._on_event)
         client.add_listener(self._on_watcher_state if watches else self._on_state)
         started = client.start_async()  # as KazooClient.start, but a TLS refusal ends the wait at once
         deadline = time.monotonic() + timeout
@@ -387,18 +386,9 @@ class ZooKeeperStore:
         return tls_refusal(said, "ZooKeeper", ",".join(self.options.hosts), tls=self.options.uses_tls)
 
     def _connection_died(self) -> bool:
-        """kazoo's connection thread of the member's session ended although the client was not stopped (see
-        `_died`)."""
-        return self._died(self._client)
-
-    @staticmethod
-    def _died(client: Any) -> bool:
-        """kazoo's connection thread ended although the client was not stopped: an exception inside kazoo
-        (seen: "xids do not match" after read time-outs under load) ends it, and then nothing reconnects."""
-        connection = getattr(client, "_connection", None)
-        stopped = getattr(connection, "connection_stopped", None)
-        return client is not None and stopped is not None and stopped.is_set() and \
-            not client._stopped.is_set()
+        """kazoo's connection thread of the member's session ended although the client was not stopped
+        (`kazoo_wire.died`)."""
+        return kazoo_wire.died(self._client)
 
     def _register(self, record: MemberRecord, timeout: float) -> Opened:
         """(Re)arm every watch, wait for their first reports, then enter the membership directory under the current
@@ -432,30 +422,11 @@ class ZooKeeperStore:
         self._record = data
         return Opened(session, math.inf, [])
 
-    def _capture_negotiated_timeout(self, client: Any, *, record: bool) -> None:
-        """Record the session timeout the server granted (kazoo keeps it private; `record`: the member's session),
-        and why an attempt failed."""
-        connection = getattr(client, "_connection", None)
-        connect = getattr(connection, "_connect", None)
-        if connect is None:
-            return
+    def _granted(self, seconds: float) -> None:
+        self.negotiated = seconds
 
-        def capturing(*args: Any) -> Any:
-            from kazoo.exceptions import ConnectionDropped
-
-            try:
-                read_timeout, connect_timeout = connect(*args)
-            except ssl.SSLError as exc:  # raised while reading the answer, it would end kazoo's connection loop
-                self._connect_error = f"{type(exc).__name__}: {exc}"
-                raise ConnectionDropped(f"TLS: {exc}") from exc
-            except Exception as exc:  # kept: why connecting failed (a TLS refusal is named at start)
-                self._connect_error = f"{type(exc).__name__}: {exc}"
-                raise
-            if record:
-                self.negotiated = read_timeout * 1.5 / 1000.0  # kazoo reads for 2/3 of the negotiated timeout
-            return read_timeout, connect_timeout
-
-        connection._connect = capturing  # type: ignore[union-attr]
+    def _connect_failed(self, why: str) -> None:
+        self._connect_error = why  # kept: why connecting failed (a TLS refusal is named at start)
 
     def _check_session_timeout(self) -> None:
         granted = self.negotiated
@@ -534,8 +505,8 @@ class ZooKeeperStore:
         if watcher is None or not watcher.connected:
             return  # armed once it connects (its CONNECTED comes here again)
         self.count(3)
-        added = watcher.handler.async_result()
-        watcher._call(_AddWatch((watcher.chroot or "") + self.options.root, _AddWatch.RECURSIVE), added)
+        added = kazoo_wire.send(watcher, kazoo_wire.AddWatch((watcher.chroot or "") + self.options.root,
+                                                             kazoo_wire.AddWatch.RECURSIVE))
         added.rawlink(self._on_added)
         watcher.get_children_async(self._members).rawlink(self._on_children)
         watcher.get_children_async(self._roles).rawlink(self._read_roles)
@@ -583,37 +554,16 @@ class ZooKeeperStore:
                                                                 self._member_report(name))
             return watch
 
-    def _hear_events(self, client: Any) -> None:
-        """Have the watches' client pass every event of the persistent watch to `_on_event`. kazoo hands events only
-        to watchers armed on that very path, once, and has no API for persistent watches, so the events are taken
-        where its connection reads them, and delivered on its callback thread as its own watchers are."""
-        connection = getattr(client, "_connection", None)
-        read = getattr(connection, "_read_watch_event", None)
-        if read is None:
-            raise StoreError("this kazoo has no ConnectionHandler._read_watch_event: cannot hear persistent watches")
-
-        def reading(buffer: bytes, offset: int) -> Any:
-            from kazoo.protocol.serialization import Watch
-            from kazoo.protocol.states import Callback
-
-            event, _ = Watch.deserialize(buffer, offset)
-            if event.type in _AddWatch.EVENTS:
-                client.handler.dispatch_callback(Callback("watch", self._on_event,
-                                                          (event.type, client.unchroot(event.path))))
-            return read(buffer, offset)
-
-        connection._read_watch_event = reading  # type: ignore[union-attr]
-
     def _on_event(self, kind: int, path: str) -> None:
-        """A node below the group's node was created, changed (`_AddWatch.DELETED`: deleted): read it."""
+        """A node below the group's node was created, changed (`kazoo_wire.AddWatch.DELETED`: deleted): read it."""
         if path.startswith(self._roles + "/"):
             with self._lock:
                 watch = self._tracked_paths.get(path)
             if watch is not None:
-                watch.gone() if kind == _AddWatch.DELETED else watch.read()
+                watch.gone() if kind == kazoo_wire.AddWatch.DELETED else watch.read()
         elif path.startswith(self._members + "/"):
             name = path[len(self._members) + 1:]
-            if kind == _AddWatch.DELETED:
+            if kind == kazoo_wire.AddWatch.DELETED:
                 with self._lock:
                     gone = self._member_watches.get(name)
                 if gone is not None:
@@ -928,8 +878,9 @@ class ZooKeeperStore:
             known = [RoleSeen(role, self._held[role][1], self._held[role][0]) for role in changed_since]
             ours = [(role, version) for role, version in self._ours.items() if role not in self._freeing]
             chroot = self._client.chroot or ""  # what kazoo puts before every path it sends
-            pending = self._multi_of([self._checks.write(chroot + self._member_path(self.session), self._record),
-                                      self._renewal_checks(chroot, ours)])
+            pending = kazoo_wire.send(self._client, kazoo_wire.multi([
+                self._checks.write(chroot + self._member_path(self.session), self._record),
+                self._renewal_checks(chroot, ours)]))
         try:
             results = pending.get(timeout=timeout)
         except Exception:
@@ -955,25 +906,6 @@ class ZooKeeperStore:
             made = self._checks_made = (ours, b"".join(self._checks.check(chroot + self._role_path(role), version)
                                                        for role, version in ours))
         return made[1]
-
-    def _multi_of(self, operations: list[bytes]) -> Any:
-        """Send a `multi` of operations serialized beforehand (`_Operations`); its pending result, as kazoo's."""
-        from kazoo.protocol.serialization import Transaction
-
-        class Multi:
-            type = Transaction.type
-
-            @staticmethod
-            def serialize() -> bytes:
-                return b"".join(operations) + _Operations.END
-
-            @staticmethod
-            def deserialize(data: bytes, offset: int) -> list[Any]:
-                return list(Transaction.deserialize(data, offset))
-
-        pending = self._client.handler.async_result()
-        self._client._call(Multi(), pending)
-        return pending
 
     def _note(self, role: Role, holder: Holder | None, rev: int, stat: Any) -> None:
         """Remember who holds `role`, and the node's version, as seen at `rev` (reports arrive from the watch and
@@ -1115,102 +1047,6 @@ class ZooKeeperStore:
 
     def _member_path(self, session: str) -> str:
         return f"{self._members}/{session}"
-
-
-class _AddWatch:
-    """ZooKeeper 3.6's addWatch request, which kazoo 2.11 lacks: a watch that stays (`RECURSIVE`: on every node
-    below `path` too) and reports each node created, deleted or changed (`EVENTS`), never a list of children."""
-
-    type = 106
-    RECURSIVE = 1
-    DELETED = 2
-    EVENTS = (1, 2, 3)  # NodeCreated, NodeDeleted, NodeDataChanged
-
-    def __init__(self, path: str, mode: int) -> None:
-        self.path = path
-        self.mode = mode
-
-    def serialize(self) -> bytes:
-        from kazoo.protocol.serialization import int_struct, write_string
-
-        return bytes(write_string(self.path) + int_struct.pack(self.mode))
-
-    @staticmethod
-    def deserialize(data: bytes, offset: int) -> bool:
-        return True  # the answer is its header alone
-
-    def __repr__(self) -> str:
-        return f"AddWatch({self.path!r}, mode={self.mode})"
-
-
-class _MultiRead:
-    """ZooKeeper 3.6's multiRead request, which kazoo 2.11 lacks: a getData of each path, answered one by one (a
-    node that does not exist fails its own read only, unlike a `multi`). The answer: per path (data, stat), or the
-    error code of its read."""
-
-    type = 22
-    NO_NODE = -101
-
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
-
-    def serialize(self) -> bytes:
-        from kazoo.protocol.serialization import GetData
-
-        return b"".join(_Operations.op(GetData(path, False)) for path in self.paths) + _Operations.END
-
-    @staticmethod
-    def deserialize(data: bytes, offset: int) -> list[tuple[bytes, Any] | int]:
-        from kazoo.protocol.serialization import GetData, MultiHeader, ZnodeStat, int_struct, read_buffer, stat_struct
-
-        answers: list[tuple[bytes, Any] | int] = []
-        header, offset = MultiHeader.deserialize(data, offset)
-        while not header.done:
-            if header.type == GetData.type:
-                value, offset = read_buffer(data, offset)
-                answers.append((bytes(value or b""), ZnodeStat._make(stat_struct.unpack_from(data, offset))))
-                offset += stat_struct.size
-            else:  # an error (type -1): its code
-                answers.append(int(int_struct.unpack_from(data, offset)[0]))
-                offset += int_struct.size
-            header, offset = MultiHeader.deserialize(data, offset)
-        return answers
-
-    def __repr__(self) -> str:
-        return f"MultiRead({len(self.paths)} paths)"
-
-
-class _Operations:
-    """`multi` operations as bytes on the wire, made once and kept. A renewal checks every role node the member
-    holds, four times a second, and kazoo's `TransactionRequest` makes each check anew every time (its path joined
-    and normalized, then serialized): 45 ms of Python per renewal at 2,000 roles, 18% of a core at rest."""
-
-    #: The end of a `multi`: a header of type -1, done.
-    END = b"\xff\xff\xff\xff\x01\xff\xff\xff\xff"
-
-    def __init__(self) -> None:
-        self._checks: dict[tuple[str, int], bytes] = {}
-
-    def check(self, path: str, version: int) -> bytes:
-        found = self._checks.get((path, version))
-        if found is None:
-            from kazoo.protocol.serialization import CheckVersion
-
-            found = self._checks[(path, version)] = self.op(CheckVersion(path, version))
-            if len(self._checks) > 100_000:  # versions only grow: old ones are not asked for again
-                self._checks.clear()
-        return found
-
-    def write(self, path: str, data: bytes) -> bytes:
-        from kazoo.protocol.serialization import SetData
-
-        return self.op(SetData(path, data, -1))
-
-    @staticmethod
-    def op(op: Any) -> bytes:
-        from kazoo.protocol.serialization import MultiHeader
-
-        return bytes(MultiHeader(op.type, False, -1).serialize() + op.serialize())
 
 
 @dataclass(frozen=True)

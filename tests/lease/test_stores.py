@@ -618,10 +618,11 @@ def test_a_zookeeper_member_reads_many_changed_nodes_in_few_requests(infra: Endp
     read on its own: a node that does not exist fails its read alone."""
     from kazoo.client import KazooClient
 
+    from cas_lease.kazoo_wire import MultiRead, send
     from cas_lease.model import MemberRecord, RoleSeen
     from cas_lease.names import encode_holder, role_name
     from cas_lease.options import ZooKeeperOptions
-    from cas_lease.zookeeper import ZooKeeperStore, _MultiRead
+    from cas_lease.zookeeper import ZooKeeperStore
 
     address = infra.zookeeper[0]
     options = ZooKeeperOptions(hosts=(address,), path="/" + unique("manyreads"), session_timeout=TTL)
@@ -656,10 +657,9 @@ def test_a_zookeeper_member_reads_many_changed_nodes_in_few_requests(infra: Endp
         wait_until(lambda: all(holders()[r] == "o" for r in range(1, n)), 10.0, what="every changed node seen")
         assert holders()[0] is None  # the deleted one: reported freed
         assert store.requests - before <= n // 10, store.requests - before
-        answered = store.client.handler.async_result()
-        store.client._call(_MultiRead([paths[1], paths[0], paths[2]]), answered)
+        answered = send(store.client, MultiRead([paths[1], paths[0], paths[2]]))
         first, missing, third = answered.get(timeout=10.0)
-        assert first[0] == third[0] == encode_holder("o", "feed") and missing == _MultiRead.NO_NODE
+        assert first[0] == third[0] == encode_holder("o", "feed") and missing == MultiRead.NO_NODE
     finally:
         other.stop()
         other.close()
