@@ -131,11 +131,12 @@ class _MemberView:
     version: int
     as_of: int
     changed_at: float  # when this member first saw the current version (or absence)
+    silence: float = 0.0  # the silence its last record declared, kept across a deletion reported in order
 
     def dies(self, ttl: float) -> float:
-        """When this member counts as gone if nothing changes: `ttl` (or the longer silence its record declares)
+        """When this member counts as gone if nothing changes: `ttl` (or the longer silence its record declared)
         after its current version was first seen."""
-        return self.changed_at + (ttl if self.record is None else max(ttl, self.record.silence))
+        return self.changed_at + max(ttl, self.silence)
 
 
 @dataclass
@@ -298,7 +299,7 @@ class LeaseCore:
         if isinstance(obs, RoleSeen):
             self._see_role(obs.role, obs.holder, obs.rev, now)
         elif isinstance(obs, MemberSeen):
-            self._see_member(obs.session, obs.record, obs.version, obs.rev, now)
+            self._see_member(obs.session, obs.record, obs.version, obs.rev, now, in_order=obs.in_order)
         elif isinstance(obs, Snapshot):
             for role in set(self._roles) | set(obs.roles):
                 self._see_role(role, obs.roles.get(role), obs.rev, now)
@@ -851,18 +852,25 @@ class LeaseCore:
         self._ready.seen.append(LeaderSeen(role, None, 0) if holder is None else
                                 LeaderSeen(role, holder.member, holder.token))
 
-    def _see_member(self, session: str, record: MemberRecord | None, version: int, rev: int,
-                    now: float) -> None:
+    def _see_member(self, session: str, record: MemberRecord | None, version: int, rev: int, now: float, *,
+                    in_order: bool = False) -> None:
+        """A member's entry as of `rev`. Its silence is timed from the first sight of each version. A deletion the
+        watch reports (`in_order`) is no proof of life: the holder renewed last at the version seen before it, so
+        its silence runs on from there (the second survivor of a dead kubernetes:// holder takes the roles planned
+        for it when its own timer runs out, not one TTL after the first survivor fenced the holder). An absence read
+        or listed may hide renewals missed before it, and is timed from its first sight."""
         view = self._members.get(session)
         if view is None:
             if record is None:
                 return
-            self._members[session] = _MemberView(record, version, rev, now)
+            self._members[session] = _MemberView(record, version, rev, now, record.silence)
             return
         if rev < view.as_of:
             return
-        if version != view.version or (record is None) != (view.record is None):
+        changed = version != view.version or (record is None) != (view.record is None)
+        if changed and (record is not None or not in_order):
             view.changed_at = now
+            view.silence = 0.0 if record is None else record.silence
         view.record, view.version, view.as_of = record, version, rev
 
 

@@ -380,8 +380,9 @@ class EtcdStore:
         if key.startswith(self._members):
             session = key[len(self._members):]
             if deleted:
-                return MemberSeen(session, None, 0, rev)
-            return MemberSeen(session, decode_record(unb64(kv.get("value"))), int(kv.get("mod_revision", 0)), rev)
+                return MemberSeen(session, None, 0, rev, in_order=True)
+            return MemberSeen(session, decode_record(unb64(kv.get("value"))), int(kv.get("mod_revision", 0)), rev,
+                              in_order=True)
         return None
 
     def _holder(self, kv: JSON) -> Holder:

@@ -602,7 +602,7 @@ class KubernetesStore:
         if name.startswith(self._member_prefix):
             session = name[len(self._member_prefix):]
             self._note_member(session, None if deleted else rv)
-            return [MemberSeen(session, None if deleted else _record(obj), 0 if deleted else rv, rv)]
+            return [MemberSeen(session, None if deleted else _record(obj), 0 if deleted else rv, rv, in_order=True)]
         role = self._role_of(obj)
         if role is None:
             return []

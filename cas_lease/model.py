@@ -63,12 +63,18 @@ class RoleSeen:
 
 @dataclass(frozen=True)
 class MemberSeen:
-    """The membership entry of `session` is `record` (None: absent); `version` changes on every renewal."""
+    """The membership entry of `session` is `record` (None: absent); `version` changes on every renewal.
+
+    in_order: reported by the store's ordered change stream (a watch), which reports every version of the entry
+    before its deletion: an absence so reported follows the last version this member saw, so the holder's silence
+    runs on from that version. An absence found by a read or a listing may follow renewals that were missed, and is
+    timed anew."""
 
     session: str
     record: MemberRecord | None
     version: int
     rev: int
+    in_order: bool = False
 
 
 @dataclass(frozen=True)

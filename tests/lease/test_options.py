@@ -1,10 +1,12 @@
-"""URLs and options of etcd:// and zookeeper://, and how roles and records are written into a store."""
+"""URLs and options of etcd:// and zookeeper://, how roles and records are written into a store, and how role actions
+are batched for it."""
 
 from __future__ import annotations
 
 import pytest
 
 import elect
+from cas_lease.driver import chunk_size
 from cas_lease.model import MemberRecord
 from cas_lease.names import decode_holder, decode_record, encode_holder, encode_record, role_name, role_of
 from cas_lease.options import EtcdOptions, ZooKeeperOptions
@@ -101,3 +103,13 @@ def test_records_carry_weight_and_cap_and_old_records_read_as_defaults() -> None
                  b'"weight":' + b"9" * 400, b'"max_roles":0', b'"max_roles":2.5', b'"max_roles":"3"'):
         odd = decode_record(b'{"member":"a","roles":[1],' + junk + b"}")
         assert (odd.member, odd.roles, odd.weight, odd.max_roles) == ("a", frozenset({1}), 1.0, None), junk
+
+
+def test_a_small_batch_of_role_actions_is_spread_over_the_lanes() -> None:
+    """Ten takeovers on four lanes go as chunks of three (three round trips, not ten); a large batch keeps the store's
+    own limit per request."""
+    assert chunk_size(10, 16, 4) == 3
+    assert chunk_size(2000, 16, 4) == 16
+    assert chunk_size(1, 126, 2) == 1
+    assert chunk_size(0, 16, 4) == 1
+    assert chunk_size(10, 16, 0) == 10

@@ -181,8 +181,9 @@ def test_a_zookeeper_member_whose_kazoo_connection_loop_dies_comes_back(infra: E
 
         connection._read_socket = broken  # the next read inside kazoo's own loop fails as it did there
         wait_until(lambda: connection.connection_stopped.is_set(), 20.0, what="kazoo's connection loop to end")
-        wait_until(lambda: elector._store.session not in ("", first) and elector.leading() == {"x"},  # type: ignore[attr-defined]
-                   30.0, what="a new session leading x again")
+        # events reach the subscriber on a thread of their own, after leading() shows them: wait for both
+        wait_until(lambda: elector._store.session not in ("", first) and elector.leading() == {"x"}  # type: ignore[attr-defined]
+                   and type(events[-1]).__name__ == "Acquired", 30.0, what="a new session leading x again")
         kinds = [type(e).__name__ for e in events]
         assert kinds[0] == "Acquired" and kinds[-1] == "Acquired" and ("Fenced" in kinds or "Revoked" in kinds)
     finally:
