@@ -393,7 +393,7 @@ class LeaseElector(BaseElector):
         self._deliver(lambda driver: driver.post(lambda now: fn()))
 
     def _fence_all(self) -> None:
-        for role in list(self._leaderships):
+        for role in list(self._held.held):
             self._fence(role)
 
     def _deliver(self, deliver: Callable[[Driver[LeaseInput, StoreAction, None]], object]) -> None:
@@ -494,7 +494,7 @@ class LeaseElector(BaseElector):
 
     def _ended(self) -> None:
         """The loop ended: whatever is still led is fenced, the lanes and the session closed."""
-        for role in list(self._leaderships):
+        for role in list(self._held.held):
             self._fence(role)
         for lane in self._lanes.values():
             lane.close(self.options.timeout + 1)

@@ -33,11 +33,12 @@ from elect.contract import (
     Transferred,
     Unsubscribe,
 )
-from elect.core import Acquire, Extend, ExtendShared, LeadershipChange, Revoke
-from elect.deadlines import DeadlineTimer, SharedDeadline
+from elect.core import Acquire, LeadershipChange, Revoke
+from elect.deadlines import DeadlineTimer
 from elect.dispatch import EventDispatcher
 from elect.errors import ConfigError, ElectorFailed, NotLeader, NotStarted, NotSupported
 from elect.events import Acquired, Event, Fenced, Revoked
+from elect.leaderships import INF, Change, Held, Leaderships, SharedDeadline
 from elect.observe import LeaderChanged
 from elect.roles import Role, normalize_roles
 from elect.work import ON_ERROR, Work
@@ -80,9 +81,8 @@ class BaseElector(Elector):
         self.member = member
         self._lock = threading.RLock()
         self._roles: dict[Role, None] = dict.fromkeys(normalize_roles(list(roles)))
-        self._leaderships: dict[Role, Leadership] = {}
-        self._bound: dict[Role, SharedDeadline] = {}  # leaderships following a shared deadline (`_share`)
-        self._core_shared: SharedDeadline | None = None  # the one a core's `shared` leaderships follow
+        self._held = Leaderships(self._changed)  # the leaderships and their deadlines (under the lock)
+        self._revoke_done: threading.Event | None = None  # set once the Revoked `_changed` just published was handled
         self._dispatcher: EventDispatcher[Event] = EventDispatcher(member)
         self._observers: EventDispatcher[LeaderChanged] = EventDispatcher(f"{member}-observe")
         self._observed = False   # an observer subscribed: LeaderChanged is published from then on
@@ -157,7 +157,7 @@ class BaseElector(Elector):
                 self._on_stop(timeout)
         finally:
             with self._lock:
-                leftover = list(self._leaderships)
+                leftover = list(self._held.held)
             for role in leftover:  # a driver that could not hand over cleanly
                 self._fence(role)
             with self._lock:
@@ -365,10 +365,8 @@ class BaseElector(Elector):
             if self._metrics is None:
                 made = Metrics(self.member, failover=self.characteristics.observes_leaders, renewal=self.renewal)
                 made.contend(self._roles)
-                for role in list(self._leaderships):
-                    lead = self._live(role)
-                    if lead is not None and lead.valid():
-                        made.acquired(role, None)
+                for lead in self._in_force(time.monotonic()):
+                    made.acquired(lead.role, None)
                 self._metrics = made
             return self._metrics
 
@@ -376,20 +374,23 @@ class BaseElector(Elector):
         return self.leadership(role) is not None
 
     def leadership(self, role: Role) -> Leadership | None:
+        now = time.monotonic()
         with self._lock:
-            current = self._live(role)
-        return current if current is not None and current.valid() else None
+            held = self._held.in_force(role, now)
+            return None if held is None else self._leadership(role, held)
 
     def leading(self) -> frozenset[Role]:
         with self._lock:
             return frozenset(lead.role for lead in self._in_force(time.monotonic()))
 
     def _in_force(self, now: float) -> list[Leadership]:
-        """Every leadership still in force at `now`, with its live deadline (under the lock). The one way to list
-        them: a stored `Leadership` that follows a shared deadline carries the deadline of when it was last read,
-        so reading `_leaderships` directly misses every one renewed since (`drain` once returned nothing that
-        way after the first renewal)."""
-        return [lead for role in list(self._leaderships) if (lead := self._live(role)) is not None and lead.valid(now)]
+        """Every leadership still in force at `now`, with its live deadline (under the lock)."""
+        return [self._leadership(role, held) for role, held in self._held.held.items() if now < held.until()]
+
+    def _leadership(self, role: Role, held: Held) -> Leadership:
+        """The application's view of one leadership, with the deadline in force now (shared or its own)."""
+        until = held.until()
+        return Leadership(role, self.member, held.token, held.since, held.since_ts, None if until == INF else until)
 
     @property
     def failure(self) -> ElectorFailed | None:
@@ -401,14 +402,14 @@ class BaseElector(Elector):
         with self._lock:
             if self._failure is None:
                 self._failure = ElectorFailed(f"{self.scheme}://{self.member} stopped: {why}")
-            leftover = list(self._leaderships)
+            leftover = list(self._held.held)
         log.error("elect: %s", self._failure)
         for role in leftover:
             self._fence(role)
 
     def resign(self, role: Role) -> None:
         self._require_running()
-        if role in self._leaderships:
+        if role in self._held.held:
             self._on_resign(role)
 
     @property
@@ -444,7 +445,7 @@ class BaseElector(Elector):
                 self._leaderless.pop(role, None)
             running = self._state == "running"
             if self._metrics is not None:
-                self._metrics.drop(role for role in removed if role not in self._leaderships)
+                self._metrics.drop(role for role in removed if role not in self._held.held)
         if removed and running:
             self._on_roles_changed((), removed)
 
@@ -455,104 +456,38 @@ class BaseElector(Elector):
 
     # ----------------------------------------------------------------- driver-facing transitions
     def _acquire(self, role: Role, token: int, deadline: float | None = None) -> Leadership:
-        """Record that this member leads `role` under `token` (until `deadline`, if given)."""
+        """Record that this member leads `role` under `token` (until `deadline`, if given); a leadership in force under
+        the same token is extended instead (`elect.leaderships`)."""
+        now = time.monotonic()
         with self._lock:
-            current = self._live(role)
-            if current is not None and not current.valid():
-                self._fence(role)
-                current = None
-            if current is not None and current.token == token:
-                if deadline is not None:
-                    self._extend(role, deadline)
-                return self._leaderships[role]
-            now, wall = time.monotonic(), time.time()
-            leadership = Leadership(role=role, member=self.member, token=token, since=now, since_ts=wall,
-                                    deadline=deadline)
-            self._leaderships[role] = leadership
-            leaderless = self._leaderless.pop(role, None)
-            if self._metrics is not None:
-                self._metrics.acquired(role, None if leaderless is None else now - leaderless)
-            if deadline is not None:
-                self._deadlines.set(role, deadline)
-            else:
-                self._deadlines.cancel(role)
-            self._dispatcher.publish(Acquired(role=role, member=self.member, token=token, mono=now, ts=wall))
-            self._work.acquired(leadership)
-            return leadership
+            self._held.acquire(role, token, deadline, now, time.time())
+            self._arm()
+            return self._leadership(role, self._held.held[role])
 
     def _extend(self, role: Role, deadline: float) -> bool:
-        """Move the deadline of a leadership still in force; fences (and returns False) if it lapsed. A leadership
-        that followed a shared deadline has its own again from here, never earlier than the shared one was."""
+        """Move the deadline of a leadership still in force, on a deadline of its own from here; fences (and returns
+        False) if it lapsed."""
         with self._lock:
-            current = self._live(role)
-            if current is None:
-                return False
-            if not current.valid():
-                self._fence(role)
-                return False
-            if current.deadline is not None and deadline <= current.deadline:
-                if role in self._bound:  # on its own deadline from here: the one it has
-                    self._detach(role)
-                    self._deadlines.set(role, current.deadline)
-                return True
-            self._leaderships[role] = Leadership(role, current.member, current.token, current.since,
-                                                 current.since_ts, deadline)
-            self._detach(role)
-            self._deadlines.set(role, deadline)
-            return True
+            extended = self._held.extend(role, deadline, time.monotonic())
+            self._arm()
+            return extended
 
     def _share(self, role: Role, shared: SharedDeadline) -> bool:
         """Let the leadership of `role` follow `shared` from now on (renewed by `_renew_shared`, lapsing when it
         passes) instead of a deadline of its own. Refused (False) for a leadership not in force, and where `shared`
         ends before the leadership's own deadline: a deadline never moves earlier."""
         with self._lock:
-            current = self._live(role)
-            if current is None or not current.valid():
-                return False
-            if self._bound.get(role) is shared:
-                return True
-            if current.deadline is not None and shared.until < current.deadline:
-                return False
-            self._detach(role)
-            self._deadlines.cancel(role)
-            shared.roles.add(role)
-            self._bound[role] = shared
-            self._deadlines.set(shared, shared.until)
-            self._live(role)
-            return True
+            shared_now = self._held.share(role, shared, time.monotonic())
+            self._arm()
+            return shared_now
 
     def _renew_shared(self, shared: SharedDeadline, until: float) -> bool:
         """Move `shared` on to `until`, renewing every leadership that follows it at once. False if it had passed
         already: its leaderships lapsed (the timer fences them), a later deadline does not revive them."""
         with self._lock:
-            if time.monotonic() >= shared.until:
-                return False
-            if until > shared.until:
-                shared.until = until
-                if shared.roles:
-                    self._deadlines.set(shared, until)
-            return True
-
-    def _live(self, role: Role) -> Leadership | None:
-        """The leadership of `role` as it stands (under the lock): one that follows a shared deadline is brought
-        up to it first, so every reader sees the deadline in force. Snapshots are made when read, not on each
-        renewal."""
-        current = self._leaderships.get(role)
-        if current is None:
-            return None
-        shared = self._bound.get(role)
-        if shared is not None and shared.until != current.deadline:
-            current = self._leaderships[role] = Leadership(role, current.member, current.token, current.since,
-                                                           current.since_ts, shared.until)
-        return current
-
-    def _detach(self, role: Role) -> None:
-        """`role` no longer follows its shared deadline (if it did); the caller sees to its own timer."""
-        shared = self._bound.pop(role, None)
-        if shared is not None:
-            shared.roles.discard(role)
-            if not shared.roles:
-                self._deadlines.cancel(shared)
+            renewed = self._held.renew_shared(shared, until, time.monotonic())
+            self._arm()
+            return renewed
 
     def _revoke(self, role: Role, *, wait: bool = True, timeout: float | None = None) -> bool:
         """Orderly end of leadership: emit `Revoked` and, if `wait`, block until callbacks return.
@@ -561,83 +496,86 @@ class BaseElector(Elector):
         Returns True if a leadership was ended.
         """
         with self._lock:
-            leading = role in self._leaderships
+            leading = role in self._held.held
             done = self._begin_revoke(role)
         if done is None:
             return leading  # not leading, or lapsed and fenced instead
-        if wait and not self._dispatcher.on_dispatch_thread():
-            limit = timeout if timeout is not None else self.revoke_timeout
-            if not done.wait(limit):
-                log.warning("elect: %s: Revoked callbacks for %r still running after %ss; handing over",
-                            self.member, role, limit)
+        self._await_revoked(role, done, timeout)
         return True
+
+    def _await_revoked(self, role: Role, done: threading.Event, timeout: float | None = None) -> None:
+        """Block until the Revoked callbacks of `role` returned, up to `timeout` (default `revoke_timeout`); not on
+        the event thread itself, where they run."""
+        if self._dispatcher.on_dispatch_thread():
+            return
+        limit = timeout if timeout is not None else self.revoke_timeout
+        if not done.wait(limit):
+            log.warning("elect: %s: Revoked callbacks for %r still running after %ss; handing over",
+                        self.member, role, limit)
 
     def _begin_revoke(self, role: Role) -> threading.Event | None:
         """`_revoke` without the wait, for drivers whose thread must not block: publish `Revoked` and return
         the flag set once its callbacks returned (None: not leading, or lapsed and fenced instead)."""
         with self._lock:
-            current = self._live(role)
-            if current is None:
-                return None
-            if not current.valid():
-                self._fence(role)
-                return None
-            del self._leaderships[role]
-            self._detach(role)
-            self._deadlines.cancel(role)
-            self._work.ended(role, current.token)  # workers start finishing at once, in parallel
-            if self._metrics is not None:
-                self._metrics.revoked(role)
-                self._drop_if_removed(role)
-            return self._dispatcher.publish(Revoked(role=role, member=self.member, token=current.token))
+            self._revoke_done = None
+            self._held.revoke(role, time.monotonic())
+            done, self._revoke_done = self._revoke_done, None
+            self._arm()
+            return done
 
     def _fence(self, role: Role, until: float | None = None) -> bool:
         """Abrupt end of leadership: emit `Fenced`; `until` defaults to the lapsed deadline or now."""
+        now = time.monotonic()
         with self._lock:
-            current = self._live(role)
-            if current is None:
-                return False
-            del self._leaderships[role]
-            self._detach(role)
-            self._deadlines.cancel(role)
-            self._work.ended(role, current.token)
-            now = time.monotonic()
-            if until is None:
-                until = now
-            if current.deadline is not None:  # leadership never outlives its own deadline
-                until = min(until, current.deadline)
-            if self._metrics is not None:
-                self._metrics.fenced(role, now - until)
-                self._drop_if_removed(role)
-            self._dispatcher.publish(Fenced(role=role, member=self.member, token=current.token, mono=now,
-                                            until=until))
-            return True
+            fenced = self._held.fence(role, now if until is None else until, now)
+            self._arm()
+            return fenced
 
     def _apply_change(self, change: LeadershipChange, *, wait: bool = True) -> bool:
-        """Apply one change of a core's `Ready.changes`, in order; False only for an Extend of a leadership
-        that had lapsed already (it was fenced; the core should hear of it). `wait` is for a Revoke (see
-        `_revoke`; a driver whose thread must not block hands Revokes to `_begin_revoke` instead)."""
-        if isinstance(change, Acquire):
-            self._acquire(change.role, change.token, change.deadline)
-            if change.shared:
-                return self._share(change.role, self._core_deadline(change.deadline))
-        elif isinstance(change, Extend):
-            return self._extend(change.role, change.deadline)
-        elif isinstance(change, ExtendShared):
-            self._core_deadline(change.deadline)
-        elif isinstance(change, Revoke):
-            self._revoke(change.role, wait=wait)
-        else:
-            self._fence(change.role, change.until)
-        return True
+        """Apply one change of a core's `Ready.changes`, in order (`Leaderships.apply`); False only where the core
+        should hear that the leadership had lapsed already (it was fenced). `wait` is for a Revoke (see `_revoke`; a
+        driver whose thread must not block hands Revokes to `_begin_revoke` instead)."""
+        with self._lock:
+            self._revoke_done = None
+            applied = self._held.apply((change,), time.monotonic(), time.time())
+            done, self._revoke_done = self._revoke_done, None
+            self._arm()
+        if done is not None and wait:
+            self._await_revoked(change.role, done)
+        return not applied.lapsed
 
-    def _core_deadline(self, until: float) -> SharedDeadline:
-        """The shared deadline of the core's `shared` leaderships, moved on to `until`; a new one once the last has
-        passed (its leaderships lapsed with it, and a later deadline does not revive them)."""
-        shared = self._core_shared
-        if shared is None or not self._renew_shared(shared, until):
-            shared = self._core_shared = SharedDeadline(f"{self.member} renewed", until)
-        return shared
+    def _changed(self, now: float, change: Change, held: Held) -> None:
+        """A leadership began or ended (`Leaderships` hands each change here, under the lock): the event, the
+        metrics, and the application's work."""
+        role, metrics = change.role, self._metrics
+        if isinstance(change, Acquire):
+            leaderless = self._leaderless.pop(role, None)
+            if metrics is not None:
+                metrics.acquired(role, None if leaderless is None else now - leaderless)
+            self._dispatcher.publish(Acquired(role=role, member=self.member, token=held.token, mono=now,
+                                              ts=held.since_ts))
+            self._work.acquired(self._leadership(role, held))
+            return
+        self._work.ended(role, held.token)  # workers start finishing at once, in parallel
+        if isinstance(change, Revoke):
+            if metrics is not None:
+                metrics.revoked(role)
+                self._drop_if_removed(role)
+            self._revoke_done = self._dispatcher.publish(Revoked(role=role, member=self.member, token=held.token))
+            return
+        if metrics is not None:
+            metrics.fenced(role, now - change.until)
+            self._drop_if_removed(role)
+        self._dispatcher.publish(Fenced(role=role, member=self.member, token=held.token, mono=now,
+                                        until=change.until))
+
+    def _arm(self) -> None:
+        """The deadline timer at the next deadline of any leadership (under the lock, after every change)."""
+        nxt = self._held.next_deadline()
+        if nxt < INF:
+            self._deadlines.set(self._held, nxt)
+        else:
+            self._deadlines.cancel(self._held)
 
     def _drop_if_removed(self, role: Role) -> None:
         """A removed role's gauge goes once its leadership has ended (it stayed at 1 while it lasted)."""
@@ -690,22 +628,12 @@ class BaseElector(Elector):
             return {step: list(times) for step, times in self._timings.items()}
 
     def _deadline_passed(self, key: Hashable, deadline: float) -> None:
-        if isinstance(key, SharedDeadline):
-            with self._lock:
-                if key.until != deadline:
-                    return
-                lapsed = list(key.roles)
-                for role in lapsed:
-                    self._fence(role, until=deadline)
-            for role in lapsed:
-                self._on_lapsed(role)
-            return
+        """The timer: fence every leadership past its deadline, at its deadline, and tell the driver."""
         with self._lock:
-            current = self._leaderships.get(key)  # type: ignore[call-overload]
-            if current is None or current.deadline != deadline:
-                return
-            self._fence(current.role, until=deadline)
-        self._on_lapsed(current.role)
+            lapsed = self._held.expire(time.monotonic())
+            self._arm()
+        for role in lapsed:
+            self._on_lapsed(role)
 
     def _on_lapsed(self, role: Role) -> None:
         """Hook: a leadership lapsed on the member's own clock (drivers may react, e.g. re-contend)."""

@@ -53,9 +53,9 @@ from typing import cast
 from elect.base import BaseElector
 from elect.contract import Characteristics, Drained
 from elect.core import Acquire, ExtendShared, Fence, Ready, Revoke
-from elect.deadlines import SharedDeadline
 from elect.driver import Driver, FunctionIO, Halted
 from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
+from elect.leaderships import SharedDeadline
 from elect.roles import Role, partition_of
 from raft_priority.config import RaftConfig
 from raft_priority.core import RaftState

@@ -45,8 +45,8 @@ from elect.core import Ready
 from elect.driver import Driver, FunctionIO
 from elect.roles import Role
 from elect_bench.simulation.cas_store import Refuted, SessionGone, SimStore
-from elect_bench.simulation.keeper import Keeper
 from elect_bench.simulation.linked import LinkedWorld, ServerLink, SimMember
+from elect_bench.simulation.recorded import Recorder
 
 INF = math.inf
 PING_FRACTION = 1 / 3
@@ -97,7 +97,7 @@ class LeaseWorld(LinkedWorld[_Member]):
         self.store = store
         self.request_timeout = request_timeout
         self.revoke_delay = revoke_delay
-        self.members = {name: _Member(name, tuple(roles), Keeper(name, self.history))
+        self.members = {name: _Member(name, tuple(roles), Recorder(name, self.history))
                         for name, roles in members.items()}
         self._lapse_checks: set[tuple[str, float]] = set()
         self.start_all(start_jitter)

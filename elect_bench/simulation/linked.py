@@ -1,6 +1,6 @@
 """What the simulated worlds of members around one server (a lease store, a Kafka broker) share: virtual time as a
-heap of callbacks, the member's process (its driver's turns, paused or not, its leaderships kept by `Keeper`), and
-its link to the server with its faults.
+heap of callbacks, the member's process (its driver's turns, paused or not, its leaderships kept by
+`elect.leaderships` and recorded), and its link to the server with its faults.
 
 A request sent now reaches the server after a drawn latency, unless the member's link is cut when it is sent or
 arrives; while the server is frozen it waits in the server's socket and is served when it wakes. An answer reaches
@@ -18,15 +18,15 @@ import heapq
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, TypeVar
 
 from elect.driver import Driver
+from elect.leaderships import Leaderships
 from elect.roles import Role
 from elect_bench.simulation.clock import NodeClock, carried
-from elect_bench.simulation.keeper import Keeper
-from elect_bench.simulation.recorded import Recorded
+from elect_bench.simulation.recorded import Recorded, Recorder
 
 INF = math.inf
 
@@ -34,12 +34,13 @@ INF = math.inf
 @dataclass
 class SimMember:
     """A simulated member's process: whether it runs (and which incarnation: a restart makes older callbacks stale),
-    its link, a pause, its driver and when it next wakes (on its clock), its leaderships, and its machine's clock
-    (None: true time)."""
+    its link, a pause, its driver and when it next wakes (on its clock), its leaderships (`keeper`, recorded by
+    `recorder`), and its machine's clock (None: true time)."""
 
     name: str
     roles: tuple[Role, ...]
-    keeper: Keeper
+    recorder: Recorder
+    keeper: Leaderships = field(init=False)
     up: bool = False
     incarnation: int = 0
     cut: bool = False
@@ -47,6 +48,9 @@ class SimMember:
     driver: Driver[Any, Any, None] | None = None
     wake_at: float = INF
     clock: NodeClock | None = None
+
+    def __post_init__(self) -> None:
+        self.keeper = Leaderships(self.recorder)
 
 
 @dataclass(slots=True)
@@ -117,7 +121,7 @@ class LinkedWorld(Generic[M]):
     def start_all(self, jitter: float) -> None:
         """Every member starts within `jitter` seconds; each records onto true time (see `set_rate`)."""
         for name, m in self.members.items():
-            m.keeper.on_true_time = partial(self._carried, m)
+            m.recorder.on_true_time = partial(self._carried, m)
             self.at(self.rng.random() * jitter, partial(self._start, name))
 
     def _start(self, name: str) -> None:

@@ -26,7 +26,7 @@ rounds, or KIP-848). What the elector and librdkafka do around the core is done 
   clock is its drifting clock, as under the harness's libfaketime: an offset that grows with the hold, which fast
   mode tolerates only up to `T x max_drift` (docs/clocks.md). A record sent while the member is cut waits in its queue
   until the link heals or its message timeout passes (the heartbeat timeout), then goes out late.
-- **Leaderships** are kept by `elect_bench.simulation.keeper.Keeper` as `BaseElector` keeps them.
+- **Leaderships** are kept by `elect.leaderships`, as every elector keeps them.
 
 Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`: the broker, `set_rate`: a member's clock)
 are scheduled with `at`. A member's clock times its core, deadlines, group heartbeats and session check, and its
@@ -46,8 +46,8 @@ from elect.core import Ready, Revoke
 from elect.driver import Driver, FunctionIO
 from elect.roles import Role
 from elect_bench.simulation.kafka_group import Answer, Assigned, GroupCoordinator, Protocol, Rebalancing, Unknown
-from elect_bench.simulation.keeper import Keeper
 from elect_bench.simulation.linked import LinkedWorld, ServerLink, SimMember
+from elect_bench.simulation.recorded import Recorder
 from neli import core as neli
 from neli.core import READ_BACK, NeliCore, NeliInput, Publish, Received
 from neli.heartbeat import HeartbeatRecord
@@ -101,7 +101,7 @@ class NeliWorld(LinkedWorld[_Member]):
         self.skewed_walls = skewed_walls
         self.group = GroupCoordinator(protocol, partitions, options.session_timeout)
         self.log: list[list[HeartbeatRecord]] = [[] for _ in range(partitions)]
-        self.members = {name: _Member(name, tuple(roles), Keeper(name, self.history))
+        self.members = {name: _Member(name, tuple(roles), Recorder(name, self.history))
                         for name, roles in members.items()}
         self._parked: dict[str, tuple[_Member, int, dict[int, int]]] = {}  # fetches waiting for records
         self._expiry_check = False

@@ -2,7 +2,8 @@
 leaderships, on virtual time. The policy itself is the member's code (`raft_priority.renewals.Renewals`: renewals
 from a group's lease, quiet partitions on one shared deadline, lapses handed on, lapsed roles of a still-led group
 resumed); around it, what the elector's driver-thread callbacks do (`RaftElector._on_ready`, `_on_idle`, `_lapsed`,
-`_begin_stop`), with the leaderships kept by `Keeper` as `BaseElector` keeps them and fenced at their deadlines.
+`_begin_stop`), with the leaderships kept by `elect.leaderships` as every elector keeps them, fenced at their
+deadlines.
 
 What is left out: the application's callbacks take no time (a Revoked hand-over goes on at once, where a member
 waits for them, bounded by `revoke_timeout`), and roles do not change while a node runs. A role is its partition's
@@ -15,10 +16,9 @@ from collections.abc import Callable
 from typing import cast
 
 from elect.core import Acquire, ExtendShared, Fence, Ready, Revoke
-from elect.deadlines import SharedDeadline
+from elect.leaderships import Leaderships, SharedDeadline
 from elect.roles import Role
-from elect_bench.simulation.keeper import Keeper
-from elect_bench.simulation.recorded import Recorded
+from elect_bench.simulation.recorded import Recorded, Recorder
 from raft_priority.core import RaftState
 from raft_priority.host import NodeHost
 from raft_priority.messages import HardState, Message
@@ -28,13 +28,13 @@ from raft_priority.renewals import Renewals
 class SimElector:
     """The elector of simulated node `name` around its `host`, recording into `history`; `clock()` is the world's
     node's virtual time (its own clock's); `roles_on(p)`: the roles the node contends for on partition `p`; `resume`:
-    see `Renewals`; `on_true_time`: see `Keeper`."""
+    see `Renewals`; `on_true_time`: see `Recorder`."""
 
     def __init__(self, name: str, host: NodeHost, history: list[Recorded], clock: Callable[[], float],
                  roles_on: Callable[[int], list[Role]], *, resume: bool = True,
                  on_true_time: Callable[[Recorded], Recorded] | None = None) -> None:
         self.host = host
-        self.keeper = Keeper(name, history, on_true_time)
+        self.keeper = Leaderships(Recorder(name, history, on_true_time))
         self.clock = clock
         self.renewals: Renewals[SharedDeadline] = Renewals(name, host, self, roles_on, resume=resume)
         self.stopping = False

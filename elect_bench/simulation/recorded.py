@@ -3,11 +3,12 @@ leadership changes as `Recorded`, and `lines_of` turns them into the lines the r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from elect.core import Acquire, ExtendShared, Fence, LeadershipChange, Revoke
 from elect.events import Acquired, Event, Fenced, Revoked
+from elect.leaderships import Change, Held
 from elect.roles import Role
 
 
@@ -19,6 +20,23 @@ class Recorded:
     node: str
     at: float
     change: LeadershipChange
+
+
+class Recorder:
+    """What a simulated member's `Leaderships` emits, appended to the world's `history` as `Recorded`.
+    `on_true_time`: for a member on a clock of its own, what it records on that clock, carried onto the world's time."""
+
+    __slots__ = ("history", "node", "on_true_time")
+
+    def __init__(self, node: str, history: list[Recorded],
+                 on_true_time: Callable[[Recorded], Recorded] | None = None) -> None:
+        self.node = node
+        self.history = history
+        self.on_true_time = on_true_time
+
+    def __call__(self, now: float, change: Change, held: Held) -> None:
+        r = Recorded(self.node, now, change)
+        self.history.append(r if self.on_true_time is None else self.on_true_time(r))
 
 
 def lines_of(records: Iterable[Recorded]) -> list[dict[str, object]]:

@@ -4,8 +4,8 @@ The store is the simulator's (`elect_bench.simulation.cas_store.SimStore`): etcd
 `sessions=True` ZooKeeper's (the store deletes a session's keys, role keys too, once it has not heard from it for
 `ttl`, for a core that trusts it to: `Timing.silence_takeover=False`; its renewals here check nothing, so the
 core's own rules are what is tested). Members execute the core's
-actions at once, see every change after `watch_delay`, and keep leaderships in the simulators' one keeper
-(`elect_bench.simulation.keeper.Keeper`: as BaseElector keeps them, a deadline fences). `check()` asserts that no
+actions at once, see every change after `watch_delay`, and keep leaderships as every elector keeps them
+(`elect.leaderships`: a deadline fences). `check()` asserts that no
 two members hold a valid leadership of a role at any step.
 """
 
@@ -19,10 +19,10 @@ from typing import cast
 from cas_lease.core import LeaseCore, Timing
 from cas_lease.model import Done, Observation, Snapshot, StoreAction
 from elect.core import LeadershipChange, Revoke
+from elect.leaderships import Leaderships
 from elect.roles import Role
 from elect_bench.simulation.cas_store import SessionGone, SimStore
-from elect_bench.simulation.keeper import Keeper
-from elect_bench.simulation.recorded import Recorded, lines_of
+from elect_bench.simulation.recorded import Recorded, Recorder, lines_of
 
 
 def decide(core: LeaseCore, now: float) -> list[LeadershipChange | StoreAction]:
@@ -46,7 +46,7 @@ class Event:
 class SimMember:
     name: str
     core: LeaseCore
-    keeper: Keeper
+    recorder: Recorder
     inbox: list[tuple[float, Observation]] = field(default_factory=list)
     releases: list[tuple[float, Role]] = field(default_factory=list)
     handovers: list[Role] = field(default_factory=list)  # the handover thread's queue: one at a time
@@ -56,18 +56,22 @@ class SimMember:
     frozen: bool = False
     reachable: bool = True
     revoke_delay: float = 0.0
+    keeper: Leaderships = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keeper = Leaderships(self.recorder)
 
     @property
     def leading(self) -> dict[Role, tuple[int, float]]:
         """Role -> (token, deadline) of the leaderships held, valid or not yet fenced."""
-        return {role: (held.token, held.deadline) for role, held in self.keeper.held.items()}
+        return {role: (held.token, held.until()) for role, held in self.keeper.held.items()}
 
     @property
     def events(self) -> list[Event]:
         """The event lines this member printed, in order."""
         return [Event(cast(str, line["event"]), cast(Role, line["role"]), cast(int, line["token"]),
                       cast(float, line["mono"]), cast("float | None", line.get("until")))
-                for line in lines_of(self.keeper.history)]
+                for line in lines_of(self.recorder.history)]
 
     def held(self) -> set[Role]:
         return set(self.keeper.held)
@@ -97,7 +101,7 @@ class Sim:
         roles = list(roles)
         core = LeaseCore(name, session, self.timing, roles, self.now, lease_until=math.inf, weight=weight,
                          max_roles=max_roles)
-        member = SimMember(name, core, Keeper(name, list[Recorded]()), revoke_delay=revoke_delay)
+        member = SimMember(name, core, Recorder(name, list[Recorded]()), revoke_delay=revoke_delay)
         self.members[name] = member
         self._broadcast(self.store.open(session, core.record(self.now), self.now)[1])
         for seen in [Snapshot(dict(self.store.roles), dict(self.store.members), self.store.rev)]:
@@ -135,7 +139,7 @@ class Sim:
         holders: dict[Role, list[str]] = {}
         for member in self.members.values():
             for role, held in member.keeper.held.items():
-                if self.now < held.deadline:
+                if self.now < held.until():
                     holders.setdefault(role, []).append(member.name)
         overlap = {r: names for r, names in holders.items() if len(names) > 1}
         assert not overlap, f"two valid leaders at t={self.now}: {overlap}"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from elect.core import Acquire, Fence, Revoke
-from elect.deadlines import SharedDeadline
+from elect.leaderships import SharedDeadline
 from elect_bench.simulation import chaos_runner
 from elect_bench.simulation.chaos_runner import ChaosScenario
 from elect_bench.simulation.seeded_chaos import chaos, raft_strike, replay

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -9,9 +10,9 @@ import pytest
 from hand_driven import HandDriven
 
 from elect.base import BaseElector
-from elect.deadlines import SharedDeadline
 from elect.errors import NotStarted
 from elect.events import Acquired, Event, Fenced, Revoked
+from elect.leaderships import SharedDeadline
 from elect_cluster.waiting import wait_until
 
 
@@ -181,7 +182,7 @@ def test_a_revoked_leadership_leaves_its_shared_deadline() -> None:
         assert e._share("r", shared)
         e._revoke("r")
         assert not shared.roles and e.leadership("r") is None
-        assert shared not in e._deadlines._current  # nothing left for its timer to fence
+        assert e._held.next_deadline() == math.inf  # nothing left for its timer to fence
         wait_until(lambda: len(seen) == 2, 5, what="Revoked")
         assert [type(x) for x in seen] == [Acquired, Revoked]
     finally:
