@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 from cas_lease.core import LeaseCore, Timing
 from cas_lease.model import (
@@ -48,6 +48,7 @@ from elect.core import ExtendShared, Ready, Revoke
 from elect.driver import Driver, FunctionIO
 from elect.errors import AccessRefused, ElectError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.roles import Role
+from elect.runtime import THREADS, Runtime
 
 log = logging.getLogger("cas_lease")
 
@@ -124,6 +125,14 @@ class Listener:
 Outcome = tuple[bool, list[Observation]]
 """One action's outcome in a batch: whether the store answered it (False: its outcome is unknown), and what it
 showed; an action the store answered but refused (another member was first) shows what the store holds now."""
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What one request to the store came to: an outcome per action, or (`lost`: why) the session was gone."""
+
+    outcomes: tuple[Outcome, ...] = ()
+    lost: str | None = None
 
 
 class Store(Protocol):
@@ -217,8 +226,8 @@ class LeaseElector(BaseElector):
     renewal = "seconds a successful renewal took, from sending it to the store's answer (its round trip)"
 
     def __init__(self, scheme: str, options: _LeaseOptions, member: str, roles: tuple[Role, ...], store: Store,
-                 timing: Timing, characteristics: Characteristics) -> None:
-        super().__init__(member, roles)
+                 timing: Timing, characteristics: Characteristics, *, runtime: Runtime = THREADS) -> None:
+        super().__init__(member, roles, runtime=runtime)
         self.scheme = scheme
         self.options = options
         self.revoke_timeout = options.revoke_timeout
@@ -250,12 +259,23 @@ class LeaseElector(BaseElector):
 
     # ------------------------------------------------------------------------------------------ hooks
     def _on_start(self) -> None:
+        self._begin(self._store.open(self.record(), self.listener(), self.options.connect_timeout))
+        self._require_driver().start()
+
+    def record(self) -> MemberRecord:
+        """What this member publishes before its core exists: its id, the roles it contends for, its say."""
         o = self.options
-        record = MemberRecord(self.member, frozenset(self.roles), weight=o.weight, max_roles=o.max_roles)
-        listener = Listener(observed=self._store_saw, suspended=self._store_suspended, gone=self._store_gone,
-                            on_loop=self._store_task)
-        opened = self._store.open(record, listener, o.connect_timeout)
-        now = time.monotonic()
+        return MemberRecord(self.member, frozenset(self.roles), weight=o.weight, max_roles=o.max_roles)
+
+    def listener(self) -> Listener:
+        """Where the store reports what it saw and what became of the session."""
+        return Listener(observed=self._store_saw, suspended=self._store_suspended, gone=self._store_gone,
+                        on_loop=self._store_task)
+
+    def _begin(self, opened: Opened) -> None:
+        """The first session is open: the core, its driver (not yet started) and the I/O around it."""
+        o = self.options
+        now = self._clock()
         core = LeaseCore(self.member, opened.session, self._timing, self.roles, now, opened.lease_until,
                          weight=o.weight, max_roles=o.max_roles)
         core.step_all(opened.observations, now)
@@ -268,7 +288,23 @@ class LeaseElector(BaseElector):
             halted=lambda error: self._failed(f"its loop failed: {error!r}"), idle=self._idle, ended=self._ended)
         driver: Driver[LeaseInput, StoreAction, None] = Driver(
             core, io, name=f"elect-lease-loop-{self.member}", max_inbox=None, tick_every_turn=True,
-            spacing=min(0.005, self._timing.renew_interval / 20))
+            spacing=min(0.005, self._timing.renew_interval / 20), clock=self._clock, wake=self._wake_loop())
+        self._start_io()
+        with self._intake:  # what the store reported meanwhile first, in order
+            self._driver = driver
+            early, self._early = self._early, []
+            for deliver in early:
+                deliver(driver)
+
+    # ------------------------------------------------------------------------------------------ I/O (threads)
+    # What the simulator does on virtual time instead (`elect_bench.simulation.lease_world`): lanes, the handover
+    # thread, a new session, the loop's wake-up. Everything else is the same code in both.
+    def _wake_loop(self) -> Callable[[], None] | None:
+        """What the driver calls when something is queued for it (None: its own thread waits on its inbox)."""
+        return None
+
+    def _start_io(self) -> None:
+        """The lanes and the handover thread."""
         self._lanes = {"renew": _Lane(f"elect-lease-renew-{self.member}", self._perform),
                        "store": _Lane(f"elect-lease-store-{self.member}", self._perform,
                                       max(1, self._store.parallel))}
@@ -276,16 +312,22 @@ class LeaseElector(BaseElector):
                                   daemon=True)
         self._threads.append(thread)
         thread.start()
-        with self._intake:  # what the store reported meanwhile first, in order
-            self._driver = driver
-            early, self._early = self._early, []
-            for deliver in early:
-                deliver(driver)
-        driver.start()
+
+    def _submit(self, lane: str, epoch: int, actions: list[StoreAction]) -> None:
+        """Hand `actions` to a lane (`_perform` carries them out there)."""
+        self._lanes[lane].submit(epoch, actions)
+
+    def _hand_over(self, revoke: Revoke) -> None:
+        """Queue a Revoke for the handover thread (`_run_handovers`)."""
+        self._handovers.put(revoke)
+
+    def _close_io(self) -> None:
+        for lane in self._lanes.values():
+            lane.close(self.options.timeout + 1)
 
     def _on_stop(self, timeout: float | None) -> None:
         driver = self._require_driver()
-        driver.post(lambda now: self._require_core().stop(now))
+        self._stop_core()
         limit = timeout if timeout is not None else self.options.revoke_timeout + 5 * self.options.timeout + 5
         if not self._finished.wait(limit):
             log.warning("elect: %s: handover not finished after %.1f s; closing the session", self.member, limit)
@@ -295,6 +337,10 @@ class LeaseElector(BaseElector):
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(self.options.timeout * 4 + 1)
+
+    def _stop_core(self) -> None:
+        """The core hands every role over, closes the session and finishes (the loop ends with it)."""
+        self._require_driver().post(lambda now: self._require_core().stop(now))
 
     def _on_resign(self, role: Role) -> None:
         waiter = _Waiter(role)
@@ -321,7 +367,7 @@ class LeaseElector(BaseElector):
         self._require_driver().post(contend)
 
     def _on_lapsed(self, role: Role) -> None:
-        at = time.monotonic()
+        at = self._clock()
         self._require_driver().post(lambda now: self._require_core().lapsed(role, now, at))
 
     def _on_drain(self) -> bool:
@@ -449,9 +495,9 @@ class LeaseElector(BaseElector):
         core = self._require_core()
         for change in ready.changes:
             if isinstance(change, Revoke):
-                self._handovers.put(change)  # its callbacks run on the handover thread; the loop goes on
+                self._hand_over(change)  # its callbacks run on the handover thread; the loop goes on
             elif not self._apply_change(change) and not isinstance(change, ExtendShared):
-                core.lapsed(change.role, time.monotonic())
+                core.lapsed(change.role, self._clock())
         for seen in ready.seen:
             self._saw(seen.role, seen.leader, seen.token)
 
@@ -463,14 +509,14 @@ class LeaseElector(BaseElector):
         renewals: list[StoreAction] = [a for a in actions if isinstance(a, Renew | KeepAlive | Publish)]
         others: list[StoreAction] = [a for a in actions if not isinstance(a, Renew | KeepAlive | Publish)]
         if renewals:  # what keeps the session alive, and the record (the same entry): never behind a batch
-            self._lanes["renew"].submit(self._epoch, renewals)
+            self._submit("renew", self._epoch, renewals)
         singles: list[StoreAction] = [a for a in others if not isinstance(a, ROLE_ACTIONS)]
         if singles:
-            self._lanes["store"].submit(self._epoch, singles)
+            self._submit("store", self._epoch, singles)
         batch: list[StoreAction] = [a for a in others if isinstance(a, ROLE_ACTIONS)]
         size = chunk_size(len(batch), self._store.batch_size, self._store.parallel)
         for start in range(0, len(batch), size):  # chunks go to the store lane's workers side by side
-            self._lanes["store"].submit(self._epoch, batch[start:start + size])
+            self._submit("store", self._epoch, batch[start:start + size])
 
     def _idle(self, now: float) -> float:
         """After each turn: a new session once the old one is gone, waiters whose handover is over, and the end."""
@@ -496,8 +542,7 @@ class LeaseElector(BaseElector):
         """The loop ended: whatever is still led is fenced, the lanes and the session closed."""
         for role in list(self._held.held):
             self._fence(role)
-        for lane in self._lanes.values():
-            lane.close(self.options.timeout + 1)
+        self._close_io()
         try:
             self._store.close(self.options.timeout)
         except Exception as exc:
@@ -507,44 +552,54 @@ class LeaseElector(BaseElector):
             waiter.done.set()
 
     def _perform(self, epoch: int, actions: list[StoreAction]) -> None:
-        """On a lane: run `actions` (role actions as one batch, which `_send` made no bigger than `batch_size`),
-        reporting each outcome to the loop."""
-        timeout = self.options.timeout
-        singles = [a for a in actions if not isinstance(a, ROLE_ACTIONS)]
-        batch = [a for a in actions if isinstance(a, ROLE_ACTIONS)]
+        """On a lane: carry `actions` out, one request at a time (`requests`), reporting each outcome to the loop;
+        once the session is found gone, the rest with it."""
         driver = self._require_driver()
-        for action in singles:
+        todo = self._lane_requests(actions)
+        for i, request in enumerate(todo):
             if epoch != self._epoch or driver.stopping:
                 return
-            sent = time.monotonic()
-            ok, seen = True, []
-            try:
-                seen = self._store.execute(action, timeout)
-            except SessionLost as exc:
-                self._report_lost(epoch, (action, *batch), sent, str(exc))
+            sent = self._clock()
+            carried = self._carry(request)
+            if not self._reported(epoch, request, sent, carried, todo[i + 1:]):
                 return
-            except StoreError as exc:
-                log.info("elect: %s: %s failed: %s", self.member, type(action).__name__, exc)
-                ok = False
-                if isinstance(exc, Refuted):
-                    seen = exc.observations
-            self._report(epoch, ((action, ok, sent, seen),))
+
+    def _lane_requests(self, actions: list[StoreAction]) -> list[list[StoreAction]]:
+        """The requests a lane makes of `actions`: each single action on its own, then the role actions in batches
+        of the store's `batch_size` (`_send` made them no bigger)."""
         size = max(1, self._store.batch_size)
-        for start in range(0, len(batch), size):
-            chunk = batch[start:start + size]
-            if epoch != self._epoch or driver.stopping:
-                return
-            sent = time.monotonic()
-            try:
-                outcomes = self._store.execute_batch(chunk, timeout)
-            except SessionLost as exc:
-                self._report_lost(epoch, tuple(batch[start:]), sent, str(exc))
-                return
-            except StoreError as exc:
-                log.info("elect: %s: a batch of %d role actions failed: %s", self.member, len(chunk), exc)
-                outcomes = [(False, [])] * len(chunk)
-            self._report(epoch, tuple((action, ok, sent, seen)
-                                      for action, (ok, seen) in zip(chunk, outcomes, strict=True)))
+        batch: list[StoreAction] = [a for a in actions if isinstance(a, ROLE_ACTIONS)]
+        singles: list[list[StoreAction]] = [[a] for a in actions if not isinstance(a, ROLE_ACTIONS)]
+        return singles + [batch[start:start + size] for start in range(0, len(batch), size)]
+
+    def _carry(self, request: list[StoreAction]) -> Carried:
+        """One request to the store (blocking on its client): an outcome per action, or the session lost."""
+        timeout = self.options.timeout
+        action = request[0]
+        try:
+            if not isinstance(action, ROLE_ACTIONS):
+                return Carried(((True, self._store.execute(action, timeout)),))
+            return Carried(tuple(self._store.execute_batch(cast("list[RoleAction]", request), timeout)))
+        except SessionLost as exc:
+            return Carried(lost=str(exc))
+        except StoreError as exc:
+            if isinstance(action, ROLE_ACTIONS):
+                log.info("elect: %s: a batch of %d role actions failed: %s", self.member, len(request), exc)
+                return Carried(((False, []),) * len(request))
+            log.info("elect: %s: %s failed: %s", self.member, type(action).__name__, exc)
+            return Carried(((False, exc.observations if isinstance(exc, Refuted) else []),))
+
+    def _reported(self, epoch: int, request: list[StoreAction], sent: float, carried: Carried,
+                 later: list[list[StoreAction]]) -> bool:
+        """Report what `request` (sent at `sent`) came to; False once the session was found gone (reported with
+        the role actions of the `later` requests, which are not sent)."""
+        if carried.lost is not None:
+            rest = [a for r in later for a in r if isinstance(a, ROLE_ACTIONS)]
+            self._report_lost(epoch, (*request, *rest), sent, carried.lost)
+            return False
+        self._report(epoch, tuple((action, ok, sent, seen)
+                                  for action, (ok, seen) in zip(request, carried.outcomes, strict=True)))
+        return True
 
     def _report(self, epoch: int, results: tuple[tuple[StoreAction, bool, float, list[Observation]], ...]) -> None:
         """What a lane's requests came to (action, took effect, when sent, what it showed), stepped into the core
@@ -583,15 +638,18 @@ class LeaseElector(BaseElector):
         self._reopen_at = now
 
     def _try_reopen(self) -> None:
-        core = self._require_core()
-        record = core.record(time.monotonic())
+        """A new session, asked for on the loop: the core binds it (`_rebound`), or is asked again later."""
+        record = self._require_core().record(self._clock())
         try:
             opened = self._store.reopen(record, self.options.timeout)
         except StoreError as exc:
             log.info("elect: %s: no new session yet: %s", self.member, exc)
-            self._reopen_at = time.monotonic() + self._timing.renew_interval
+            self._reopen_at = self._clock() + self._timing.renew_interval
             return
-        now = time.monotonic()
+        self._rebound(opened, self._clock())
+
+    def _rebound(self, opened: Opened, now: float) -> None:
+        core = self._require_core()
         core.rebind(opened.session, now, opened.lease_until)
         core.step_all(opened.observations, now)
         self._session_down = False

@@ -34,13 +34,12 @@ from elect.contract import (
     Unsubscribe,
 )
 from elect.core import Acquire, LeadershipChange, Revoke
-from elect.deadlines import DeadlineTimer
-from elect.dispatch import EventDispatcher
 from elect.errors import ConfigError, ElectorFailed, NotLeader, NotStarted, NotSupported
 from elect.events import Acquired, Event, Fenced, Revoked
 from elect.leaderships import INF, Change, Held, Leaderships, SharedDeadline
 from elect.observe import LeaderChanged
 from elect.roles import Role, normalize_roles
+from elect.runtime import THREADS, Dispatcher, Runtime
 from elect.work import ON_ERROR, Work
 
 if TYPE_CHECKING:
@@ -77,20 +76,22 @@ class BaseElector(Elector):
     #: The steps of a handover this method times (`timings`, `elect_step_seconds`): (step, what it spans) pairs.
     steps: ClassVar[tuple[tuple[str, str], ...]] = ()
 
-    def __init__(self, member: str, roles: Iterable[Role] = ()) -> None:
+    def __init__(self, member: str, roles: Iterable[Role] = (), *, runtime: Runtime = THREADS) -> None:
         self.member = member
+        self._runtime = runtime  # the clock, the deadline timer and the event threads (virtual in the simulator)
+        self._clock = runtime.monotonic
         self._lock = threading.RLock()
         self._roles: dict[Role, None] = dict.fromkeys(normalize_roles(list(roles)))
         self._held = Leaderships(self._changed)  # the leaderships and their deadlines (under the lock)
         self._revoke_done: threading.Event | None = None  # set once the Revoked `_changed` just published was handled
-        self._dispatcher: EventDispatcher[Event] = EventDispatcher(member)
-        self._observers: EventDispatcher[LeaderChanged] = EventDispatcher(f"{member}-observe")
+        self._dispatcher: Dispatcher[Event] = runtime.dispatcher(member)
+        self._observers: Dispatcher[LeaderChanged] = runtime.dispatcher(f"{member}-observe")
         self._observed = False   # an observer subscribed: LeaderChanged is published from then on
         self._seen: dict[Role, LeaderChanged] = {}  # whom this member last saw lead each role it contends for
         self._leaderless: dict[Role, float] = {}   # since when a role it had seen led has had no leader
         self._metrics: Metrics | None = None
         self._timings: dict[str, deque[float]] = {}  # step -> seconds (`_timed`)
-        self._deadlines = DeadlineTimer(self._deadline_passed, member)
+        self._deadlines = runtime.timer(self._deadline_passed, member)
         self._work = Work(member, self._lock, self.leadership, self._hold_off,
                           lambda callback: self._dispatcher.subscribe(callback))
         self._held_off: dict[Role, threading.Timer] = {}  # released after failed work, contended for again later
@@ -267,7 +268,7 @@ class BaseElector(Elector):
         partition's SyncObj down, so `drain` returns after the handover (`successors` None). While draining,
         `resign` raises `NotStarted` and role changes only update `roles`.
         """
-        began = time.monotonic()
+        began = self._clock()
         with self._lock:
             self._require_running()
             self._state = "draining"
@@ -275,10 +276,10 @@ class BaseElector(Elector):
         seen: dict[Role, str | None] | None = None
         try:
             if self._on_drain():
-                limit = time.monotonic() + (timeout if timeout is not None else self._default_drain_timeout())
+                limit = self._clock() + (timeout if timeout is not None else self._default_drain_timeout())
                 while True:
                     seen = self._successors(led)
-                    if led <= set(seen) or time.monotonic() >= limit:
+                    if led <= set(seen) or self._clock() >= limit:
                         break
                     time.sleep(0.02)  # what the member sees changes on its driver's threads; the limit bounds this
         except Exception as exc:  # draining must end in a stop whatever happened
@@ -287,7 +288,7 @@ class BaseElector(Elector):
             self.stop()
         successors = None if seen is None else {r: m for r, m in seen.items() if m is not None}
         uncontended = frozenset(() if seen is None else (r for r, m in seen.items() if m is None))
-        return Drained(seconds=time.monotonic() - began, roles=led, successors=successors, uncontended=uncontended)
+        return Drained(seconds=self._clock() - began, roles=led, successors=successors, uncontended=uncontended)
 
     def transfer(self, role: Role, to: str, timeout: float | None = None) -> Transferred:
         """Hand `role` to member `to`: the Revoked callbacks and `run` workers finish first, as on `resign`, then
@@ -305,7 +306,7 @@ class BaseElector(Elector):
         if not self.characteristics.transfers:
             raise NotSupported(f"{self.scheme}:// cannot transfer a role: {self.untransferable} (choose a method "
                                "that can: require={'transfers': True})")
-        began = time.monotonic()
+        began = self._clock()
         self._require_running()
         if to == self.member:
             raise ConfigError(f"member {self.member} cannot transfer {role!r} to itself", parameter="to")
@@ -315,10 +316,10 @@ class BaseElector(Elector):
         limit = began + (timeout if timeout is not None else self._default_drain_timeout())
         while True:
             leader = self._successors(frozenset((role,))).get(role)
-            if leader == to or time.monotonic() >= limit:
+            if leader == to or self._clock() >= limit:
                 break
             time.sleep(0.02)  # what the member sees changes on its driver's threads; the limit bounds this
-        return Transferred(role=role, to=to, seconds=time.monotonic() - began, leader=leader)
+        return Transferred(role=role, to=to, seconds=self._clock() - began, leader=leader)
 
     def _default_drain_timeout(self) -> float:
         if self.drain_timeout is not None:
@@ -330,7 +331,7 @@ class BaseElector(Elector):
         """Subscribe; the roles already led are replayed to the new subscriber as `Acquired` first."""
         with self._lock:
             replay = [Acquired(role=l.role, member=self.member, token=l.token, mono=l.since, ts=l.since_ts)
-                      for l in self._in_force(time.monotonic())]
+                      for l in self._in_force(self._clock())]
             return self._dispatcher.subscribe(callback, replay)
 
     def observe(self, callback: ObserveCallback) -> Unsubscribe:
@@ -365,7 +366,7 @@ class BaseElector(Elector):
             if self._metrics is None:
                 made = Metrics(self.member, failover=self.characteristics.observes_leaders, renewal=self.renewal)
                 made.contend(self._roles)
-                for lead in self._in_force(time.monotonic()):
+                for lead in self._in_force(self._clock()):
                     made.acquired(lead.role, None)
                 self._metrics = made
             return self._metrics
@@ -374,14 +375,14 @@ class BaseElector(Elector):
         return self.leadership(role) is not None
 
     def leadership(self, role: Role) -> Leadership | None:
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             held = self._held.in_force(role, now)
             return None if held is None else self._leadership(role, held)
 
     def leading(self) -> frozenset[Role]:
         with self._lock:
-            return frozenset(lead.role for lead in self._in_force(time.monotonic()))
+            return frozenset(lead.role for lead in self._in_force(self._clock()))
 
     def _in_force(self, now: float) -> list[Leadership]:
         """Every leadership still in force at `now`, with its live deadline (under the lock)."""
@@ -458,9 +459,9 @@ class BaseElector(Elector):
     def _acquire(self, role: Role, token: int, deadline: float | None = None) -> Leadership:
         """Record that this member leads `role` under `token` (until `deadline`, if given); a leadership in force under
         the same token is extended instead (`elect.leaderships`)."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
-            self._held.acquire(role, token, deadline, now, time.time())
+            self._held.acquire(role, token, deadline, now, self._runtime.wall())
             self._arm()
             return self._leadership(role, self._held.held[role])
 
@@ -468,7 +469,7 @@ class BaseElector(Elector):
         """Move the deadline of a leadership still in force, on a deadline of its own from here; fences (and returns
         False) if it lapsed."""
         with self._lock:
-            extended = self._held.extend(role, deadline, time.monotonic())
+            extended = self._held.extend(role, deadline, self._clock())
             self._arm()
             return extended
 
@@ -477,7 +478,7 @@ class BaseElector(Elector):
         passes) instead of a deadline of its own. Refused (False) for a leadership not in force, and where `shared`
         ends before the leadership's own deadline: a deadline never moves earlier."""
         with self._lock:
-            shared_now = self._held.share(role, shared, time.monotonic())
+            shared_now = self._held.share(role, shared, self._clock())
             self._arm()
             return shared_now
 
@@ -485,7 +486,7 @@ class BaseElector(Elector):
         """Move `shared` on to `until`, renewing every leadership that follows it at once. False if it had passed
         already: its leaderships lapsed (the timer fences them), a later deadline does not revive them."""
         with self._lock:
-            renewed = self._held.renew_shared(shared, until, time.monotonic())
+            renewed = self._held.renew_shared(shared, until, self._clock())
             self._arm()
             return renewed
 
@@ -518,14 +519,14 @@ class BaseElector(Elector):
         the flag set once its callbacks returned (None: not leading, or lapsed and fenced instead)."""
         with self._lock:
             self._revoke_done = None
-            self._held.revoke(role, time.monotonic())
+            self._held.revoke(role, self._clock())
             done, self._revoke_done = self._revoke_done, None
             self._arm()
             return done
 
     def _fence(self, role: Role, until: float | None = None) -> bool:
         """Abrupt end of leadership: emit `Fenced`; `until` defaults to the lapsed deadline or now."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             fenced = self._held.fence(role, now if until is None else until, now)
             self._arm()
@@ -537,7 +538,7 @@ class BaseElector(Elector):
         driver whose thread must not block hands Revokes to `_begin_revoke` instead)."""
         with self._lock:
             self._revoke_done = None
-            applied = self._held.apply((change,), time.monotonic(), time.time())
+            applied = self._held.apply((change,), self._clock(), self._runtime.wall())
             done, self._revoke_done = self._revoke_done, None
             self._arm()
         if done is not None and wait:
@@ -561,13 +562,14 @@ class BaseElector(Elector):
             if metrics is not None:
                 metrics.revoked(role)
                 self._drop_if_removed(role)
-            self._revoke_done = self._dispatcher.publish(Revoked(role=role, member=self.member, token=held.token))
+            self._revoke_done = self._dispatcher.publish(Revoked(role=role, member=self.member, token=held.token,
+                                                                 mono=now, ts=self._runtime.wall()))
             return
         if metrics is not None:
             metrics.fenced(role, now - change.until)
             self._drop_if_removed(role)
         self._dispatcher.publish(Fenced(role=role, member=self.member, token=held.token, mono=now,
-                                        until=change.until))
+                                        ts=self._runtime.wall(), until=change.until))
 
     def _arm(self) -> None:
         """The deadline timer at the next deadline of any leadership (under the lock, after every change)."""
@@ -586,7 +588,7 @@ class BaseElector(Elector):
         """Driver: this member sees `leader` lead `role` now (None: nobody), under `token` where known. Call it on
         every change the method sees, and for roles added at run time with what is known of them already; roles
         not contended for are ignored, repeats are dropped."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             if role not in self._roles:
                 return
@@ -630,7 +632,7 @@ class BaseElector(Elector):
     def _deadline_passed(self, key: Hashable, deadline: float) -> None:
         """The timer: fence every leadership past its deadline, at its deadline, and tell the driver."""
         with self._lock:
-            lapsed = self._held.expire(time.monotonic())
+            lapsed = self._held.expire(self._clock())
             self._arm()
         for role in lapsed:
             self._on_lapsed(role)

@@ -260,6 +260,18 @@ class Driver(Generic[I, M, P]):
             self.core.step_all(batch, now)
         return self._finish_turn(now, tick)
 
+    def pump(self, now: float, tick: bool = True) -> tuple[float, float]:
+        """One turn at `now` on everything queued by `receive`, `post` and `submit`, for a simulator (whose `wake`
+        hook schedules it) rather than the thread: as `turn`, and an error is raised, not a halt."""
+        with self._cond:
+            inbox, self._inbox = self._inbox, []
+            calls, self._calls = self._calls, []
+        self.iterations += 1
+        for batch in inbox:
+            self.core.step_all(batch, now)
+        self._run_calls(calls, now)
+        return self._finish_turn(now, tick)
+
     def rounded(self, at: float) -> float:
         """`at` rounded up to the timer granularity (when the core's wake-up `at` is served)."""
         g = self.granularity

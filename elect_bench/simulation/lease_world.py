@@ -1,19 +1,20 @@
-"""Deterministic simulation of a lease group (etcd:// or zookeeper://) on virtual time: the real core and driver.
+"""Deterministic simulation of a lease group (etcd:// or zookeeper://) on virtual time: the real elector.
 
-Every member runs `cas_lease.core.LeaseCore` on `elect.driver.Driver` (its `turn` called on virtual time, no
-thread), as `cas_lease.driver.LeaseElector` does, against `SimStore` (`elect_bench.simulation.cas_store`). What
-the elector does around its core is done here the same way:
+Every member is a `cas_lease.driver.LeaseElector`, core, driver and elector as `etcd://` and `zookeeper://` members
+run them, on virtual time (`elect_bench.simulation.runtime`: its clock, its deadline timer, its events delivered as
+published; its driver turned by the world, `Driver.pump`), against `SimStore` (`elect_bench.simulation.cas_store`).
+Only its I/O is simulated (`SimLeaseElector`):
 
-- **Requests** go down two lanes per member, one request at a time each (renewals on their own, as the elector's
-  renew lane keeps them from queueing behind role writes), with a latency drawn per request each way. A request
-  not answered within the request timeout is reported failed with an unknown outcome (`Done(ok=False)`); the store
-  may still carry it out, later, as a real one may.
+- **Requests** go down the elector's two lanes (renewals on their own; role actions batched and spread over the
+  store's `parallel` workers as the elector sends them), one request at a time per worker, with a latency drawn
+  per request each way. A request not answered within the request timeout is reported failed with an unknown
+  outcome (`Done(ok=False)`); the store may still carry it out, later, as a real one may.
 - **Watches**: every change reaches every member after a drawn delay, in order per member. While a member is cut
   from the store its watch stalls, and catches up when the link heals (etcd resumes from a revision; ZooKeeper
   re-reads what its watches cover: here a snapshot).
-- **Leaderships** are kept as `elect.base.BaseElector` keeps them: each until its deadline (shared ones moved on
-  together by `ExtendShared`), fenced by the member's own timer when it passes (the core told, `lapsed`); a
-  `Revoke` publishes the end at once and releases the key once the callbacks returned (`revoke_delay`).
+- **Leaderships** are the elector's own: fenced by its deadline timer (on the world's queue) when they lapse; a
+  `Revoke` publishes the end on the handover "thread" at once and releases the key once the callbacks returned
+  (`revoke_delay`).
 - **Sessions**: an etcd lease is kept alive by the core's `KeepAlive`; a ZooKeeper session by any contact and the
   client's pings (every third of its timeout while the member runs and reaches the store). A ZooKeeper client
   that hears nothing for two thirds of its session timeout is SUSPENDED (every leadership fenced at once, as the
@@ -29,24 +30,28 @@ session a fresh timeout. When the frozen leader wakes it ends, on its stale trac
 from for their timeout before it froze, and that is committed, as the soaks of 2026-11-23 saw of both stores: a
 ZooKeeper leader re-elected with the highest zxid expires them (`docs/results/soak/zookeeper`), etcd's lessor
 revokes the leases and its proposals are forwarded to the new leader (etcd-io/etcd#15247, `docs/results/soak/etcd`).
-`history` records every leadership change as `Recorded`, read by `lines_of` into the event lines members print.
+`history` records every event of every elector as `Recorded`, read by `lines_of` into the lines members print.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from cas_lease.core import LeaseCore, Timing
-from cas_lease.model import Done, KeepAlive, LeaseInput, MemberRecord, Observation, Publish, Renew, StoreAction
-from elect.core import Ready
-from elect.driver import Driver, FunctionIO
+from cas_lease.core import Timing
+from cas_lease.driver import Carried, LeaseElector, Listener, Opened
+from cas_lease.model import MemberRecord, Observation, Renew, RoleAction, StoreAction
+from cas_lease.options import _LeaseOptions
+from elect.contract import Characteristics
+from elect.core import Revoke
+from elect.leaderships import Leaderships
 from elect.roles import Role
 from elect_bench.simulation.cas_store import Refuted, SessionGone, SimStore
 from elect_bench.simulation.linked import LinkedWorld, ServerLink, SimMember
 from elect_bench.simulation.recorded import Recorder
+from elect_bench.simulation.runtime import SimRuntime
 
 INF = math.inf
 PING_FRACTION = 1 / 3
@@ -62,6 +67,15 @@ timeout)."""
 
 
 @dataclass
+class _Lane:
+    """One of the elector's lanes: `workers` requests in flight at most, the rest queued."""
+
+    workers: int
+    queue: list[tuple[int, list[StoreAction]]] = field(default_factory=list)
+    busy: int = 0
+
+
+@dataclass
 class _Member(SimMember):
     sessions: int = 0
     session: str = ""
@@ -69,33 +83,104 @@ class _Member(SimMember):
     session_down: bool = True  # no session yet, or lost: actions are dropped until a new one opens
     suspended: bool = False  # ZooKeeper: the client declared its connection lost
     heard_at: float = 0.0  # when the store last answered it (ZooKeeper's read timeout counts from here)
-    core: LeaseCore | None = None
-    releases: list[tuple[float, Role]] = field(default_factory=list)
-    queues: dict[str, list[StoreAction]] = field(default_factory=dict)  # lane -> actions waiting
-    busy: set[str] = field(default_factory=set)  # lanes with a request in flight
+    elector: SimLeaseElector | None = None
+    lanes: dict[str, _Lane] = field(default_factory=dict)
+    lanes_of: int = 0  # the lanes' generation: requests in flight for an older one are forgotten
     watch_free: float = -INF  # watch events arrive in order: none before the last one's arrival
     backlog: list[Observation] = field(default_factory=list)  # watch events held while cut
     stopping: bool = False
+    pumping: bool = False  # a turn of its driver is queued
 
     def forget_session(self) -> None:
-        """What belonged to the session that ended: requests queued, watch events held, roles being released."""
-        self.queues.clear()
-        self.busy.clear()
+        """What belonged to the session that ended: requests queued or in flight, watch events held."""
+        for lane in self.lanes.values():
+            lane.queue.clear()
+            lane.busy = 0
+        self.lanes_of += 1
         self.backlog = []
-        self.releases.clear()
+
+
+class _SimClient:
+    """The store client as the elector sees it outside its lanes (which the world simulates): its limits, and the
+    session's close."""
+
+    def __init__(self, world: LeaseWorld, m: _Member) -> None:
+        self._world = world
+        self._m = m
+        self.batch_size, self.parallel = (126, 2) if world.kind == "etcd" else (100, 2)  # EtcdStore's, ZooKeeperStore's
+        self.requests = 0
+
+    def open(self, record: MemberRecord, listener: Listener, timeout: float) -> Opened:
+        raise AssertionError("sessions are opened by the world")
+
+    def reopen(self, record: MemberRecord, timeout: float) -> Opened:
+        raise AssertionError("sessions are opened by the world")
+
+    def track(self, roles: Iterable[Role]) -> None:
+        pass
+
+    def members(self, timeout: float) -> dict[str, MemberRecord]:
+        return {s: record for s, (record, _) in self._world.store.members.items()}
+
+    def execute(self, action: StoreAction, timeout: float) -> list[Observation]:
+        raise AssertionError("requests go down the world's lanes")
+
+    def execute_batch(self, actions: Sequence[RoleAction], timeout: float) -> list[tuple[bool, list[Observation]]]:
+        raise AssertionError("requests go down the world's lanes")
+
+    def close(self, timeout: float) -> None:
+        """The session ends: the store drops its keys once the request arrives."""
+        self._world.close_session(self._m)
+
+
+class SimLeaseElector(LeaseElector):
+    """The real `LeaseElector` of member `m`, its I/O carried out by `world` on virtual time (see the module)."""
+
+    def __init__(self, world: LeaseWorld, m: _Member) -> None:
+        super().__init__(world.kind, world.options, m.name, m.roles, _SimClient(world, m), world.timing,
+                         world.characteristics, runtime=SimRuntime(world, m))
+        self.world = world
+        self.sim = m
+
+    def _on_start(self) -> None:
+        self.world.open_session(self.sim, self.sim.incarnation)  # `_begin` once it is open
+
+    def _wake_loop(self) -> Callable[[], None]:
+        return partial(self.world.pump_soon, self.sim)
+
+    def _start_io(self) -> None:
+        pass
+
+    def _submit(self, lane: str, epoch: int, actions: list[StoreAction]) -> None:
+        self.world.submit(self.sim, lane, epoch, actions)
+
+    def _hand_over(self, revoke: Revoke) -> None:
+        """The handover thread: Revoked published, the key released once the callbacks returned."""
+        self._begin_revoke(revoke.role)
+        self.world.later(self.sim, self.world.revoke_delay, partial(self._release, revoke.role))
+
+    def _close_io(self) -> None:
+        pass
+
+    def _try_reopen(self) -> None:
+        self._reopen_at = INF  # the world retries an open that was not answered
+        if not self.sim.opening:
+            self.world.open_session(self.sim, self.sim.incarnation)
 
 
 class LeaseWorld(LinkedWorld[_Member]):
     """Members of one lease group on one simulated store (see the module docstring)."""
 
-    def __init__(self, store: SimStore, timing: Timing, members: Mapping[str, Sequence[Role]], seed: int,
-                 link: ServerLink | None = None, *, request_timeout: float, revoke_delay: float = 0.002,
-                 start_jitter: float = 0.1) -> None:
+    def __init__(self, store: SimStore, options: _LeaseOptions, timing: Timing, characteristics: Characteristics,
+                 members: Mapping[str, Sequence[Role]], seed: int, link: ServerLink | None = None, *,
+                 revoke_delay: float = 0.002, start_jitter: float = 0.1) -> None:
         super().__init__(seed, link or ServerLink())
         self.kind = store.kind
+        self.options = options
         self.timing = timing
+        self.characteristics = characteristics
         self.store = store
-        self.request_timeout = request_timeout
+        self.request_timeout = options.timeout
         self.revoke_delay = revoke_delay
         self.members = {name: _Member(name, tuple(roles), Recorder(name, self.history))
                         for name, roles in members.items()}
@@ -109,9 +194,11 @@ class LeaseWorld(LinkedWorld[_Member]):
         m = self.members[name]
         if not m.up:
             return
-        m.keeper.fence_all(self.local(m), "killed")
+        if m.elector is not None:
+            m.elector._fence_all()
         m.forget_session()
-        m.up, m.core, m.driver, m.stopping = False, None, None, False
+        m.up, m.elector, m.driver, m.stopping, m.pumping = False, None, None, False, False
+        m.keeper = Leaderships(m.recorder)
         m.incarnation += 1
         m.wake_at = INF
         m.session, m.opening, m.session_down, m.suspended = "", "", True, False
@@ -124,22 +211,28 @@ class LeaseWorld(LinkedWorld[_Member]):
             return
         if self.held(m, partial(self.stop, name, limit)):
             return
-        if m.core is None:
+        e = m.elector
+        if e is None or e._driver is None:
             self.kill(name)  # no session yet: nothing to hand over
             return
         m.stopping = True
-        m.core.stop(self.local(m))
+        e._stop_core()
         self.after(m, limit, partial(self._exit, m, m.incarnation))
-        self._turn(m, [])
 
     def _exit(self, m: _Member, inc: int) -> None:
-        """The stopped member closes its session (the store drops its keys at once) and its process exits."""
+        """The stopped member's loop ends (closing its session: the store drops its keys at once) and its process
+        exits."""
         if not self.current(m, inc):
             return
+        e = m.elector
+        if e is not None and not e._finished.is_set():
+            e._ended()
+        self.kill(m.name)
+
+    def close_session(self, m: _Member) -> None:
         session = m.session
         if session and not m.session_down:
             self.to_server(m, lambda: self._broadcast(self.store.drop(session)))
-        self.kill(m.name)
 
     def _healed(self, m: _Member) -> None:
         """The client reconnects (a round trip later), stalled watches catch up."""
@@ -155,25 +248,77 @@ class LeaseWorld(LinkedWorld[_Member]):
             self.frozen_until = until
             self.at(until, self._store_wakes)
 
-    # ------------------------------------------------------------------ observation
+    # ------------------------------------------------------------------ the member's process
     def _start(self, name: str) -> None:
         m = self.members[name]
         m.up = True
         m.incarnation += 1
         m.paused_until = -INF
         m.watch_free = -INF
-        self._open(m, m.incarnation)
+        m.lanes_of += 1
+        e = m.elector = SimLeaseElector(self, m)
+        m.lanes = {"renew": _Lane(1), "store": _Lane(max(1, e._store.parallel))}
+        m.keeper = e._held
+        e.subscribe(m.recorder.event)
+        e.start()
 
-    def _open(self, m: _Member, inc: int) -> None:
+    def pump_soon(self, m: _Member) -> None:
+        """Something was queued for `m`'s driver: it takes a turn now (once, however much was queued)."""
+        if not m.pumping and m.up:
+            m.pumping = True
+            self.at(self.now, partial(self._pump, m, m.incarnation))
+
+    def _pump(self, m: _Member, inc: int) -> None:
+        """The member's driver takes a turn (when it resumes, if paused), then its next wake-up is armed; a loop that
+        finished ends as the thread's does."""
+        if not self.current(m, inc):
+            return
+        if self.held(m, partial(self._pump, m, inc)):
+            return
+        m.pumping = False
+        e = m.elector
+        assert e is not None
+        driver = e._require_driver()
+        now = self.local(m)
+        wake, extra = driver.pump(now)
+        if driver.stopping:
+            e._ended()
+            self.kill(m.name)
+            return
+        at = max(min(wake, extra), now)
+        if at < m.wake_at or m.wake_at < now:
+            m.wake_at = at
+            if at < INF:
+                self.at_local(m, at, partial(self._wake_pump, m, inc, at))
+
+    def _wake_pump(self, m: _Member, inc: int, at: float) -> None:
+        if self.current(m, inc) and m.wake_at == at:
+            m.wake_at = INF
+            self._pump(m, inc)
+
+    def later(self, m: _Member, seconds: float, fn: Callable[[], None]) -> None:
+        """`fn` on one of `m`'s threads `seconds` from now on its clock (when it resumes, if paused then)."""
+        inc = m.incarnation
+
+        def run() -> None:
+            if self.current(m, inc) and not self.held(m, run):
+                fn()
+
+        self.after(m, seconds, run)
+
+    # ------------------------------------------------------------------ sessions
+    def open_session(self, m: _Member, inc: int) -> None:
         """Open a session (the first, or one after a loss): a round trip; tried again after the request timeout."""
         if not self.current(m, inc):
             return
-        if self.held(m, partial(self._open, m, inc)):
+        if self.held(m, partial(self.open_session, m, inc)):
             return
+        e = m.elector
+        assert e is not None
         m.sessions += 1
         session = m.opening = f"{m.name}.{m.incarnation}.{m.sessions}"
         sent = self.local(m)
-        record = m.core.record(sent) if m.core is not None else MemberRecord(m.name, frozenset(m.roles))
+        record = e._core.record(sent) if e._core is not None else e.record()
 
         def register() -> None:
             mine, theirs = self.store.open(session, record, self.now)
@@ -183,7 +328,7 @@ class LeaseWorld(LinkedWorld[_Member]):
 
         def retry() -> None:
             if self.current(m, inc) and m.opening == session:
-                self._open(m, inc)
+                self.open_session(m, inc)
 
         self.to_server(m, register)
         self.at_local(m, sent + self.request_timeout, retry)
@@ -194,99 +339,89 @@ class LeaseWorld(LinkedWorld[_Member]):
             return  # given up on (`retry`): the store ends that session when it lapses
         m.session, m.opening, m.session_down, m.suspended, m.heard_at = session, "", False, False, now
         lease_until = sent + self.store.session_ttl if self.kind == "etcd" else INF
-        if m.core is None:
-            m.core = LeaseCore(m.name, session, self.timing, m.roles, now, lease_until)
-            io: FunctionIO[StoreAction, None] = FunctionIO(
-                apply=partial(self._apply, m), send=lambda actions, now: self._send(m, actions), halted=_raise,
-                idle=partial(self._idle, m))
-            m.driver = Driver(m.core, io, name=f"sim-{m.name}", max_inbox=None, tick_every_turn=True)
+        e = m.elector
+        assert e is not None
+        opened = Opened(session, lease_until, mine)
+        if e._driver is None:
+            e._begin(opened)
+            m.driver = e._driver
         else:
-            m.core.rebind(session, now, lease_until)
-        self._turn(m, list[LeaseInput](mine))
+            e._rebound(opened, now)
+        self.pump_soon(m)
         if self.kind == "zookeeper":
             self._ping(m, inc, session)
 
-    def _apply(self, m: _Member, ready: Ready[StoreAction, None], now: float) -> None:
-        core = m.core
-        assert core is not None
-        applied = m.keeper.apply(ready.changes, now)
-        for role in applied.lapsed:
-            core.lapsed(role, now)
-        m.releases += [(now + self.revoke_delay, role) for role in applied.revoked]
+    # ------------------------------------------------------------------ requests
+    def submit(self, m: _Member, lane: str, epoch: int, actions: list[StoreAction]) -> None:
+        """The elector hands `actions` to a lane (`LeaseElector._submit`)."""
+        m.lanes[lane].queue.append((epoch, actions))
+        self._next_job(m, lane)
 
-    def _idle(self, m: _Member, now: float) -> float:
-        """The member's deadline timer and handover thread: leaderships past their deadline are fenced (the core
-        told), released roles reported; the next time either is due."""
-        core = m.core
-        assert core is not None
-        for role in m.keeper.expire(now):
-            core.lapsed(role, now, now)
-        if m.releases and m.releases[0][0] <= now:
-            due = [role for t, role in m.releases if t <= now]
-            m.releases = [(t, role) for t, role in m.releases if t > now]
-            for role in due:
-                core.released(role, now)
-        if m.stopping and core.finished:
-            self.at(self.now, partial(self._exit, m, m.incarnation))
-        nxt = m.keeper.next_deadline()
-        return min(nxt, m.releases[0][0]) if m.releases else nxt
+    def _next_job(self, m: _Member, lane: str) -> None:
+        q, e = m.lanes[lane], m.elector
+        assert e is not None
+        while q.busy < q.workers and q.queue:
+            epoch, actions = q.queue.pop(0)
+            q.busy += 1
+            self._job(m, lane, m.lanes_of, epoch, e._lane_requests(actions), 0)
 
-    def _send(self, m: _Member, actions: list[StoreAction]) -> None:
-        """Actions down their lanes, one request in flight per lane (renewals on their own)."""
-        if m.session_down:
-            return  # the core forgets them when it binds a new session
-        for action in actions:
-            m.queues.setdefault("renew" if isinstance(action, Renew | KeepAlive | Publish) else "store",
-                                []).append(action)
-        for lane in list(m.queues):
-            self._next_request(m, lane)
-
-    def _next_request(self, m: _Member, lane: str) -> None:
-        queue = m.queues.get(lane)
-        if lane in m.busy or not queue or m.session_down:
+    def _job(self, m: _Member, lane: str, gen: int, epoch: int, requests: list[list[StoreAction]], i: int) -> None:
+        """Request `i` of a lane's job, or the next job once this one is over (`LeaseElector._perform`)."""
+        e = m.elector
+        if e is None or gen != m.lanes_of:
             return
-        m.busy.add(lane)
-        self._request(m, m.incarnation, m.session, queue.pop(0), lane)
+        if i >= len(requests) or epoch != e._epoch or e._require_driver().stopping:
+            m.lanes[lane].busy -= 1
+            self._next_job(m, lane)
+            return
+        self._request(m, lane, gen, epoch, requests, i)
 
-    def _request(self, m: _Member, inc: int, session: str, action: StoreAction, lane: str) -> None:
+    def _request(self, m: _Member, lane: str, gen: int, epoch: int, requests: list[list[StoreAction]],
+                 i: int) -> None:
         """One request: to the store and back, or failed (outcome unknown) at the request timeout."""
-        if not self.current(m, inc) or m.session != session:
+        inc, session, e = m.incarnation, m.session, m.elector
+        assert e is not None
+        if self.held(m, partial(self._request, m, lane, gen, epoch, requests, i)):
             return
-        if self.held(m, partial(self._request, m, inc, session, action, lane)):
-            return
+        request = requests[i]
         sent = self.local(m)
         deadline = sent + self.request_timeout  # on the member's clock
         over = [False]
-        ours = self._ours(m, session) if isinstance(action, Renew) else None
+        ours = self._ours(m, session) if isinstance(request[0], Renew) else None
 
-        def finish(inputs: list[LeaseInput]) -> None:
+        def finish(carried: Carried) -> None:
             over[0] = True
-            m.busy.discard(lane)
-            self._turn(m, inputs)
-            self._next_request(m, lane)
+            if e._reported(epoch, request, sent, carried, requests[i + 1:]):
+                self._job(m, lane, gen, epoch, requests, i + 1)
+            else:
+                self._job(m, lane, gen, epoch, [], 0)
 
         def execute() -> None:
+            outcomes: list[tuple[bool, list[Observation]]] = []
             try:
-                mine, theirs = self.store.execute(session, m.name, action, sent, self.now, ours)
+                for action in request:
+                    try:
+                        mine, theirs = self.store.execute(session, m.name, action, sent, self.now, ours)
+                    except Refuted as refused:
+                        outcomes.append((False, refused.observations))
+                        continue
+                    self._broadcast(theirs)
+                    outcomes.append((True, mine))
             except SessionGone:
-                self.to_member(m, inc, lambda: self._session_lost(m, inc, session))
-                return
-            except Refuted as refused:
-                self.to_member(m, inc, partial(answer, refused.observations, False))
+                self.to_member(m, inc, partial(answer, Carried(lost=f"session {session} is gone")))
                 return
             self._watch_lapse(session)
-            self._broadcast(theirs)
-            self.to_member(m, inc, lambda: answer(mine))
+            self.to_member(m, inc, partial(answer, Carried(tuple(outcomes))))
 
-        def answer(mine: list[Observation], ok: bool = True) -> None:
-            if over[0] or m.session != session or self.local(m) >= deadline:
+        def answer(carried: Carried) -> None:
+            if over[0] or gen != m.lanes_of or m.session != session or self.local(m) >= deadline:
                 return  # reported failed at the timeout (the member's clock)
             m.heard_at = self.local(m)
-            finish([*mine, Done(action, ok, sent)])
+            finish(carried)
 
         def timeout() -> None:
-            if not over[0] and self.current(m, inc) and m.session == session:
-                finish([Done(action, False, sent)])
+            if not over[0] and self.current(m, inc) and gen == m.lanes_of:
+                finish(Carried(((False, []),) * len(request)))
 
         self.to_server(m, execute)
         self.at_local(m, deadline,
@@ -294,13 +429,13 @@ class LeaseWorld(LinkedWorld[_Member]):
 
     def _ours(self, m: _Member, session: str) -> dict[Role, int]:
         """The roles whose keys `m`'s view has as its own (what a ZooKeeper renewal checks)."""
-        core = m.core
+        core = m.elector._core if m.elector is not None else None
         if core is None:
             return {}
         return {role: held.token for role in m.roles
                 if (held := core.holder(role)) is not None and held.session == session}
 
-    # ------------------------------------------------------------------ sessions
+    # ------------------------------------------------------------------ the store
     def _watch_lapse(self, session: str) -> None:
         """Check when `session` lapses unless heard from again (one check per due time)."""
         due = self.store.lapse_due(session)
@@ -353,12 +488,10 @@ class LeaseWorld(LinkedWorld[_Member]):
                       partial(self._ping, m, inc, session))
 
     def _suspend(self, m: _Member) -> None:
-        """SUSPENDED: every leadership ends now, on the client's thread; the core stops until it renews."""
+        """SUSPENDED: the client tells the elector (`Listener.suspended`)."""
         m.suspended = True
-        m.keeper.fence_all(self.local(m), "suspended")
-        if m.core is not None:
-            m.core.suspended(self.local(m))
-            self._turn(m, [])
+        if m.elector is not None:
+            m.elector._store_suspended()
 
     def _reconnect(self, m: _Member, inc: int) -> None:
         """The link works again: a session the store ended is LOST (a new one opens); else the watches catch up."""
@@ -377,13 +510,10 @@ class LeaseWorld(LinkedWorld[_Member]):
         """The store no longer knows the session: every leadership ends, a new session opens."""
         if not self.current(m, inc) or m.session != session or m.session_down:
             return
-        m.keeper.fence_all(self.local(m), "session lost")
         m.forget_session()
         m.session_down, m.suspended = True, False
-        if m.core is not None:
-            m.core.suspended(self.local(m))
-            self._turn(m, [])
-        self._open(m, inc)
+        if m.elector is not None:
+            m.elector._store_gone()  # `Listener.gone`: the elector asks for a new session (`_try_reopen`)
 
     # ------------------------------------------------------------------ watches
     def _broadcast(self, seen: list[Observation]) -> None:
@@ -408,7 +538,10 @@ class LeaseWorld(LinkedWorld[_Member]):
             if m.cut:
                 m.backlog.extend(seen)
                 return
-            self._turn(m, list(seen))
+            e = m.elector
+            if e is not None:
+                for obs in seen:
+                    e._store_saw(obs)  # `Listener.observed`
 
         self.at(at, arrive)
 
@@ -421,9 +554,3 @@ class LeaseWorld(LinkedWorld[_Member]):
         seen: list[Observation] = [self.store.snapshot()] if self.kind == "zookeeper" else held
         if seen:
             self._watch_event(m, seen)
-
-
-def _raise(error: Exception) -> None:  # pragma: no cover - nothing is persisted; a bug raises at once
-    raise AssertionError(error)
-
-

@@ -15,6 +15,7 @@ server, the links and the faults keep true time.
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 import random
 from collections.abc import Callable
@@ -29,6 +30,21 @@ from elect_bench.simulation.clock import NodeClock, carried
 from elect_bench.simulation.recorded import Recorded, Recorder
 
 INF = math.inf
+
+
+class _Simulating(logging.Filter):
+    """Drops what the simulated members' electors log (a new session, a lost one) while a world runs: a real member's
+    diagnostics, which thousands of seeds would print by the thousand."""
+
+    depth = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.depth == 0
+
+
+_SIMULATING = _Simulating()
+for _name in ("elect", "cas_lease"):
+    logging.getLogger(_name).addFilter(_SIMULATING)
 
 
 @dataclass
@@ -165,11 +181,15 @@ class LinkedWorld(Generic[M]):
 
     def run_until(self, t: float) -> None:
         heap = self._heap
-        while heap and heap[0][0] <= t:
-            at, _, fn = heapq.heappop(heap)
-            self.now = at
-            self.events_processed += 1
-            fn()
+        _SIMULATING.depth += 1
+        try:
+            while heap and heap[0][0] <= t:
+                at, _, fn = heapq.heappop(heap)
+                self.now = at
+                self.events_processed += 1
+                fn()
+        finally:
+            _SIMULATING.depth -= 1
         self.now = max(self.now, t)
 
     def pause(self, name: str, duration: float) -> None:

@@ -3,6 +3,7 @@ leadership changes as `Recorded`, and `lines_of` turns them into the lines the r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -34,9 +35,19 @@ class Recorder:
         self.history = history
         self.on_true_time = on_true_time
 
-    def __call__(self, now: float, change: Change, held: Held) -> None:
+    def __call__(self, now: float, change: Change, held: Held | None = None) -> None:
         r = Recorded(self.node, now, change)
         self.history.append(r if self.on_true_time is None else self.on_true_time(r))
+
+    def event(self, e: Event) -> None:
+        """An elector's event, as the change that made it (a subscriber of a simulated elector: events are
+        delivered as they are published, during the step that made them)."""
+        if isinstance(e, Acquired):
+            self(e.mono, Acquire(e.role, e.token, math.inf))
+        elif isinstance(e, Revoked):
+            self(e.mono, Revoke(e.role))
+        elif isinstance(e, Fenced):
+            self(e.mono, Fence(e.role, e.until))
 
 
 def lines_of(records: Iterable[Recorded]) -> list[dict[str, object]]:

@@ -129,18 +129,20 @@ def build(kind: str, seed: int, shape: ChaosShape = ChaosShape(), link: ServerLi
         drawn = random.Random(seed ^ 0x4AF)
         return NeliWorld(options, protocol, members, seed, link or NELI_LINK, local_session_check=drawn.random() < 0.5,
                          prefetch=prefetch, skewed_walls=skewed_walls)
+    lease: EtcdOptions | ZooKeeperOptions
     if kind == "etcd":
-        e = EtcdOptions(endpoints=("sim:2379",), ttl=shape.ttl)
-        timing, session_ttl, timeout = etcd.timing(e), float(e.lease_seconds), e.timeout
+        e = lease = EtcdOptions(endpoints=("sim:2379",), ttl=shape.ttl)
+        timing, session_ttl, characteristics = etcd.timing(e), float(e.lease_seconds), etcd.characteristics(e)
     elif kind == "zookeeper":
-        z = ZooKeeperOptions(hosts=("sim:2181",), session_timeout=shape.ttl)
-        timing, session_ttl, timeout = zookeeper.timing(z), zookeeper.SESSION_FACTOR * z.session_timeout, z.timeout
+        z = lease = ZooKeeperOptions(hosts=("sim:2181",), session_timeout=shape.ttl)
+        timing, session_ttl = zookeeper.timing(z), zookeeper.SESSION_FACTOR * z.session_timeout
+        characteristics = zookeeper.characteristics(z)
     else:
         raise ValueError(f"no lease simulation of {kind!r} (one of {', '.join(KINDS)})")
     if trust_store_expiry:
         timing = replace(timing, silence_takeover=False)
     store = SimStore(kind, session_ttl, renewal_checks=renewal_checks, ephemeral_roles=trust_store_expiry)
-    return LeaseWorld(store, timing, members, seed, link, request_timeout=timeout)
+    return LeaseWorld(store, lease, timing, characteristics, members, seed, link)
 
 
 @cache
