@@ -438,10 +438,6 @@ class LeaseElector(BaseElector):
     def _store_task(self, fn: Callable[[], None]) -> None:
         self._deliver(lambda driver: driver.post(lambda now: fn()))
 
-    def _fence_all(self) -> None:
-        for role in list(self._held.held):
-            self._fence(role)
-
     def _deliver(self, deliver: Callable[[Driver[LeaseInput, StoreAction, None]], object]) -> None:
         """Hand news to the driver, or keep it (in order) until the driver exists."""
         with self._intake:

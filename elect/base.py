@@ -532,6 +532,13 @@ class BaseElector(Elector):
             self._arm()
             return fenced
 
+    def _fence_all(self) -> None:
+        """Every leadership ends now (a dropped connection, a crash in simulation)."""
+        with self._lock:
+            held = list(self._held.held)
+        for role in held:
+            self._fence(role)
+
     def _apply_change(self, change: LeadershipChange, *, wait: bool = True) -> bool:
         """Apply one change of a core's `Ready.changes`, in order (`Leaderships.apply`); False only where the core
         should hear that the leadership had lapsed already (it was fenced). `wait` is for a Revoke (see `_revoke`; a

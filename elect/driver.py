@@ -253,24 +253,25 @@ class Driver(Generic[I, M, P]):
             self.io.send(ready.messages, now)
 
     def turn(self, now: float, batches: Iterable[list[I]] = (), tick: bool = True) -> tuple[float, float]:
-        """One turn at `now`, as the thread makes it: step `batches` in, tick (if `tick`: the core's wake-up is due),
-        hand the output on, let the IO do its housekeeping and hand on what that produced. Returns when the core
-        wants its next tick (its wake-up rounded up to the granularity) and when the IO wants the next turn."""
+        """One turn at `now`, as the thread makes it, for a simulator: step `batches` in, run what was posted, tick
+        (if `tick`: the core's wake-up is due), hand the output on, let the IO do its housekeeping and hand on what
+        that produced. Returns when the core wants its next tick (its wake-up rounded up to the granularity) and
+        when the IO wants the next turn. An error is raised, not a halt."""
         for batch in batches:
             self.core.step_all(batch, now)
+        if self._calls:
+            with self._cond:
+                calls, self._calls = self._calls, []
+            self._run_calls(calls, now)
         return self._finish_turn(now, tick)
 
     def pump(self, now: float, tick: bool = True) -> tuple[float, float]:
-        """One turn at `now` on everything queued by `receive`, `post` and `submit`, for a simulator (whose `wake`
-        hook schedules it) rather than the thread: as `turn`, and an error is raised, not a halt."""
+        """`turn` on everything queued by `receive`, `post` and `submit`, for a simulator whose `wake` hook schedules
+        it (rather than the thread)."""
         with self._cond:
             inbox, self._inbox = self._inbox, []
-            calls, self._calls = self._calls, []
         self.iterations += 1
-        for batch in inbox:
-            self.core.step_all(batch, now)
-        self._run_calls(calls, now)
-        return self._finish_turn(now, tick)
+        return self.turn(now, inbox, tick)
 
     def rounded(self, at: float) -> float:
         """`at` rounded up to the timer granularity (when the core's wake-up `at` is served)."""

@@ -47,7 +47,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 from elect.base import BaseElector
@@ -57,6 +57,7 @@ from elect.driver import Driver, FunctionIO, Halted
 from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
 from elect.leaderships import SharedDeadline
 from elect.roles import Role, partition_of
+from elect.runtime import THREADS, Runtime
 from raft_priority.config import RaftConfig
 from raft_priority.core import RaftState
 from raft_priority.grpc_link import Tls, Transport
@@ -68,7 +69,7 @@ from raft_priority.options import RaftOptions, parse_peer
 from raft_priority.outbox import Outbox
 from raft_priority.priorities import assign_priorities
 from raft_priority.renewals import Renewals
-from raft_priority.storage import HardStateLog
+from raft_priority.storage import HardStateLog, StateStore
 
 log = logging.getLogger("elect.raft")
 
@@ -83,7 +84,6 @@ class _Handover:
     waiting: list[threading.Event]
     deadline: float
     action: Action | None  # None: release the group's held TimeoutNow
-    started: float = field(default_factory=time.monotonic)
 
 
 def raft_config(options: RaftOptions) -> RaftConfig:
@@ -113,13 +113,16 @@ class RaftElector(BaseElector):
     """One node of a raft:// cluster (see the module docstring)."""
 
     scheme = "raft"
+    resume = True  # `Renewals(resume=...)`: False only to show, in simulation, what resuming prevents
     renewal = ("age in seconds of the heartbeat round (for quiet partitions: the node beat) a majority acknowledged, "
                "the lease's evidence, when a led partition's deadline moves on (once for all the quiet partitions "
                "sharing a deadline)")
 
-    def __init__(self, options: RaftOptions, member: str, roles: tuple[Role, ...]) -> None:
+    def __init__(self, options: RaftOptions, member: str, roles: tuple[Role, ...], *, runtime: Runtime = THREADS,
+                 rng: random.Random | None = None) -> None:
         options.check_member(member)
-        super().__init__(member, roles)
+        super().__init__(member, roles, runtime=runtime)
+        self._rng = rng or random.Random()  # the election core's (seeded in the simulator)
         self.options = options
         self.revoke_timeout = options.revoke_timeout
         self.nodes = options.nodes(member)
@@ -134,7 +137,7 @@ class RaftElector(BaseElector):
         self.host: NodeHost | None = None
         self.driver: Driver[Message, Message, HardState] | None = None
         self._outbox: Outbox | None = None
-        self._store: HardStateLog | None = None
+        self._store: StateStore | None = None
         self.transport: Transport | None = None
         # driver-thread state
         self._renewals: Renewals[SharedDeadline] | None = None
@@ -184,38 +187,19 @@ class RaftElector(BaseElector):
         except OSError as exc:
             raise ConfigError(f"cannot keep Raft state in {o.state_dir(self.member)}: {exc.strerror or exc}",
                               parameter="data_dir") from None
-        host = NodeHost(self.member, self.config, random.Random(), max_roles=o.max_roles)
-        now = time.monotonic()
-        layout = Layout(o.partitions, o.replication, o.strategy, tuple(o.weight_map().items()))
         if o.join:
             self.cluster, addresses = self._learn_cluster(store)
             first = Conf(voters={}, learners=(self.member,))
         else:
             addresses = {self.member: o.listen, **o.peer_map()}
             self._refuse_other_peer_sets(addresses)
-            membership, _ = initial(addresses, o.partitions, o.replication, o.strategy, o.weight_map() or None)
-            first = Conf(voters=dict.fromkeys(sorted(addresses), 1), payload=membership)
-        self._given = {m: a for m, a in addresses.items() if m != self.member}
-        host.join_cluster(layout, first, now, states)
-        stored = host.membership()
-        if stored is not None and isinstance(stored[0].payload, Membership):
-            # what this node was given (its URL, or the members it just asked) is newer than what it kept; a member
-            # that moved says so itself (`_ask_to_join`), and the configuration follows
-            addresses = {**stored[0].payload.address_map(), **addresses}
-        self.host = host
-        self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on)
-        host.recount(now)
-        for p in host.groups:
-            self._set_interest(p, now)
+            first = self._first_members(addresses)
+        addresses = self._begin(store, states, first, addresses)
+        driver = self._require_driver()
         peers = {m: a for m, a in addresses.items() if m != self.member}
-        self._store, self._outbox = store, Outbox(host, self._send, ack_delay=o.acks_after)
-        io = FunctionIO(apply=self._on_ready, send=lambda messages, now: self._require_outbox().send(messages, now),
-                        halted=self._on_halted, persist=self._persist, idle=self._on_idle)
-        driver = Driver(host, io, name=f"raft-driver-{self.member}", granularity=o.granularity)
-        tls = self._tls()
         transport = Transport(self.member, o.listen, peers, self.cluster, driver.receive,
-                              election_timeout=o.election_timeout, tls=tls, admin=self._admin)
-        self.driver, self.transport = driver, transport
+                              election_timeout=o.election_timeout, tls=self._tls(), admin=self._admin)
+        self.transport = transport
         try:
             transport.start()
         except OSError as exc:
@@ -227,6 +211,44 @@ class RaftElector(BaseElector):
             # a new node asks to be added; one that moved asks for its new address (the cluster leader does both)
             self._joiner = threading.Thread(target=self._ask_to_join, name=f"raft-join-{self.member}", daemon=True)
             self._joiner.start()
+
+    def _begin(self, store: StateStore, states: dict[int, HardState], first: Conf,
+               addresses: dict[str, str]) -> dict[str, str]:
+        """The node's host joins the cluster from its kept state and its first configuration, with its renewals,
+        outbox and driver (not started: `_on_start` starts it with the transport, the simulator turns it); the
+        addresses it knows its members by."""
+        o = self.options
+        host = NodeHost(self.member, self.config, self._rng, max_roles=o.max_roles)
+        now = self._clock()
+        layout = Layout(o.partitions, o.replication, o.strategy, tuple(o.weight_map().items()))
+        self._given = {m: a for m, a in addresses.items() if m != self.member}
+        host.join_cluster(layout, first, now, states)
+        stored = host.membership()
+        if stored is not None and isinstance(stored[0].payload, Membership):
+            # what this node was given (its URL, or the members it just asked) is newer than what it kept; a member
+            # that moved says so itself (`_ask_to_join`), and the configuration follows
+            addresses = {**stored[0].payload.address_map(), **addresses}
+        self.host = host
+        self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on, resume=self.resume)
+        host.recount(now)
+        for p in host.groups:
+            self._set_interest(p, now)
+        self._store, self._outbox = store, Outbox(host, self._send, ack_delay=o.acks_after)
+        io = FunctionIO(apply=self._on_ready, send=lambda messages, now: self._require_outbox().send(messages, now),
+                        halted=self._on_halted, persist=self._persist, idle=self._on_idle)
+        self.driver = Driver(host, io, name=f"raft-driver-{self.member}", granularity=o.granularity,
+                             clock=self._clock, wake=self._wake_loop())
+        return addresses
+
+    def _first_members(self, addresses: Mapping[str, str]) -> Conf:
+        """The first configuration of a cluster of these members (every first member computes the same)."""
+        o = self.options
+        membership, _ = initial(dict(addresses), o.partitions, o.replication, o.strategy, o.weight_map() or None)
+        return Conf(voters=dict.fromkeys(sorted(addresses), 1), payload=membership)
+
+    def _wake_loop(self) -> Callable[[], None] | None:
+        """What the driver calls when something is queued for it (None: its own thread waits on its inbox)."""
+        return None
 
     # ------------------------------------------------------------------ membership
 
@@ -377,7 +399,7 @@ class RaftElector(BaseElector):
                             addresses[m] = transport.links[m].address
                 transport.set_peers({m: a for m, a in addresses.items() if m != self.member})
         if host.changed:
-            now = time.monotonic()
+            now = self._clock()
             for p in sorted(host.changed):
                 if p in host.groups:
                     self._set_interest(p, now)
@@ -573,13 +595,14 @@ class RaftElector(BaseElector):
         self._failed(str(error) if isinstance(error, Halted) else f"its driver failed: {error!r}")
 
     def _persist(self, states: dict[Role, HardState]) -> None:
-        """Term and vote to the node's `HardStateLog`, before anything of that Ready is sent (`elect.driver`)."""
+        """Term and vote to the node's `HardStateLog` (`StateStore`), before anything of that Ready is sent
+        (`elect.driver`)."""
         store = self._store
         assert store is not None
         try:
             store.save(cast("dict[int, HardState]", states))  # the host's roles are group ids
         except OSError as exc:
-            raise Halted(f"cannot persist term and vote in {store.dir}: {exc}") from exc
+            raise Halted(f"cannot persist term and vote in {store}: {exc}") from exc
 
     def _on_idle(self, now: float) -> float:
         """After each turn: handovers whose callbacks returned, the sweep; acknowledgements and released

@@ -1,7 +1,7 @@
 """How a `raft://` node's leaderships follow its groups' leases: the policy between the election core and the
 deadlines the application's leaderships keep. Pure (no clock, thread or I/O): the elector runs it on its driver
-thread with `BaseElector`'s leaderships, and the simulator runs the same code on virtual time with its own keeper,
-so what decides when a role's deadline moves, lapses and comes back is simulated as it runs.
+thread with `BaseElector`'s leaderships, in a member and in the simulator (which runs the elector itself on virtual
+time), so what decides when a role's deadline moves, lapses and comes back is simulated as it runs.
 
 - A partition led aloud renews its roles from its group's lease (`RaftGroup.lease_until`), a quantum at a time.
 - A quiet partition's lease rests on the node links (`RaftGroup.shared_lease`), as does every other quiet partition's
@@ -36,8 +36,8 @@ S = TypeVar("S", bound=Shared)
 
 
 class Keeping(Protocol[S]):
-    """Where the leaderships are kept and fenced at their deadlines: `BaseElector` in a member (its `_acquire`,
-    `_extend`, `_share`, `_renew_shared`, `_renewed`), the simulator's keeper on virtual time."""
+    """Where the leaderships are kept and fenced at their deadlines: the elector's (`BaseElector._acquire`,
+    `_extend`, `_share`, `_renew_shared`, `_renewed`; in tests, anything that keeps them so)."""
 
     def acquire(self, role: Role, token: int, deadline: float | None) -> None: ...
 

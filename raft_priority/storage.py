@@ -16,10 +16,23 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from elect.errors import StateUnreadable
 from raft_priority.membership import Membership
 from raft_priority.messages import Conf, HardState
+
+
+class StateStore(Protocol):
+    """Where a node keeps its groups' term and vote: `HardStateLog` on disk in a member, a dict in the simulator."""
+
+    def load_all(self) -> dict[int, HardState]: ...
+
+    def save(self, states: Mapping[int, HardState]) -> None:
+        """Durable before it returns; raise OSError if it cannot be."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class HardStateLog:
@@ -47,6 +60,9 @@ class HardStateLog:
         self._size = 0
         self._loaded = False
         self._rewrite = False  # the file ends in a torn line, or an append failed: the next save rewrites it whole
+
+    def __str__(self) -> str:
+        return str(self.dir)
 
     def load_all(self) -> dict[int, HardState]:
         """Every group's state. A torn last line (a crash in the middle of an append, before its fsync returned, so

@@ -146,12 +146,12 @@ def acks_after(method: str, shape: RaftShape, budget: float) -> float:
     return float(member_options(method, shape, budget).acks_after)
 
 
-def member_options(method: str, shape: RaftShape, budget: float) -> Any:
-    """The options a real member of `method` is given for this shape at detection budget `budget` (its URL's; its
-    peers' ports numbered, not taken: a simulation listens nowhere)."""
+def member_options(method: str, shape: RaftShape, budget: float, member: str = "n0") -> Any:
+    """The options real member `member` (of n0..n{nodes-1}) of `method` is given for this shape at detection budget
+    `budget` (its URL's; its peers' ports numbered, not taken: a simulation listens nowhere)."""
     ids = [f"n{i}" for i in range(shape.nodes)]
     group = Group(ids, shape.partitions, "sim", ports=lambda n: list(range(1, n + 1)))
-    url = method_spec(method, SIM_METHODS).member_urls(group, budget)[ids[0]]
+    url = method_spec(method, SIM_METHODS).member_urls(group, budget)[member]
     return config.spec_from_url(url).options
 
 

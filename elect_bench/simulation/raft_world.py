@@ -20,8 +20,9 @@ A node may be told how many roles it contends for per group and its `max_roles` 
 host then runs the elector's policy as a `raft://` node does (`raft_priority.interest`: standing, caps, hand-offs).
 :attr:`Simulation.history` records every leadership change with the node and virtual time of its step: the core's
 own (a leadership lasts from its Acquire until the core fences or revokes it, at the lease end at the latest), or,
-with `electors`, the leaderships a `raft://` member's elector keeps (`elect_bench.simulation.raft_elector`: the
-deadlines renewed from the leases by the member's own `Renewals`, fenced when they pass, lapsed roles resumed).
+with `electors`, the events of each node's real `RaftElector` (`elect_bench.simulation.raft_elector`: its host,
+renewals, handovers and leaderships as a member runs them, on the simulated disk, links and clock; the nodes then
+start as `raft://` nodes do, from the configuration their URLs give: `membership` is needed).
 """
 
 from __future__ import annotations
@@ -39,13 +40,14 @@ from elect.core import Fence, Ready
 from elect.driver import Driver, FunctionIO
 from elect.roles import Role
 from elect_bench.simulation.clock import NodeClock, carried
-from elect_bench.simulation.raft_elector import SimElector
-from elect_bench.simulation.recorded import Recorded
+from elect_bench.simulation.raft_elector import SimRaftElector
+from elect_bench.simulation.recorded import Recorded, Recorder
 from raft_priority.config import GroupSpec, RaftConfig
 from raft_priority.core import RaftState
 from raft_priority.host import NodeHost
 from raft_priority.membership import CLUSTER, Layout, initial
 from raft_priority.messages import Conf, HardState, Message, NodeBeat, NodeBeatAck
+from raft_priority.options import RaftOptions
 from raft_priority.outbox import Outbox
 
 INF = math.inf
@@ -83,12 +85,6 @@ class NetworkModel:
         return d
 
 
-def _both(first: Callable[[float], float], then: Callable[[float], float]) -> Callable[[float], float]:
-    """Two housekeeping steps after a turn, in order (the elector's, then the outbox's, as `RaftElector._on_idle`):
-    the earlier of the times they want the next turn."""
-    return lambda now: min(first(now), then(now))
-
-
 def _never(now: float) -> float:
     return INF
 
@@ -109,11 +105,13 @@ class _Node:
     paused_until: float = -INF
     disk: dict[Role, HardState] = field(default_factory=dict)
     outbox: Outbox | None = None
-    elector: SimElector | None = None
+    elector: SimRaftElector | None = None
     clock: NodeClock | None = None
     """None: the node's clock is true time."""
     free_from: dict[str, float] = field(default_factory=dict)
     """FIFO links: per sender, when the last batch it sent here arrives (none of this one's may arrive earlier)."""
+    turning: bool = False
+    """A turn of its driver is queued for what was posted to it (its elector's deadline timer, say)."""
 
 
 class Simulation:
@@ -136,7 +134,12 @@ class Simulation:
         electors: bool = False,
         resume: bool = True,
         membership: Layout | None = None,
+        member_options: Callable[[str], RaftOptions] | None = None,
     ) -> None:
+        if electors and (membership is None or member_options is None):
+            raise ValueError("a simulation with electors starts its nodes as raft:// nodes do: give `membership` and "
+                             "`member_options`")
+        self.member_options = member_options
         self.config = config
         # membership: nodes start as a raft:// node does (`NodeHost.join_cluster`: the cluster group, partitions
         # following its configuration), so members can be added (`join`) and removed (`remove`) while it runs
@@ -166,9 +169,11 @@ class Simulation:
         self._heap: list[tuple[float, int, int, object, object, object]] = []
         self._seq = 0
         self._blocked: set[tuple[str, str]] = set()
+        self.addresses = {n: f"{n}:7000" if member_options is None else str(member_options(n).listen) for n in names}
+        """The first members' addresses (their URLs' with electors)."""
         if membership is not None:
-            first, _ = initial({n: f"{n}:7000" for n in names}, membership.partitions, membership.replication,
-                               membership.strategy, dict(membership.weights) or None)
+            first, _ = initial(self.addresses, membership.partitions, membership.replication, membership.strategy,
+                               dict(membership.weights) or None)
             self.first = Conf(voters=dict.fromkeys(sorted(names), 1), payload=first)
         self.requests: list[tuple[float, str, str]] = []
         """Membership requests as asked: (true time, "add" or "remove", node)."""
@@ -203,7 +208,7 @@ class Simulation:
         assert n.host is not None
         now = self._local(n, self.now)
         if n.elector is not None:
-            n.elector.crashed(now)
+            n.elector._fence_all()  # the process died: every leadership ends now (at its deadline if earlier)
         else:
             for gid, g in n.host.groups.items():
                 if g.state is RaftState.LEADER and g.serving:
@@ -220,7 +225,7 @@ class Simulation:
         """A graceful stop (needs `electors`): the node hands every partition it leads on (`RaftElector._begin_stop`)
         and exits once none is led by it any more, or `within` seconds later (the member's `handover` bound)."""
         n = self.nodes[node]
-        if not n.up or n.elector is None or n.elector.stopping:
+        if not n.up or n.elector is None or n.elector._stopping:
             return
         inc, limit = n.incarnation, self.now + within
 
@@ -229,7 +234,7 @@ class Simulation:
                 return
             if self.now < n.paused_until:
                 self.at(n.paused_until, check)
-            elif n.elector is not None and (n.elector.handed_over() or self.now >= limit):
+            elif n.elector is not None and (n.elector._handed_over(self._local(n, self.now)) or self.now >= limit):
                 self.crash(node)
             else:
                 self.at(self.now + 0.02, check)
@@ -241,7 +246,7 @@ class Simulation:
                 self.at(n.paused_until, begin)
                 return
             assert n.elector is not None and n.driver is not None
-            n.elector.begin_stop(self._local(n, self.now))
+            n.elector._begin_stop(self._local(n, self.now))
             self._turn(n, self.now, (), tick=False)
             check()
 
@@ -267,6 +272,10 @@ class Simulation:
         self.requests.append((self.now, "remove", node))
         self._keep_asking(node, False, retry, until)
 
+    def _address(self, node: str) -> str:
+        """Where `node` listens: its URL's with electors."""
+        return f"{node}:7000" if self.member_options is None else str(self.member_options(node).listen)
+
     def voters(self) -> list[str]:
         """The voters of the newest committed cluster configuration any live node holds."""
         best: tuple[tuple[int, int], list[str]] = ((-1, -1), [])
@@ -287,7 +296,7 @@ class Simulation:
                         and host.cluster.state is RaftState.LEADER:
                     now = self._local(n, self.now)
                     if add:
-                        host.reconfigure(now, add={node: f"{node}:7000"})
+                        host.reconfigure(now, add={node: self._address(node)})
                     else:
                         host.reconfigure(now, remove={node})
                     self._handle_ready(n)
@@ -302,6 +311,8 @@ class Simulation:
         if n.clock is None:
             n.clock = NodeClock()
         n.clock.set_rate(self.now, rate)
+        if n.elector is not None:
+            n.elector.clock_changed()
         if n.up and n.driver is not None and self.now >= n.paused_until:
             self._turn(n, self.now, (), tick=False)  # its timers were armed on the old rate: arm them again
 
@@ -389,6 +400,9 @@ class Simulation:
 
     def _start(self, name: str) -> None:
         n = self.nodes[name]
+        if self.electors:
+            self._start_elector(n)
+            return
         host = NodeHost(name, self.config, random.Random(self.rng.getrandbits(64)), self.max_roles.get(name))
         now = self._local(n, self.now)
         if self.layout is not None:
@@ -405,27 +419,70 @@ class Simulation:
         def record(ready: Ready[Message, HardState], now: float) -> None:
             history.extend(self._on_true_time(n, Recorded(name, now, c)) for c in ready.changes)
 
-        apply = record
-        idle: Callable[[float], float] | None = None
-        if self.electors:
-            wants = self.interest.get(name, {})
-            elector = n.elector = SimElector(name, host, history, lambda: self._local(n, self.now),
-                                             lambda p: [p] if wants.get(p, 1) > 0 else [], resume=self.resume,
-                                             on_true_time=partial(self._on_true_time, n))
-            apply, idle = elector.apply, elector.idle
         if self.ack_delay > 0:
             outbox = n.outbox = Outbox(host, partial(self._send_batches, name), ack_delay=self.ack_delay)
             io: FunctionIO[Message, HardState] = FunctionIO(
-                apply=apply, send=outbox.send, halted=_raise, persist=n.disk.update,
-                idle=outbox.send_due if idle is None else _both(idle, outbox.send_due))
+                apply=record, send=outbox.send, halted=_raise, persist=n.disk.update, idle=outbox.send_due)
         else:
-            io = FunctionIO(apply=apply, send=lambda messages, now: self._send(name, messages), halted=_raise,
-                            persist=n.disk.update, idle=idle or _never)
+            io = FunctionIO(apply=record, send=lambda messages, now: self._send(name, messages), halted=_raise,
+                            persist=n.disk.update, idle=_never)
         n.driver = Driver(host, io, name=f"sim-{name}", granularity=self.granularity)
         n.up = True
         n.incarnation += 1
         n.wake_at = INF
         self._arm(n)
+
+    def _start_elector(self, n: _Node) -> None:
+        """Start node `n` as a `raft://` member starts (`SimRaftElector`), its events recorded."""
+        assert self.member_options is not None and self.first is not None
+        n.up = True
+        n.incarnation += 1
+        n.wake_at = INF
+        n.turning = False
+        wants = self.interest.get(n.name, {})
+        partitions = self.layout.partitions if self.layout is not None else 0
+        roles = tuple(p for p in range(partitions) if wants.get(p, 1) > 0)
+        e = n.elector = SimRaftElector(
+            self, n, self.member_options(n.name), roles, random.Random(self.rng.getrandbits(64)),
+            first=n.name in self.first.voters, addresses=self.addresses, disk=cast("dict[int, HardState]", n.disk),
+            send=partial(self._send_batches, n.name), wake=partial(self._turn_soon, n), resume=self.resume)
+        e.subscribe(Recorder(n.name, self.history, partial(self._on_true_time, n)).event)
+        e.start()
+        n.host, n.driver, n.outbox = e.host, e.driver, e._outbox
+        self._arm(n)
+
+    # ------------------------------------------------------------------ what a node's runtime needs (`World`)
+
+    def local(self, n: _Node) -> float:
+        return self._local(n, self.now)
+
+    def at_local(self, n: _Node, local: float, fn: Callable[[], None]) -> None:
+        self.at(local if n.clock is None else max(self.now, n.clock.true(local)), fn)
+
+    def held(self, n: _Node, retry: Callable[[], None]) -> bool:
+        if self.now < n.paused_until:
+            self.at(n.paused_until, retry)
+            return True
+        return False
+
+    @staticmethod
+    def current(n: _Node, inc: int) -> bool:
+        return n.up and n.incarnation == inc
+
+    def _turn_soon(self, n: _Node) -> None:
+        """Something was posted to `n`'s driver: it takes a turn now (once, however much was posted)."""
+        if n.turning or not n.up:
+            return
+        n.turning = True
+        inc = n.incarnation
+
+        def turn() -> None:
+            if not self.current(n, inc) or self.held(n, turn):
+                return
+            n.turning = False
+            self._turn(n, self.now, (), tick=False)
+
+        self.at(self.now, turn)
 
     def _dispatch(self, ev: tuple[float, int, int, object, object, object]) -> None:
         t, _, kind, a, b, c = ev

@@ -10,19 +10,37 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Hashable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from elect.leaderships import Deadlines
 from elect.runtime import Dispatcher, Timer
-
-if TYPE_CHECKING:
-    from elect_bench.simulation.linked import LinkedWorld, SimMember
 
 INF = math.inf
 E = TypeVar("E")
 
 _DONE = threading.Event()
 _DONE.set()
+
+
+class World(Protocol):
+    """What a simulated world offers its members' runtimes: each member's clock, timers on it, pauses and restarts
+    (`LinkedWorld` for the lease and NELI worlds, `Simulation` for Raft's). A member has an `incarnation`."""
+
+    def local(self, m: Any) -> float:
+        """True time now on `m`'s clock."""
+        ...
+
+    def at_local(self, m: Any, local: float, fn: Callable[[], None]) -> None:
+        """Run `fn` when `m`'s clock reads `local`."""
+        ...
+
+    def held(self, m: Any, retry: Callable[[], None]) -> bool:
+        """Whether `m` is paused now; if so `retry` runs when it resumes."""
+        ...
+
+    def current(self, m: Any, inc: int) -> bool:
+        """`m` is up and still incarnation `inc`."""
+        ...
 
 
 class InlineDispatcher(Generic[E]):
@@ -65,8 +83,7 @@ class SimTimer:
 
     __slots__ = ("_armed", "_closed", "_deadlines", "_inc", "_member", "_on_expiry", "_world")
 
-    def __init__(self, world: LinkedWorld[Any], member: SimMember,
-                 on_expiry: Callable[[Hashable, float], None]) -> None:
+    def __init__(self, world: World, member: Any, on_expiry: Callable[[Hashable, float], None]) -> None:
         self._world = world
         self._member = member
         self._inc = member.incarnation
@@ -85,6 +102,12 @@ class SimTimer:
     def close(self) -> None:
         self._closed = True
         self._deadlines.clear()
+
+    def rearm(self) -> None:
+        """The member's clock changed its rate: the earliest deadline is armed again on it."""
+        nxt = self._deadlines.next()
+        if nxt < INF and not self._closed:
+            self._arm(nxt)
 
     def _arm(self, at: float) -> None:
         self._armed = at
@@ -109,7 +132,7 @@ class SimRuntime:
 
     __slots__ = ("_member", "_world")
 
-    def __init__(self, world: LinkedWorld[Any], member: SimMember) -> None:
+    def __init__(self, world: World, member: Any) -> None:
         self._world = world
         self._member = member
 

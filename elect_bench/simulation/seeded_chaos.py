@@ -42,7 +42,7 @@ from elect_bench.faults.member import Cut, Kill, Pause, Stop
 from elect_bench.faults.membership import Add, Remove, Replace
 from elect_bench.judging.checker import Violation, check
 from elect_bench.judging.history import FaultRecord, History
-from elect_bench.simulation import experiments, raft_runner
+from elect_bench.simulation import raft_runner
 from elect_bench.simulation.cas_store import SimStore
 from elect_bench.simulation.kafka_group import Protocol
 from elect_bench.simulation.lease_world import LeaseWorld
@@ -146,21 +146,29 @@ def build(kind: str, seed: int, shape: ChaosShape = ChaosShape(), link: ServerLi
 
 
 @cache
-def raft_options(shape: ChaosShape) -> Any:
-    """The options of a `raft://` member of the shape's group (`members` nodes, a partition per role) at an election
-    timeout of `ttl`, from the URL a real member is given (its ports numbered, not taken). Made once per shape and
-    process."""
-    return raft_runner.member_options("raft", raft_runner.RaftShape(shape.members, shape.roles, 1), shape.ttl)
+def raft_options(shape: ChaosShape, member: str = "n0") -> Any:
+    """The options of `raft://` member `member` of the shape's group (`members` nodes n0.., a partition per role) at
+    an election timeout of `ttl`, from the URL a real member is given (its ports numbered, not taken); a node past
+    the first `members` joins through n0. Made once per shape, member and process."""
+    first = [f"n{i}" for i in range(shape.members)]
+    if member in first:
+        return raft_runner.member_options("raft", raft_runner.RaftShape(shape.members, shape.roles, 1), shape.ttl,
+                                          member)
+    o = raft_options(shape, "n0")
+    return replace(o, listen=f"127.0.0.1:{int(member[1:]) + 1}", peers=(), join=(f"n0@{o.listen}",))
 
 
 def raft_world(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = True) -> Simulation:
-    """A `raft://` group of the shape, its nodes' electors included (`resume`: `raft_priority.renewals.Renewals`)."""
+    """A `raft://` group of the shape, its nodes the real electors (`resume`: `raft_priority.renewals.Renewals`),
+    started as `raft://` nodes start (the cluster group, partitions following its configuration)."""
     from raft_priority.elector import raft_config
+    from raft_priority.membership import Layout
 
     o = raft_options(shape)
-    return experiments.build(shape.members, shape.roles, o.replication_for(shape.members), raft_config(o), seed,
-                             strategy=o.strategy, network=RAFT_NETWORK, start_jitter=0.3, ack_delay=o.acks_after,
-                             electors=True, resume=resume)
+    names = [f"n{i}" for i in range(shape.members)]
+    return Simulation([], raft_config(o), seed, RAFT_NETWORK, nodes=names, start_jitter=0.3, ack_delay=o.acks_after,
+                      electors=True, resume=resume, membership=Layout(shape.roles, o.replication, o.strategy),
+                      member_options=partial(raft_options, shape))
 
 
 def clock_bound(kind: str, shape: ChaosShape) -> float:
@@ -320,15 +328,9 @@ def raft_strike(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = T
 
 
 def raft_members_world(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = True) -> Simulation:
-    """A `raft://` cluster of the shape started as `raft://` nodes start (the cluster group, partitions following
-    its configuration: `NodeHost.join_cluster`), so nodes can join and be removed while it runs."""
-    from raft_priority.elector import raft_config
-    from raft_priority.membership import Layout
-
-    o = raft_options(shape)
-    names = [f"n{i}" for i in range(shape.members)]
-    return Simulation([], raft_config(o), seed, RAFT_NETWORK, nodes=names, start_jitter=0.3, ack_delay=o.acks_after,
-                      electors=True, resume=resume, membership=Layout(shape.roles, o.replication, o.strategy))
+    """A `raft://` cluster of the shape (`raft_world`), into which nodes can join and from which they can be removed
+    while it runs."""
+    return raft_world(seed, shape, resume=resume)
 
 
 def raft_members_strike(seed: int, shape: ChaosShape = ChaosShape(), *, resume: bool = True,
