@@ -50,6 +50,7 @@ from elect.driver import Driver, FunctionIO
 from elect.errors import ElectError
 from elect.reach import require_listening
 from elect.roles import Role, partition_of
+from elect.runtime import THREADS, Runtime
 from neli.core import READ_BACK, Assigned, NeliCore, NeliInput, Publish, Received, Skipped, Unassigned
 from neli.group import configure_group, speaks_consumer_protocol, warn_of_broker_defaults
 from neli.heartbeat import Heartbeat
@@ -84,8 +85,9 @@ class KafkaElector(BaseElector):
                                  "returned"),
              ("revoked_to_left", "from there to the consumer closed: the group told the member left"))
 
-    def __init__(self, options: KafkaOptions, member: str, roles: tuple[Role, ...]) -> None:
-        super().__init__(member, roles)
+    def __init__(self, options: KafkaOptions, member: str, roles: tuple[Role, ...], *,
+                 runtime: Runtime = THREADS) -> None:
+        super().__init__(member, roles, runtime=runtime)
         self.options = options
         if options.mode == "fast":  # full mode's deadlines move on any member's record: no round trip of ours
             self.renewal = "seconds from publishing an own heartbeat to reading it back (fast mode's renewal)"
@@ -101,7 +103,7 @@ class KafkaElector(BaseElector):
         self._fatal: ElectError | None = None
         self._parking_topic: str | None = None  # None: hand over by leaving the group
         self._membership = Membership(options.rejoin, options.session_timeout, can_park=False)  # (set at start)
-        self._restore_after = time.monotonic() + 5 * options.session_timeout  # next check for a vanished topic
+        self._restore_after = self._clock() + 5 * options.session_timeout  # next check for a vanished topic
         self._admin: Any = None  # start offsets of new partitions and that check (made at start)
         self.publish_errors = 0
         # step timings (`steps`): partition -> when it was assigned, when its first heartbeat went to the producer
@@ -136,19 +138,8 @@ class KafkaElector(BaseElector):
                 self._parking_topic = ensure_parking_topic(o)
             except (ElectError, KafkaException) as exc:
                 log.warning("neli: %s: no parking topic (%s); resign will leave the group instead", self.member, exc)
-        self._membership = Membership(o.rejoin, o.session_timeout, can_park=self._parking_topic is not None)
-        self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance,
-                              partitions=self.partitions, roles=self.roles, **o.core_settings())
-        self._producer = Producer(self._producer_config())
-        self._consumer = self._new_consumer()
-        # the loop waits in the consumer's poll (its callbacks, which step the core, run inside it) and turns at
-        # least every poll interval (`_idle`)
-        io: FunctionIO[Publish, None] = FunctionIO(
-            apply=self._apply_ready, send=self._send,
-            halted=lambda error: self._failed(f"its poll loop failed: {error!r}"), idle=self._idle, ended=self._ended)
-        self._driver = Driver(self._core, io, name=f"neli-{self.member}", max_inbox=None, tick_every_turn=True,
-                              wait=self._poll, wake=self._wakeup.set)
-        self._driver.start()
+        self._begin(Producer(self._producer_config()))
+        self._require_driver().start()
         joined = self._joined.wait(o.connect_timeout)
         if self._fatal is not None:
             self._on_stop(None)
@@ -156,6 +147,27 @@ class KafkaElector(BaseElector):
         if not joined:
             log.warning("neli: %s has not joined group %r within %g s; it keeps trying", self.member, o.group_id,
                         o.connect_timeout)
+
+    def _begin(self, producer: Producer) -> None:
+        """The core, the producer, the consumer (subscribed: the group is joined from the loop) and the loop's driver,
+        not started (`_on_start` starts it; the simulator turns it)."""
+        o = self.options
+        self._membership = Membership(o.rejoin, o.session_timeout, can_park=self._parking_topic is not None)
+        self._core = NeliCore(group=o.group_id, member=self.member, instance=self.instance,
+                              partitions=self.partitions, roles=self.roles, **o.core_settings())
+        self._producer = producer
+        self._consumer = self._new_consumer()
+        # the loop waits in the consumer's poll (its callbacks, which step the core, run inside it) and turns at
+        # least every poll interval (`_idle`)
+        io: FunctionIO[Publish, None] = FunctionIO(
+            apply=self._apply_ready, send=self._send,
+            halted=lambda error: self._failed(f"its poll loop failed: {error!r}"), idle=self._idle, ended=self._ended)
+        self._driver = Driver(self._core, io, name=f"neli-{self.member}", max_inbox=None, tick_every_turn=True,
+                              wait=self._poll, wake=self._wake_loop(), clock=self._clock)
+
+    def _wake_loop(self) -> Callable[[], None]:
+        """What the driver calls when something is posted to it: cuts short a wait without a consumer to poll."""
+        return self._wakeup.set
 
     def _on_stop(self, timeout: float | None) -> None:
         driver = self._require_driver()
@@ -249,7 +261,7 @@ class KafkaElector(BaseElector):
 
     def _handover(self, roles: tuple[Role, ...]) -> None:
         """Give every partition back to the group and rejoin after `rejoin_delay`."""
-        now = time.monotonic()
+        now = self._clock()
         self._require_core().resign(roles, now)
         self._require_driver().flush(now)
         self._move(self._membership.hand_over(now, self._consumer is not None))
@@ -309,26 +321,32 @@ class KafkaElector(BaseElector):
         if core.owned:
             self._forget(sorted(core.owned))
             self._feed(Unassigned(tuple(sorted(core.owned))))
-        closer = threading.Thread(target=self._close, args=(consumer,), name=f"neli-{self.member}-close", daemon=True)
-        began = time.monotonic()
+        began = self._clock()
         asked, self._stop_asked = self._stop_asked, None
         if asked is not None and led:
             self._timed("stop_to_revoked", began - asked)
+        self._close(consumer, began, asked is not None and led)
+
+    def _close(self, consumer: Consumer, began: float, timed: bool) -> None:
+        """Close `consumer` (LeaveGroup) on a thread of its own, waiting at most `close_wait` (librdkafka's close can
+        hang); with `timed`, the time it took from `began` is the step `revoked_to_left`."""
+        closer = threading.Thread(target=self._close_now, args=(consumer,), name=f"neli-{self.member}-close",
+                                  daemon=True)
         closer.start()
         closer.join(self.close_wait)
-        if asked is not None and led and not closer.is_alive():
-            self._timed("revoked_to_left", time.monotonic() - began)
+        if timed and not closer.is_alive():
+            self._timed("revoked_to_left", self._clock() - began)
         if closer.is_alive():
             log.warning("neli: %s: the consumer has not closed after %.1f s; leaving it to close in the background "
                         "(the group moves its partitions once the session of %g s expires)", self.member,
-                        time.monotonic() - began, self.options.session_timeout)
+                        self._clock() - began, self.options.session_timeout)
 
     @property
     def close_wait(self) -> float:
         """How long leaving the group may take before the member stops without waiting for it."""
         return max(5.0, 3 * self.options.session_timeout)
 
-    def _close(self, consumer: Consumer) -> None:
+    def _close_now(self, consumer: Consumer) -> None:
         try:
             consumer.close()
         except (KafkaException, RuntimeError) as exc:
@@ -343,7 +361,7 @@ class KafkaElector(BaseElector):
         self._joined.set()
         ours = self._partitions(parts)
         self._membership.assigned(bool(ours))
-        now = time.monotonic()
+        now = self._clock()
         core = self._require_core()
         held = core.owned
         for p in ours:
@@ -354,7 +372,7 @@ class KafkaElector(BaseElector):
         if held and not held.issuperset(ours):
             # the consumer's fetch on the partitions it held waits for their next records; a heartbeat round now
             # ends it, and the next fetch takes the new partitions in
-            now = time.monotonic()
+            now = self._clock()
             core.beat_now(now)
             self._require_driver().flush(now)
 
@@ -437,9 +455,9 @@ class KafkaElector(BaseElector):
         heartbeat = Heartbeat.decode(msg.value())
         if heartbeat is None:
             return
-        self._last_read[partition] = (offset, heartbeat, time.monotonic())  # formatted only if reported
+        self._last_read[partition] = (offset, heartbeat, self._clock())  # formatted only if reported
         at_end = self._at_end(self.options.topic, partition, offset)
-        self._feed(Received(partition, offset, heartbeat, time.time(), at_end))
+        self._feed(Received(partition, offset, heartbeat, self._runtime.wall(), at_end))
 
     def _follows(self, partition: int, offset: int) -> None:
         """Check that `offset` follows the last record read from `partition`, and tell the core if records were
@@ -485,7 +503,7 @@ class KafkaElector(BaseElector):
     # ----------------------------------------------------------------- the core's output
     def _feed(self, message: NeliInput) -> None:
         """A verdict of the group or a record read, stepped in on the loop (inside its poll) and handed on at once."""
-        now = time.monotonic()
+        now = self._clock()
         self._require_core().step(message, now)
         self._require_driver().flush(now)
 
@@ -511,7 +529,7 @@ class KafkaElector(BaseElector):
         sent = self._sent_at.pop(partition, None)
         if assigned is None:
             return
-        now = time.monotonic()
+        now = self._clock()
         self._timed("assigned_to_led", now - assigned)
         if sent is not None:
             self._timed("sent_to_led", now - sent)
@@ -525,10 +543,11 @@ class KafkaElector(BaseElector):
             return
         assigned = self._assigned_at.get(out.partition)
         if assigned is not None and out.partition not in self._sent_at:
-            self._sent_at[out.partition] = now = time.monotonic()
+            self._sent_at[out.partition] = now = self._clock()
             self._timed("assigned_to_sent", now - assigned)
         try:
-            self._producer.produce(self.options.topic, out.heartbeat.encode(time.time()), partition=out.partition)
+            self._producer.produce(self.options.topic, out.heartbeat.encode(self._runtime.wall()),
+                                   partition=out.partition)
         except (BufferError, KafkaException) as exc:
             self.publish_errors += 1  # the broker is unreachable: leadership lapses by its deadline
             if self.publish_errors in (1, 10, 100) or self.publish_errors % 1000 == 0:
@@ -575,7 +594,7 @@ class KafkaElector(BaseElector):
         create it again with the group's M partitions. Checked at most every 5 session timeouts, while
         this member owns nothing or the broker says the topic is unknown. Nothing else may create it: a
         topic auto-created by a broker would have the broker's default partition count, not M."""
-        now = time.monotonic()
+        now = self._clock()
         if now < self._restore_after:
             return
         self._restore_after = now + 5 * self.options.session_timeout

@@ -43,7 +43,7 @@ class _Simulating(logging.Filter):
 
 
 _SIMULATING = _Simulating()
-for _name in ("elect", "cas_lease"):
+for _name in ("elect", "cas_lease", "neli"):
     logging.getLogger(_name).addFilter(_SIMULATING)
 
 

@@ -1,9 +1,10 @@
-"""Deterministic simulation of a NELI group (kafka://) on virtual time: the real core and driver against a broker.
+"""Deterministic simulation of a NELI group (kafka://) on virtual time: the real elector against a broker.
 
-Every member runs `neli.core.NeliCore` on `elect.driver.Driver` (its `turn` called on virtual time, no thread), as
-`neli.elector.KafkaElector` does, against one simulated broker: the leader topic's partitions as logs (offsets,
-high watermarks) and the group's coordinator (`elect_bench.simulation.kafka_group`: classic eager or cooperative
-rounds, or KIP-848). What the elector and librdkafka do around the core is done here the same way:
+Every member is a `neli.elector.KafkaElector`, core, driver, membership moves and callbacks as `kafka://` members run
+them, on virtual time (`elect_bench.simulation.runtime`; its driver turned by the world), against one simulated
+broker: the leader topic's partitions as logs (offsets, high watermarks) and the group's coordinator
+(`elect_bench.simulation.kafka_group`: classic eager or cooperative rounds, or KIP-848). What librdkafka does around
+the elector is simulated here (`SimConsumer`, `SimProducer`: the callbacks, fetches and records it hands the elector):
 
 - **The group client** (librdkafka's thread) heartbeats to the coordinator every group heartbeat interval and runs
   the protocol: joins (classic) or heartbeats its owned partitions (KIP-848), and hands the verdicts to the core as
@@ -26,7 +27,7 @@ rounds, or KIP-848). What the elector and librdkafka do around the core is done 
   clock is its drifting clock, as under the harness's libfaketime: an offset that grows with the hold, which fast
   mode tolerates only up to `T x max_drift` (docs/clocks.md). A record sent while the member is cut waits in its queue
   until the link heals or its message timeout passes (the heartbeat timeout), then goes out late.
-- **Leaderships** are kept by `elect.leaderships`, as every elector keeps them.
+- **Leaderships** are the elector's own: fenced by its deadline timer (on the world's queue) when they lapse.
 
 Faults (`kill`, `restart`, `stop`, `pause`, `cut`/`heal`, `freeze_store`: the broker, `set_rate`: a member's clock)
 are scheduled with `at`. A member's clock times its core, deadlines, group heartbeats and session check, and its
@@ -41,17 +42,19 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
+
+from confluent_kafka import TopicPartition
 
 from elect.core import Ready, Revoke
-from elect.driver import Driver, FunctionIO
+from elect.leaderships import Leaderships
 from elect.roles import Role
 from elect_bench.simulation.kafka_group import Answer, Assigned, GroupCoordinator, Protocol, Rebalancing, Unknown
 from elect_bench.simulation.linked import LinkedWorld, ServerLink, SimMember
 from elect_bench.simulation.recorded import Recorder
-from neli import core as neli
-from neli.core import READ_BACK, NeliCore, NeliInput, Publish, Received
-from neli.heartbeat import HeartbeatRecord
-from neli.membership import Membership, Move
+from elect_bench.simulation.runtime import SimRuntime
+from neli.core import Publish
+from neli.elector import KafkaElector
 from neli.options import KafkaOptions
 
 INF = math.inf
@@ -61,10 +64,129 @@ FORWARD = 0.002
 """Longest time a fetch answer's records take from librdkafka's fetcher to the application's queue (drawn)."""
 
 
+class SimMessage:
+    """A record as librdkafka's poll hands it to the elector."""
+
+    __slots__ = ("_offset", "_partition", "_topic", "_value")
+
+    def __init__(self, topic: str, partition: int, offset: int, value: bytes) -> None:
+        self._topic, self._partition, self._offset, self._value = topic, partition, offset, value
+
+    def error(self) -> None:
+        return None
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes:
+        return self._value
+
+
+class SimConsumer:
+    """The elector's consumer: its subscription's callbacks (which the world's group client calls), the start offsets
+    it is given, the high watermarks of its newest fetch answers, and its close (the LeaveGroup)."""
+
+    def __init__(self, world: NeliWorld, m: _Member) -> None:
+        self._world = world
+        self._m = m
+        self.topic = ""
+        self.on_assign: Callable[[Any, list[TopicPartition]], None] | None = None
+        self.on_revoke: Callable[[Any, list[TopicPartition]], None] | None = None
+        self.on_lost: Callable[[Any, list[TopicPartition]], None] | None = None
+
+    def subscribe(self, topics: list[str], *, on_assign: Callable[[Any, list[TopicPartition]], None],
+                  on_revoke: Callable[[Any, list[TopicPartition]], None],
+                  on_lost: Callable[[Any, list[TopicPartition]], None]) -> None:
+        self.topic = topics[0]
+        self.on_assign, self.on_revoke, self.on_lost = on_assign, on_revoke, on_lost
+
+    def incremental_assign(self, parts: list[TopicPartition]) -> None:
+        self._world.start_reading(self._m, {tp.partition: tp.offset for tp in parts})
+
+    def assign(self, parts: list[TopicPartition]) -> None:
+        self._world.start_reading(self._m, {tp.partition: tp.offset for tp in parts})
+
+    def get_watermark_offsets(self, tp: TopicPartition, cached: bool = False) -> tuple[int, int]:
+        return -1, self._m.high.get(tp.partition, -1)
+
+    def close(self) -> None:
+        self._world.leave(self._m)
+
+
+class SimProducer:
+    """The elector's producer: each record to the broker over the member's link (queued while it is cut)."""
+
+    def __init__(self, world: NeliWorld, m: _Member) -> None:
+        self._world = world
+        self._m = m
+
+    def produce(self, topic: str, value: bytes, partition: int) -> None:
+        self._world.produce(self._m, partition, value)
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+class SimKafkaElector(KafkaElector):
+    """The real `KafkaElector` of member `m`, its Kafka clients simulated by `world` (see the module)."""
+
+    def __init__(self, world: NeliWorld, m: _Member) -> None:
+        super().__init__(world.options, m.name, m.roles,
+                         runtime=SimRuntime(world, m, wall=partial(world.wall, m)))
+        self.world = world
+        self.sim = m
+        self.instance = f"{m.name}.{m.incarnation}"  # a new one per run, drawn from the seed's course, not at random
+
+    def _on_start(self) -> None:
+        self.partitions = self.world.partitions
+        self._begin(SimProducer(self.world, self.sim))  # type: ignore[arg-type]
+
+    def _new_consumer(self) -> Any:
+        consumer = self.sim.consumer = SimConsumer(self.world, self.sim)
+        self._subscribe(consumer, self.options.topic)  # type: ignore[arg-type]
+        return consumer
+
+    def _wake_loop(self) -> Callable[[], None]:
+        return partial(self.world.pump_soon, self.sim)
+
+    def _close(self, consumer: Any, began: float, timed: bool) -> None:
+        consumer.close()
+
+    def _restore_topics(self) -> None:
+        pass  # the simulated broker keeps its topic
+
+    def _apply_ready(self, ready: Ready[Publish, None], now: float) -> None:
+        """As the member's: an exclusive mode's revocation holds the loop until the Revoked callbacks returned (they
+        take `revoke_delay` here: the barrier)."""
+        super()._apply_ready(ready, now)
+        if self.options.exclusive and any(isinstance(c, Revoke) for c in ready.changes):
+            self.sim.blocked_until = self.world.true_at(self.sim, now + self.world.revoke_delay)
+
+    def _send(self, messages: list[Publish], now: float) -> None:
+        """What the core publishes goes out once the loop is free (after a barrier), stamped then."""
+        world, m = self.world, self.sim
+        if world.now < m.blocked_until:
+            inc = m.incarnation
+            world.at(m.blocked_until, lambda: super(SimKafkaElector, self)._send(messages, world.local(m))
+                     if world.current(m, inc) else None)
+            return
+        super()._send(messages, now)
+
+
 @dataclass
 class _Member(SimMember):
-    core: NeliCore | None = None
-    membership: Membership | None = None
+    elector: SimKafkaElector | None = None
+    consumer: SimConsumer | None = None  # the elector's current consumer (None: out of the group)
+    pumping: bool = False  # a turn of its driver is queued
     # the group client
     member_id: str | None = None
     generation: int = 0
@@ -77,10 +199,10 @@ class _Member(SimMember):
     # the consumer and the producer
     positions: dict[int, int] = field(default_factory=dict)  # partition -> offset of the next record to fetch
     high: dict[int, int] = field(default_factory=dict)  # partition -> high watermark of the newest fetch answer
-    fetched: list[tuple[float, int, int, HeartbeatRecord]] = field(default_factory=list)  # (pollable at, p, offset, r)
+    fetched: list[tuple[float, int, int, bytes]] = field(default_factory=list)  # (pollable at, p, offset, record)
     polling: bool = False  # the poll loop will take what was fetched
     fetching: bool = False
-    unsent: list[tuple[float, int, HeartbeatRecord]] = field(default_factory=list)  # (expires, partition, record)
+    unsent: list[tuple[float, int, bytes]] = field(default_factory=list)  # (expires, partition, record)
     stopping: bool = False
 
 
@@ -100,7 +222,7 @@ class NeliWorld(LinkedWorld[_Member]):
         self.prefetch = prefetch
         self.skewed_walls = skewed_walls
         self.group = GroupCoordinator(protocol, partitions, options.session_timeout)
-        self.log: list[list[HeartbeatRecord]] = [[] for _ in range(partitions)]
+        self.log: list[list[bytes]] = [[] for _ in range(partitions)]
         self.members = {name: _Member(name, tuple(roles), Recorder(name, self.history))
                         for name, roles in members.items()}
         self._parked: dict[str, tuple[_Member, int, dict[int, int]]] = {}  # fetches waiting for records
@@ -119,9 +241,11 @@ class NeliWorld(LinkedWorld[_Member]):
         m = self.members[name]
         if not m.up:
             return
-        m.keeper.fence_all(self.local(m), "killed")
+        if m.elector is not None:
+            m.elector._fence_all()
         self._parked.pop(name, None)
-        m.up, m.core, m.driver, m.membership, m.stopping = False, None, None, None, False
+        m.up, m.elector, m.driver, m.consumer, m.stopping, m.pumping = False, None, None, None, False, False
+        m.keeper = Leaderships(m.recorder)
         m.member_id, m.in_group, m.joining, m.fetching, m.polling = None, False, False, False, False
         m.positions.clear()
         m.high.clear()
@@ -138,14 +262,11 @@ class NeliWorld(LinkedWorld[_Member]):
             return
         if self.held(m, partial(self.stop, name, limit)):
             return
-        core, membership = m.core, m.membership
-        assert core is not None and membership is not None
+        e = m.elector
+        assert e is not None
         m.stopping = True
-        core.stop()
+        e._require_driver().post(lambda now: e._begin_stop(now, None))
         self.after(m, limit, partial(self._exit, m, m.incarnation))
-        if membership.stop(self.local(m), m.in_group, None) is Move.LEAVE:
-            self._leave(m)
-        self._turn(m, [])
 
     def _healed(self, m: _Member) -> None:
         """Queued records go out, the consumer fetches again (a cut member's producer keeps its records queued)."""
@@ -155,44 +276,63 @@ class NeliWorld(LinkedWorld[_Member]):
         """The broker stops for `duration` (SIGSTOP): nothing is appended, fetched or answered until it wakes."""
         self.frozen_until = max(self.frozen_until, self.now + duration)
 
-    # ------------------------------------------------------------------ observation
+    # ------------------------------------------------------------------ the member's process
     def _start(self, name: str) -> None:
         m = self.members[name]
-        o = self.options
         m.up = True
         m.incarnation += 1
         m.paused_until = m.blocked_until = -INF
         m.heard_at = self.local(m)
-        m.core = NeliCore(group=o.group_id, member=m.name, instance=f"{m.name}.{m.incarnation}",
-                          partitions=self.partitions, roles=m.roles, **o.core_settings())
-        m.membership = Membership(o.rejoin, o.session_timeout, can_park=False)
-        io: FunctionIO[Publish, None] = FunctionIO(apply=partial(self._apply, m),
-                                                   send=lambda out, now: self._send(m, out), halted=_raise,
-                                                   idle=partial(self._idle, m))
-        m.driver = Driver(m.core, io, name=f"sim-{m.name}", max_inbox=None, tick_every_turn=True)
+        e = m.elector = SimKafkaElector(self, m)
+        m.keeper = e._held
+        e.subscribe(m.recorder.event)
+        e.start()
+        m.driver = e._driver
         self._group_tick(m, m.incarnation)
-        self._turn(m, [])
+        self.pump_soon(m)
 
     def _exit(self, m: _Member, inc: int) -> None:
         if self.current(m, inc):
+            e = m.elector
+            if e is not None and e._consumer is not None:
+                e._close_consumer()  # the loop's end closes the consumer (LeaveGroup)
             self.kill(m.name)
 
-    def _apply(self, m: _Member, ready: Ready[Publish, None], now: float) -> None:
-        """The elector's `_apply_ready`: an exclusive mode's revocation holds the loop until the callbacks returned."""
-        m.keeper.apply(ready.changes, now)
-        if self.options.exclusive and any(isinstance(c, Revoke) for c in ready.changes):
-            m.blocked_until = self.true_at(m, now + self.revoke_delay)
+    def pump_soon(self, m: _Member) -> None:
+        """Something was posted to `m`'s loop: it takes a turn now (once, however much was posted)."""
+        if not m.pumping and m.up:
+            m.pumping = True
+            self.at(self.now, partial(self._pump, m, m.incarnation))
 
-    def _idle(self, m: _Member, now: float) -> float:
-        """The deadline timer, and the end of a stop (once nothing is led, or its time ran out)."""
-        m.keeper.expire(now)
-        core, membership = m.core, m.membership
-        if m.stopping and core is not None and membership is not None and \
-                membership.due(now, bool(core.leading_partitions())) is Move.FINISH:
-            self.at(self.now, partial(self._exit, m, m.incarnation))
-        return m.keeper.next_deadline()
+    def _pump(self, m: _Member, inc: int) -> None:
+        """The member's loop takes a turn (when it resumes, if paused), then its next wake-up is armed; a loop that
+        finished ends as the thread's does, and the process exits."""
+        if not self.current(m, inc):
+            return
+        if self.held(m, partial(self._pump, m, inc)):
+            return
+        m.pumping = False
+        e = m.elector
+        assert e is not None
+        driver = e._require_driver()
+        now = self.local(m)
+        wake, extra = driver.pump(now)
+        if driver.stopping:
+            e._ended()
+            self.kill(m.name)
+            return
+        at = max(min(wake, extra), now)
+        if at < m.wake_at or m.wake_at < now:
+            m.wake_at = at
+            if at < INF:
+                self.at_local(m, at, partial(self._wake_pump, m, inc, at))
 
-    def _wall(self, m: _Member, t: float | None = None) -> float:
+    def _wake_pump(self, m: _Member, inc: int, at: float) -> None:
+        if self.current(m, inc) and m.wake_at == at:
+            m.wake_at = INF
+            self._pump(m, inc)
+
+    def wall(self, m: _Member, t: float | None = None) -> float:
         """`m`'s wall clock at true time `t` (now): true time, or with `skewed_walls` its own clock."""
         t = self.now if t is None else t
         return self.local(m, t) if self.skewed_walls else t
@@ -203,26 +343,14 @@ class NeliWorld(LinkedWorld[_Member]):
         self.at(max(self.now, m.blocked_until), lambda: fn() if self.current(m, inc) else None)
 
     # ------------------------------------------------------------------ the producer
-    def _send(self, m: _Member, out: list[Publish]) -> None:
-        at = max(self.now, m.blocked_until)
-        for publish in out:
-            hb = publish.heartbeat
-            record = HeartbeatRecord(group=hb.group, member=hb.member, instance=hb.instance, epoch=hb.epoch,
-                                     sent=hb.sent, token=hb.token, released=hb.released, wall=self._wall(m, at))
-            if at > self.now:
-                self.at(at, partial(self._produce, m, publish.partition, record, m.incarnation))
-            else:
-                self._produce(m, publish.partition, record, m.incarnation)
-
-    def _produce(self, m: _Member, partition: int, record: HeartbeatRecord, inc: int) -> None:
-        if not self.current(m, inc):
-            return
+    def produce(self, m: _Member, partition: int, record: bytes) -> None:
+        """`SimProducer.produce`: the record goes out over the member's link (queued while it is cut)."""
         if m.cut:  # waits in the producer's queue for the link, until its message timeout (on its clock)
             m.unsent.append((self.local(m) + self.options.timeout, partition, record))
             return
         self.to_server(m, partial(self._append, partition, record))
 
-    def _append(self, partition: int, record: HeartbeatRecord) -> None:
+    def _append(self, partition: int, record: bytes) -> None:
         self.log[partition].append(record)
         for name, (m, inc, wanted) in list(self._parked.items()):
             if partition in wanted:
@@ -258,7 +386,7 @@ class NeliWorld(LinkedWorld[_Member]):
         records = {p: (at, self.log[p][at:], len(self.log[p])) for p, at in wanted.items()}
         self.to_member(m, inc, partial(self._fetched, m, records))
 
-    def _fetched(self, m: _Member, records: dict[int, tuple[int, list[HeartbeatRecord], int]]) -> None:
+    def _fetched(self, m: _Member, records: dict[int, tuple[int, list[bytes], int]]) -> None:
         """A fetch answered (librdkafka's fetcher): the records that follow on from each partition's position are
         queued for the poll loop, the high watermarks cached, and the next fetch sent at once."""
         m.fetching = False
@@ -279,19 +407,19 @@ class NeliWorld(LinkedWorld[_Member]):
         self._poll_later(m, ready)
         self._fetch(m)
 
-    def _read_now(self, m: _Member, records: dict[int, tuple[int, list[HeartbeatRecord], int]]) -> None:
+    def _read_now(self, m: _Member, records: dict[int, tuple[int, list[bytes], int]]) -> None:
         """`prefetch=False`: the answer's records that follow on from each position are read at once, caught up by
         the answer's own high watermark; then the next fetch."""
-        read: list[NeliInput] = []
+        read: list[SimMessage] = []
+        topic = self.options.topic
         for p, (first, batch, high) in records.items():
             at = m.positions.get(p)
             if at is None or at < first:
                 continue
-            for offset in range(at, first + len(batch)):
-                read.append(Received(p, offset, batch[offset - first], self._wall(m), offset + 1 >= high))
+            m.high[p] = high
+            read += [SimMessage(topic, p, offset, batch[offset - first]) for offset in range(at, first + len(batch))]
             m.positions[p] = max(at, first + len(batch))
-        if read:
-            self._turn(m, read)
+        self._hand(m, read)
         self._fetch(m)
 
     def _poll_later(self, m: _Member, ready: float) -> None:
@@ -300,21 +428,28 @@ class NeliWorld(LinkedWorld[_Member]):
             self.at(ready + self.link.request(self.rng), partial(self._poll, m, m.incarnation))
 
     def _poll(self, m: _Member, inc: int) -> None:
-        """The poll loop takes what was fetched: each record `Received`, caught up by the cached high watermark."""
+        """The poll loop takes what was fetched: each record handed to the elector (`_on_message`), which reads it
+        caught up by the cached high watermark."""
         if not self.current(m, inc):
             return
         if self.held(m, partial(self._poll, m, inc)):
             return
         m.polling = False
-        now, wall = self.now, self._wall(m)
+        now, topic = self.now, self.options.topic
         taken = [f for f in m.fetched if f[0] <= now]
         m.fetched = [f for f in m.fetched if f[0] > now]
-        read: list[NeliInput] = [Received(p, offset, record, wall, offset + 1 >= m.high.get(p, 0))
-                                 for _, p, offset, record in taken if p in m.positions]
-        if read:
-            self._turn(m, read)
+        self._hand(m, [SimMessage(topic, p, offset, record) for _, p, offset, record in taken if p in m.positions])
         if m.fetched:
             self._poll_later(m, m.fetched[0][0])
+
+    def _hand(self, m: _Member, messages: list[SimMessage]) -> None:
+        """Records from the poll, to the elector (inside its loop's poll), then the loop's turn."""
+        e = m.elector
+        if not messages or e is None:
+            return
+        for msg in messages:
+            e._on_message(msg)  # type: ignore[arg-type]
+        self.pump_soon(m)
 
     def _reconnect(self, m: _Member, inc: int) -> None:
         """The link healed: queued records within their timeout go out, the consumer fetches again."""
@@ -349,7 +484,8 @@ class NeliWorld(LinkedWorld[_Member]):
         self.after(m, o.group_interval, partial(self._group_tick, m, inc))
 
     def _owned(self, m: _Member) -> frozenset[int]:
-        return m.core.owned if m.core is not None else frozenset()
+        e = m.elector
+        return e._core.owned if e is not None and e._core is not None else frozenset()
 
     def _join(self, m: _Member) -> None:
         """Join the group: a JoinGroup (classic), a first heartbeat (KIP-848)."""
@@ -429,22 +565,31 @@ class NeliWorld(LinkedWorld[_Member]):
             self._take(m, added, held=owned - revoked)
 
     def _take(self, m: _Member, added: list[int], held: frozenset[int]) -> None:
-        """`_on_assign`: the core told, reads start `READ_BACK` records before the end; a fetch waiting on the
-        partitions held before ends with a heartbeat round."""
-        for p in added:
-            m.positions[p] = max(0, len(self.log[p]) - READ_BACK)
-        self._turn(m, [neli.Assigned(tuple(added))])
-        if held and m.core is not None and m.driver is not None:
-            m.core.beat_now(self.local(m))
-            self._turn(m, [])
+        """The assign callback (`KafkaElector._on_assign`): the elector tells its core, sets the start offsets
+        (`start_reading`), and ends a fetch waiting on the partitions held before with a heartbeat round."""
+        consumer = m.consumer
+        if consumer is not None and consumer.on_assign is not None:
+            consumer.on_assign(consumer, [TopicPartition(self.options.topic, p) for p in added])
+            self.pump_soon(m)
         self._fetch(m)
 
+    def start_reading(self, m: _Member, offsets: Mapping[int, int]) -> None:
+        """The consumer's start offsets for newly assigned partitions: a logical tail offset (librdkafka's
+        OFFSET_TAIL(n): n records before the end) resolved against the log now, as librdkafka resolves it."""
+        for p, offset in offsets.items():
+            m.positions[p] = max(0, len(self.log[p]) + offset + 2000) if offset < -1000 else offset
+
     def _give_up(self, m: _Member, partitions: frozenset[int], lost: bool = False) -> None:
+        """The revoke (or lost) callback: the elector gives the partitions up; the consumer reads them no more."""
         for p in partitions:
             m.positions.pop(p, None)
             m.high.pop(p, None)
         m.fetched = [f for f in m.fetched if f[1] not in partitions]
-        self._turn(m, [neli.Unassigned(tuple(sorted(partitions)), lost=lost)])
+        consumer = m.consumer
+        callback = None if consumer is None else consumer.on_lost if lost else consumer.on_revoke
+        if callback is not None:
+            callback(consumer, [TopicPartition(self.options.topic, p) for p in sorted(partitions)])
+            self.pump_soon(m)
 
     def _lose(self, m: _Member) -> None:
         """The coordinator no longer knows the member (or it heard nothing for the session): every partition is
@@ -455,11 +600,10 @@ class NeliWorld(LinkedWorld[_Member]):
         m.member_id, m.generation, m.in_group, m.joining = None, 0, False, False
         m.requests += 1  # answers on their way are for the member id it had
 
-    def _leave(self, m: _Member) -> None:
-        """`_close_consumer`: give up what it owns, in order, then LeaveGroup; the consumer reads no more."""
-        owned = self._owned(m)
-        if owned:
-            self._give_up(m, owned)
+    def leave(self, m: _Member) -> None:
+        """`SimConsumer.close` (the elector gave up what it owned, in order): the consumer reads no more, and the
+        LeaveGroup goes once the Revoked callbacks returned."""
+        m.consumer = None
         m.positions.clear()
         m.fetched.clear()
         mid, m.member_id, m.in_group, m.joining = m.member_id, None, False, False

@@ -128,19 +128,21 @@ class SimTimer:
 
 
 class SimRuntime:
-    """The runtime of `member`'s elector in `world` (see the module)."""
+    """The runtime of `member`'s elector in `world` (see the module). `wall`: its wall clock (default: its own clock,
+    as its monotonic one)."""
 
-    __slots__ = ("_member", "_world")
+    __slots__ = ("_member", "_wall", "_world")
 
-    def __init__(self, world: World, member: Any) -> None:
+    def __init__(self, world: World, member: Any, wall: Callable[[], float] | None = None) -> None:
         self._world = world
         self._member = member
+        self._wall = wall
 
     def monotonic(self) -> float:
         return self._world.local(self._member)
 
     def wall(self) -> float:
-        return self._world.local(self._member)
+        return self._world.local(self._member) if self._wall is None else self._wall()
 
     def timer(self, on_expiry: Callable[[Hashable, float], None], name: str) -> Timer:
         return SimTimer(self._world, self._member, on_expiry)
