@@ -285,9 +285,8 @@ class NeliCore:
                     self._ready.changes.append(Revoke(role))
 
     def beat_now(self, now: float) -> None:
-        """Publish this round of heartbeats now rather than at its time (the driver's reason: a fetch waiting on
-        the partitions held before an assignment returns once they have a record, and the next one reads the new
-        partitions); the rounds after it keep the interval from now. A heartbeat early is evidence like any."""
+        """Publish this round of heartbeats now rather than at its time (see `_assign`); the rounds after it keep the
+        interval from now. A heartbeat early is evidence like any."""
         self._next_beat = -math.inf
         self.tick(now)
 
@@ -298,7 +297,11 @@ class NeliCore:
     # ----------------------------------------------------------------- rules
     def _assign(self, partitions: Iterable[int], now: float) -> None:
         """The group gave this member `partitions`; it heartbeats to each at once, to lead without waiting for
-        the next round."""
+        the next round. A member that held others before heartbeats to those too (`beat_now`): the consumer's fetch
+        waiting on them returns once they have a record, and the next fetch reads the new partitions (the driver sets
+        their start offsets before it publishes)."""
+        partitions = tuple(partitions)
+        held = frozenset(self._owned)
         for k in partitions:
             if k in self._owned:
                 continue
@@ -309,6 +312,8 @@ class NeliCore:
             self._owned[k] = _Ownership(epoch=self._epoch, unled_since=now)
             if self._publishing:
                 self._ready.messages.append(Publish(k, self._beat(self._epoch, now)))
+        if held and not held.issuperset(partitions):
+            self.beat_now(now)
 
     def _unassign(self, partitions: Iterable[int], now: float, *, lost: bool) -> None:
         for k in partitions:

@@ -367,14 +367,12 @@ class KafkaElector(BaseElector):
         for p in ours:
             if p not in held:
                 self._assigned_at[p] = now
-        self._guarded(Assigned(tuple(ours)))
+        try:  # what the core publishes on an assignment goes out once the consumer reads the new partitions
+            core.step(Assigned(tuple(ours)), now)
+        except Exception:  # an exception must not escape into librdkafka's callback machinery
+            log.exception("neli: %s: rebalance callback failed", self.member)
         self._read_from_tail(consumer, parts)
-        if held and not held.issuperset(ours):
-            # the consumer's fetch on the partitions it held waits for their next records; a heartbeat round now
-            # ends it, and the next fetch takes the new partitions in
-            now = self._clock()
-            core.beat_now(now)
-            self._require_driver().flush(now)
+        self._require_driver().flush(self._clock())
 
     def _read_from_tail(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         """Start reading a few records before the end, not at it, at offsets looked up on the admin client's

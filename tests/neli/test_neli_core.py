@@ -115,17 +115,30 @@ def test_a_round_brought_forward_beats_every_owned_partition_and_the_next_keeps_
     c = core()
     assign(c, [1, 2], 0.0)
     tick(c, 0.0)
-    assign(c, [3], 0.04)  # (publishes to the new partition only)
     c.beat_now(0.05)
-    assert sorted(o.partition for o in of(taken(c), Publish)) == [1, 2, 3]  # type: ignore[attr-defined]
+    assert sorted(o.partition for o in of(taken(c), Publish)) == [1, 2]  # type: ignore[attr-defined]
     assert of(tick(c, 0.1), Publish) == []  # the round at 0.1 came early
-    assert len(of(tick(c, 0.16), Publish)) == 3  # the next one an interval after it
+    assert len(of(tick(c, 0.16), Publish)) == 2  # the next one an interval after it
     stopped = core()
     assign(stopped, [1], 0.0)
     taken(stopped)
     stopped.stop()
     stopped.beat_now(0.05)
     assert of(taken(stopped), Publish) == []  # a stopping member publishes nothing, early or not
+
+
+def test_an_assignment_beside_partitions_held_beats_them_all_at_once() -> None:
+    """The consumer's fetch waits on the partitions held before; a heartbeat round to them ends it, and the next fetch
+    reads the new ones. A first assignment only heartbeats to what it was given."""
+    c = core()
+    assign(c, [1, 2], 0.0)
+    tick(c, 0.0)
+    out = assign(c, [3], 0.04)
+    assert sorted(o.partition for o in of(out, Publish)) == [1, 2, 3, 3]  # type: ignore[attr-defined]
+    assert of(tick(c, 0.1), Publish) == []  # the round at 0.1 came early
+    assert len(of(tick(c, 0.15), Publish)) == 3
+    first = core()
+    assert sorted(o.partition for o in of(assign(first, [1, 2], 0.0), Publish)) == [1, 2]  # type: ignore[attr-defined]
 
 
 def test_heartbeats_stopping_fence_at_the_deadline_and_resume_with_a_new_token() -> None:
