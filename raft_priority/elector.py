@@ -691,10 +691,6 @@ class RaftElector(BaseElector):
 
         return act
 
-    def _best_successor(self, p: int, now: float) -> str | None:
-        host = self._host()
-        return host.interest.best_successor(host.groups[p], now)
-
     def _run_handovers(self, now: float) -> None:
         still: list[_Handover] = []
         for h in self._handovers:
@@ -742,12 +738,7 @@ class RaftElector(BaseElector):
     def _interest_action(self, p: int) -> Action:
         def act(now: float) -> None:
             self._giving_up.discard(p)
-            g = self._host().groups[p]
-            if not g.is_leader(now) or not self._host().interest.uninterested(p):
-                return
-            to = self._best_successor(p, now)
-            if to is not None and self._wants(p, to):
-                self._host().transfer(p, to, now)
+            self._host().hand_off(p, now)
 
         return act
 

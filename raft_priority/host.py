@@ -435,6 +435,19 @@ class NodeHost:
         """Tell the group's peers how much this node wants its partition (`Standing`)."""
         self.set_log_position(group, *self.interest.standing(group).position, now)
 
+    def hand_off(self, group: int, now: float) -> None:
+        """Hand `group` to a follower if this node leads it but should not (`Interest.hand_off`): the elector's, once
+        the Revoked callbacks of the roles it removed there returned."""
+        g = self.groups.get(group)
+        if g is None or not g.is_leader(now) or g.transfer_to is not None:
+            return
+        found = self.interest.hand_off(g, group, now)
+        if found is not None:
+            to, over = found
+            if g.transfer_leadership(to, now) and over:
+                g.budget.spend(now)
+            self._arm(g)
+
     def _hand_off_unwanted(self, now: float) -> None:
         """Groups this node leads without a role there go to a follower that has one; those beyond its cap to one
         below its own, within the rebalancing budget."""

@@ -129,16 +129,26 @@ class Interest:
         return best[0] if best else None
 
     def hand_offs(self, groups: Mapping[int, RaftGroup], now: float) -> Iterator[tuple[RaftGroup, str, bool]]:
-        """The groups this node leads but should not: (group, the follower to hand it to, over the cap?). No role
-        there: to any live node that has one; beyond the cap: to one below its own (the caller spends the
-        rebalancing budget on those). Peers are in priority order."""
-        live = now - self.election_timeout
+        """The groups this node leads but should not: (group, the follower to hand it to, over the cap?), each as
+        `hand_off` finds it (the caller spends the rebalancing budget on those over the cap)."""
         for p in sorted({p for p, n in self.roles.items() if n == 0} | self.capped):
             g = groups.get(p)
             if g is None or not g.is_leader(now) or g.transfer_to is not None or p in self.giving_up:
                 continue
-            over = not self.uninterested(p)
-            to = next((peer for peer in g.peers if g.last_heard(peer) >= live and
-                       wants(g, peer, Standing.INTERESTED if over else Standing.CAPPED)), None)
-            if to is not None and not (over and g.budget.left(now) <= 0):
-                yield g, to, over
+            found = self.hand_off(g, p, now)
+            if found is not None:
+                yield g, *found
+
+    def hand_off(self, g: RaftGroup, p: int, now: float) -> tuple[str, bool] | None:
+        """Whom group `g` (partition `p`, led here) goes to, if this node should not lead it: (the follower, over the
+        cap?). No role here: the first live follower in priority order that contends for the partition, one below its
+        cap first; beyond the cap: one below its own, while the rebalancing budget lasts. None: keep it."""
+        uninterested = self.uninterested(p)
+        if not uninterested and p not in self.capped:
+            return None
+        live = [peer for peer in g.peers if g.last_heard(peer) >= now - self.election_timeout]
+        keen = next((peer for peer in live if wants(g, peer, Standing.INTERESTED)), None)
+        if not uninterested:
+            return (keen, True) if keen is not None and g.budget.left(now) > 0 else None
+        to = keen or next((peer for peer in live if wants(g, peer, Standing.CAPPED)), None)
+        return None if to is None else (to, False)
