@@ -188,6 +188,7 @@ class LeaseCore:
         self._expiring: set[Role] = set()
         self._retry_at: dict[Role, float] = {}
         self._free_since: dict[Role, float] = {}
+        self._freed_by: dict[Role, str] = {}  # the session that held a role now free: not left to it (`_plan`)
         self._taken_at = -INF  # when another member was last seen taking a role (the group making progress)
         self._backoff: dict[Role, float] = {}   # resigned: left to others, and published as such
         self._hints: dict[Role, str] = {}       # transferred: the member named, published while backing off
@@ -610,11 +611,12 @@ class LeaseCore:
         owned = self._owned() & self._wanted_set
         busy = owned.intersection(self._to_release, self._releasing, self._deleting, self._must_delete)
         mine = len(owned) - len(busy) + len(self._creating)
-        under = [rec for s, rec in live.items() if counts[s] < share[s]]
+        under = [(s, rec) for s, rec in live.items() if counts[s] < share[s]]
 
         def leave(role: Role) -> bool:
+            freed_by = self._freed_by.get(role)
             return plan.get(role, self.session) != self.session or \
-                (mine >= share[self.session] and any(rec.wants(role) for rec in under))
+                (mine >= share[self.session] and any(rec.wants(role) for s, rec in under if s != freed_by))
 
         for role in sorted(candidates, key=self._rank):
             if not self._contending(role, now) or role in self._creating or role in self._expiring:
@@ -706,8 +708,9 @@ class LeaseCore:
                 prefs = self._prefs[role] = sorted(members, key=lambda s: (self._affinity(members[s], role), s),
                                                    reverse=True)
             first = chosen = None
+            freed_by = self._freed_by.get(role)
             for session in prefs:
-                if session != self.session and not live[session].wants(role):
+                if session != self.session and (session == freed_by or not live[session].wants(role)):
                     continue
                 if room[session] >= 1:
                     chosen = session
@@ -842,8 +845,12 @@ class LeaseCore:
             self._held_by.setdefault(after.session, set()).add(role)
             self._free.discard(role)
             self._free_since.pop(role, None)  # free again later: left to others for fair_delay from then
-        elif role in self._wanted_set:
-            self._free.add(role)
+            self._freed_by.pop(role, None)
+        else:
+            if before is not None:
+                self._freed_by[role] = before.session
+            if role in self._wanted_set:
+                self._free.add(role)
         if role in self._leading or role in self._releasing:
             self._lost.add(role)
 

@@ -227,7 +227,6 @@ class ZooKeeperStore:
         self._tracked_paths: dict[str, _NodeWatch] = {}  # the same watches by their node's path (for events)
         self._watching = threading.Event()  # the persistent watch was added (or refused: `_watch_refused`)
         self._watch_refused: str | None = None
-        self._member_reads: dict[str, list[tuple[Role, int]]] = {}  # session -> freed roles waiting for its read
         self._freeing: set[Role] = set()  # roles whose release is on its way to the store: left out of renewals
         self._unreported: set[Role] = set()  # roles noted in `_held` since the last renewal reported them
         self._held: dict[Role, tuple[int, Holder | None, int]] = {}  # role -> (rev, holder, node version; -1: no
@@ -572,60 +571,11 @@ class ZooKeeperStore:
                 self._member_watch(name).read()
 
     def _role_report(self, role: Role) -> Report:
-        last: list[Holder] = []  # the holder seen last, if any
-
         def report(data: bytes | None, stat: Any, rev: int) -> None:
             holder = self._holder(data, stat)
             self._note(role, holder, rev, stat)
-            if holder is not None:
-                last[:] = [holder]
-                self._emit(RoleSeen(role, holder, rev))
-            elif last:
-                self._gone_after_holder(role, last.pop().session, rev)
-            else:
-                self._emit(RoleSeen(role, None, rev))
+            self._emit(RoleSeen(role, holder, rev))
         return report
-
-    def _gone_after_holder(self, role: Role, session: str, rev: int) -> None:
-        """Report a freed role, but first what became of its holder: its member node, read now. A graceful stop
-        rewrites the member's record (contending for nothing) just before it frees its role nodes, and a contender
-        frees a role once its holder's node has gone silent or been deleted; the watches report in either order,
-        and a member watch reads the new record only in a round trip of its own. Seen role first, the holder
-        would still count as a live member below its fair share wanting the role, for which the survivors leave
-        it free for `fair_delay`: a quarter of the TTL added to every failover and every handover. The server
-        answers this session's requests in order, so a read sent now sees the expiry, or the new record. Roles of
-        one holder freed together (its stop, a contender's expiry of hundreds) share one read: any read sent after
-        the first of them was seen freed is sent after the record changed."""
-        with self._lock:
-            watch = self._member_watches.get(session)
-            waiting = self._member_reads.get(session)
-            if watch is not None and self._watcher is not None and waiting is not None:
-                waiting.append((role, rev))  # a read of that member is on its way: report with it
-                return
-            if watch is not None and self._watcher is not None:
-                self._member_reads[session] = [(role, rev)]
-        if watch is None or self._watcher is None:
-            self._emit(RoleSeen(role, None, rev))
-            return
-
-        def read(result: Any) -> None:
-            from kazoo.exceptions import NoNodeError
-
-            try:
-                data, stat = result.get()
-            except NoNodeError:
-                watch.gone()
-            except Exception:
-                pass  # connection trouble: the member watch reports it once re-armed
-            else:
-                watch.seen(data or b"", stat)
-            with self._lock:
-                freed = self._member_reads.pop(session, [])
-            for role, rev in freed:
-                self._emit(RoleSeen(role, None, rev))
-
-        self.count()
-        self._watcher.get_async(self._member_path(session)).rawlink(read)
 
     def _member_report(self, session: str) -> Report:
         def report(data: bytes | None, stat: Any, rev: int) -> None:

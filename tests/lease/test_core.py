@@ -323,6 +323,29 @@ def test_resign_hands_over_to_another_member_at_once() -> None:
     assert acquired_at(sim, "b", role, after=resigned) - resigned < 0.05
 
 
+def test_a_role_freed_by_its_holder_is_not_left_to_that_holder() -> None:
+    """A member below its share that wants a free role gets it first (for `fair_delay`), but not the member that just
+    freed it: one stopping frees its roles as it rewrites its record, and a ZooKeeper member watch may report the
+    record after the freed role; seen still wanting it, the stopping member held every role it left for a quarter of
+    the TTL."""
+    def first_create(role: Role, freed: bool) -> float:
+        a = LeaseCore("a", "s1", ETCD, [role], now=0.0)
+        a.step(MemberSeen("s2", MemberRecord("b", frozenset({role})), 5, 5), 0.0)
+        if freed:
+            a.step(RoleSeen(role, Holder("s2", "b", 6), 6), 0.0)
+            a.step(RoleSeen(role, None, 7), 0.1)
+        for step in range(2, 12):
+            t = step * 0.05
+            a.step(Done(Renew(), True, t), t)
+            a.step(MemberSeen("s2", MemberRecord("b", frozenset({role})), 5 + step * 10, 5 + step * 10), t)
+            if [o for o in decide(a, t) if isinstance(o, Create)]:
+                return t
+        return math.inf
+
+    role = next(r for r in (f"x{i}" for i in range(50)) if first_create(r, freed=False) > 0.3)  # one planned for b
+    assert first_create(role, freed=True) == pytest.approx(0.1)
+
+
 @pytest.mark.parametrize("timing", [ETCD, ZK], ids=["etcd", "zookeeper"])
 def test_a_resign_whose_callbacks_outlast_the_backoff_still_leaves_the_role_to_others(timing: Timing) -> None:
     """The back-off runs from the release: a worker finishing for longer than resign_backoff must not let the
