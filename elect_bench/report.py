@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from elect_bench import drift, envelope, html, idle, neli_depth
+from elect_bench.cell_measures import columns
 from elect_bench.envelope import EnvelopeResult
 from elect_bench.faults import LifecycleFault
 from elect_bench.idle import IdleResult
@@ -26,42 +27,17 @@ from elect_bench.suite import RunResult
 Result = RunResult | SimResult | ChaosResult | IdleResult | NeliResult | EnvelopeResult
 Columns = list[tuple[str, str, str]]  # summary key, title, format (named fields are the summary's)
 
-COLUMNS: Columns = [
-    ("method", "method", "{}"), ("fault", "fault", "{}"), ("members", "members", "{}"),
-    ("ok", "trials", "{ok}/{trials}"),
-    ("failover_p50", "failover p50", "{:.2f} s"), ("failover_p99", "p99", "{:.2f} s"),
-    ("failover_max", "max", "{:.2f} s"), ("failover_p99_ratio", "p99/budget", "{:.2f}"),
-    ("disrupted", "roles lost", "{}"), ("unrecovered", "not re-led", "{}"), ("gap_max", "gap max", "{:.2f} s"),
-    ("overlap_total", "overlap", "{:.3f} s"),
-    ("steady_balanced", "balanced", "{:.0%}"), ("after_balanced", "balanced after", "{:.0%}"),
-    ("violations", "violations", "{}"), ("stale_tokens", "stale tokens", "{}"),
-    ("cpu_mean", "cpu/member", "{:.1%}"), ("rss_mb_mean", "rss", "{:.0f} MB"),
-    ("sent_rps_mean", "msgs/s/member", "{:.0f}"), ("sent_pps_mean", "pkts/s/member", "{:.0f}"),
-]
-
-WRITE_COLUMNS: Columns = [
-    ("workload", "workload", "{}"), ("writes", "writes", "{}"), ("rejected", "refused", "{}"),
-    ("stale_writes", "stale", "{}"), ("lost_writes", "lost", "{}"), ("conflicting_writes", "clobbers", "{}"),
-]
-
-REBALANCE_COLUMNS: Columns = [
-    ("rebalance_p50", "to balance p50", "{:.2f} s"), ("rebalance_max", "to balance max", "{:.2f} s"),
-    ("unbalanced", "never balanced", "{}"),
-]
-
-ROLLOUT_COLUMNS: Columns = [
-    ("method", "method", "{}"), ("fault", "fault", "{}"), ("members", "members", "{}"),
-    ("ok", "trials", "{ok}/{trials}"),
-    ("rollout_leaderless_max", "longest leaderless", "{:.3f} s"),
-    ("rollout_leaderless_p50", "p50 of trials", "{:.3f} s"),
-    ("rollout_leaderless_sum_p50", "leaderless sum p50", "{:.2f} s"),
-    ("rollout_moves_p50", "moves p50", "{:.0f}"), ("rollout_moves_needed", "needed", "{:.0f}"),
-    ("rollout_excess_moves_max", "extra moves max", "{:.0f}"), ("overlap_total", "overlap", "{:.3f} s"),
-    ("rollout_balanced", "balanced at end", "{:.0%}"), ("rollout_to_balance_p50", "to balance p50", "{:.2f} s"),
-    ("rollout_to_balance_max", "max", "{:.2f} s"), ("rollout_unsettled", "steps unsettled", "{}"),
-    ("rollout_seconds_p50", "rollout p50", "{:.1f} s"), ("rollout_rps_mean", "store req/s", "{:.0f}"),
-    ("violations", "violations", "{}"),
-]
+COLUMNS: Columns = columns(
+    "method", "fault", "members", "ok", "failover_p50", "failover_p99", "failover_max", "failover_p99_ratio",
+    "disrupted", "unrecovered", "gap_max", "overlap_total", "steady_balanced", "after_balanced", "violations",
+    "stale_tokens", "cpu_mean", "rss_mb_mean", "sent_rps_mean", "sent_pps_mean")
+WRITE_COLUMNS: Columns = columns("workload", "writes", "rejected", "stale_writes", "lost_writes", "conflicting_writes")
+REBALANCE_COLUMNS: Columns = columns("rebalance_p50", "rebalance_max", "unbalanced")
+ROLLOUT_COLUMNS: Columns = columns(
+    "method", "fault", "members", "ok", "rollout_leaderless_max", "rollout_leaderless_p50",
+    "rollout_leaderless_sum_p50", "rollout_moves_p50", "rollout_moves_needed", "rollout_excess_moves_max",
+    "overlap_total", "rollout_balanced", "rollout_to_balance_p50", "rollout_to_balance_max", "rollout_unsettled",
+    "rollout_seconds_p50", "rollout_rps_mean", "violations")
 
 ROLLOUT = (
     "Lifecycle faults (elect_bench.faults.lifecycle, carried out by elect_bench.rollout): *longest leaderless* is the "

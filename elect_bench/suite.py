@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,9 @@ from typing import Any
 from elect import registry
 from elect.errors import ConfigError, MissingExtra, UnknownScheme
 from elect_bench import anchors
-from elect_bench.faults import Fault, LifecycleFault, fault
+from elect_bench.cell_measures import summarize
+from elect_bench.faults import Fault, fault
 from elect_bench.infrastructure import DockerInfra, LocalInfra
-from elect_bench.judging.measures import Summary, mean
 from elect_bench.metering import Router
 from elect_bench.methods import Method, method_spec
 from elect_bench.placement import DockerPlacement, NetnsPlacement
@@ -48,81 +48,8 @@ class Cell:
     trials: list[TrialResult] = field(default_factory=list)
 
     def summary(self, budget: float) -> dict[str, Any]:
-        ok = [t for t in self.trials if t.ok]
-        latencies = [x for t in ok for x in t.failover]
-        fo = Summary.of(latencies)
-        return {
-            "method": self.method.name, "fault": self.fault.name, "members": self.members,
-            "trials": len(self.trials),
-            "ok": len(ok),
-            "failover_n": fo.n, "failover_p50": fo.p50, "failover_p99": fo.p99, "failover_max": fo.max,
-            "failover_p99_ratio": fo.p99 / budget if fo.n else math.nan,
-            "unrecovered": sum(t.unrecovered for t in ok),
-            "disrupted": sum(t.disrupted for t in ok) if self.fault.measured_as_disruption else math.nan,
-            "gap_p50": Summary.of([t.gap for t in ok]).p50, "gap_max": Summary.of([t.gap for t in ok]).max,
-            "overlap_total": sum(t.overlap for t in ok), "overlap_max": max((t.max_overlap for t in ok), default=0.0),
-            "steady_balanced": _share([t.steady_balanced for t in ok]),
-            "steady_max_led": max((t.steady_max_led for t in ok), default=0),
-            "after_balanced": _share([t.after_balanced for t in ok]) if self.fault.injects else math.nan,
-            "rebalance_p50": Summary.of([t.rebalance for t in ok if t.rebalance is not None]).p50,
-            "rebalance_max": Summary.of([t.rebalance for t in ok if t.rebalance is not None]).max,
-            "unbalanced": (sum(1 for t in ok if t.rebalance is None)
-                           if self.fault.kills_process and self.fault.healed_as else math.nan),
-            "violations": sum(len(t.violations) for t in ok),
-            "stale_tokens": sum(1 for t in ok for v in t.violations if v.kind == "token"),
-            "startup_p50": Summary.of([t.startup for t in ok]).p50,
-            "startup_max": Summary.of([t.startup for t in ok]).max,
-            "rest_seconds": sum(t.rest for t in ok), "rest_changes": sum(t.rest_changes for t in ok),
-            "false_per_member_hour": false_failovers([t for t in ok if t.rest > 0]),
-            "rest_cpu_mean": mean([c for t in ok for c in t.rest_cpu.values()]),
-            "rss_mb_max": max((m for t in ok for m in t.rss_mb.values()), default=math.nan),
-            "cpu_mean": mean([c for t in ok for c in t.cpu.values()]),
-            "rss_mb_mean": mean([m for t in ok for m in t.rss_mb.values()]),
-            "sent_rps_mean": mean([x for t in ok for x in t.sent_rps.values()]),
-            "sent_pps_mean": mean([x for t in ok for x in t.sent_pps.values()]),
-            "sent_bps_mean": mean([x for t in ok for x in t.sent_bps.values()]),
-            "workload": next((t.workload for t in self.trials), "none"),
-            "writes": sum(t.writes for t in ok), "rejected": sum(t.rejected for t in ok),
-            "stale_writes": sum(t.stale_writes for t in ok), "lost_writes": sum(t.lost_writes for t in ok),
-            "conflicting_writes": sum(t.conflicting_writes for t in ok),
-            "errors": [t.error.splitlines()[0] for t in self.trials if not t.ok][:3],
-            **self._rollout([t.rollout for t in ok if t.rollout]),
-        }
-
-    def _rollout(self, rolled: list[dict[str, Any]]) -> dict[str, Any]:
-        """A lifecycle fault's measures over the trials (elect_bench.rollout.Measured); NaN for other faults."""
-        if not isinstance(self.fault, LifecycleFault):
-            return dict.fromkeys(ROLLOUT_KEYS, math.nan)
-        to_balance = Summary.of([r["to_balance"] for r in rolled if r["to_balance"] is not None])
-        rps = [r["store_rps"] for r in rolled if r.get("store_rps") is not None]
-        return {
-            "rollout_leaderless_max": max((r["leaderless_max"] for r in rolled), default=math.nan),
-            "rollout_leaderless_p50": Summary.of([r["leaderless_max"] for r in rolled]).p50,
-            "rollout_leaderless_sum_p50": Summary.of([r["leaderless_sum"] for r in rolled]).p50,
-            "rollout_moves_p50": Summary.of([r["moves"] for r in rolled]).p50,
-            "rollout_moves_needed": Summary.of([r["moves_needed"] for r in rolled]).p50,
-            "rollout_excess_moves_max": max((r["moves"] - r["moves_needed"] for r in rolled), default=math.nan),
-            "rollout_balanced": _share([bool(r["balanced"]) for r in rolled]),
-            "rollout_to_balance_p50": to_balance.p50, "rollout_to_balance_max": to_balance.max,
-            "rollout_unsettled": sum(r["unsettled"] for r in rolled),
-            "rollout_seconds_p50": Summary.of([r["seconds"] for r in rolled]).p50,
-            "rollout_rps_mean": mean(rps),
-        }
-
-
-ROLLOUT_KEYS = ("rollout_leaderless_max", "rollout_leaderless_p50", "rollout_leaderless_sum_p50", "rollout_moves_p50",
-                "rollout_moves_needed", "rollout_excess_moves_max", "rollout_balanced", "rollout_to_balance_p50",
-                "rollout_to_balance_max", "rollout_unsettled", "rollout_seconds_p50", "rollout_rps_mean")
-
-
-def false_failovers(trials: Sequence[TrialResult]) -> float:
-    """Leaderships that ended at rest (no fault), per member-hour at rest; NaN without a window at rest."""
-    hours = sum(t.rest * t.members for t in trials) / 3600
-    return sum(t.rest_changes for t in trials) / hours if hours > 0 else math.nan
-
-
-def _share(flags: list[bool]) -> float:
-    return sum(flags) / len(flags) if flags else math.nan
+        """Every measure of the cell, by key (`elect_bench.cell_measures`)."""
+        return summarize(self.method.name, self.fault, self.members, self.trials, budget)
 
 
 @dataclass

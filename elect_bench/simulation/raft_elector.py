@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from elect.roles import Role
-from elect_bench.simulation.runtime import SimRuntime, SimTimer
+from elect_bench.simulation.runtime import SimRuntime, SimTimer, World
 from raft_priority.elector import RaftElector
 from raft_priority.messages import Conf, HardState, Message
 from raft_priority.options import RaftOptions
-
-if TYPE_CHECKING:
-    from elect_bench.simulation.raft_world import Simulation
 
 
 class SimDisk:
@@ -49,7 +46,7 @@ class SimRaftElector(RaftElector):
     """The real elector of node `node` of `world` (see the module). `first`: whether the node is one of the cluster's
     first members (else it joins); `addresses`: every first member's address, from the URLs."""
 
-    def __init__(self, world: Simulation, node: Any, options: RaftOptions, roles: tuple[Role, ...],
+    def __init__(self, world: World, node: Any, options: RaftOptions, roles: tuple[Role, ...],
                  rng: random.Random, *, first: bool, addresses: Mapping[str, str], disk: dict[int, HardState],
                  send: Callable[[Mapping[str, list[Message]]], None], wake: Callable[[], None],
                  resume: bool = True) -> None:

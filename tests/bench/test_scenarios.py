@@ -137,7 +137,7 @@ def test_an_envelope_runs_cuts_through_its_base_point() -> None:
 
 
 def test_false_failovers_count_per_member_hour_at_rest() -> None:
-    from elect_bench.suite import false_failovers
+    from elect_bench.cell_measures import false_failovers
     from elect_bench.trial import TrialResult
 
     trials = [TrialResult("etcd", "kill", 0, True, members=3, rest=600.0, rest_changes=2),
