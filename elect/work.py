@@ -162,7 +162,7 @@ class Job(Running):
                 assert failed is not None
                 self._log_failure(role, call.lead, failed, slot.failures, again)
                 if self.on_error == "release":
-                    self._work.give_up(call.lead, again)
+                    self._work.release(call.lead, again)
             elif failed is not None:
                 log.debug("elect: %s: work for %r (token %d) raised once told to stop: %r", self._work.name, role,
                           call.lead.token, failed)
@@ -230,7 +230,7 @@ class Work:
             self.calls.remove(call)
         call.done.set()
 
-    def give_up(self, lead: Leadership, hold: float) -> None:
+    def release(self, lead: Leadership, hold: float) -> None:
         """`fn` raised while its leadership went on (`on_error="release"`): hand the role over and leave it to the
         others for `hold` seconds, as a leader that does not do the work helps nobody; after that this member
         contends for it again (and is the one to take it if it is alone)."""

@@ -178,7 +178,7 @@ class KafkaElector(BaseElector):
             driver.stop(self.close_wait)  # out of time: the loop ends after its turn, leaving the group
 
     def _on_resign(self, role: Role) -> None:
-        self._command(lambda now: self._handover((role,)))
+        self._command(lambda now: self._hand_over((role,)))
 
     def _on_roles_changed(self, added: tuple[Role, ...], removed: tuple[Role, ...]) -> None:
         self._command(lambda now: self._set_roles(removed, now))
@@ -212,7 +212,7 @@ class KafkaElector(BaseElector):
         core.set_roles(self.roles, now)
         self._require_driver().flush(now)
         if any(r in led for r in removed):
-            self._handover(())  # let a member that still contends take the partition
+            self._hand_over(())  # let a member that still contends take the partition
 
     def _poll(self, seconds: float) -> None:
         """Wait for the group and the partitions: poll the consumer (its rebalance callbacks and the records read
@@ -259,7 +259,7 @@ class KafkaElector(BaseElector):
                 log.warning("neli: %s owns partition %d but has not led it: %s; %s", self.member, partition, why, last)
         self._unled_said = set(stuck)
 
-    def _handover(self, roles: tuple[Role, ...]) -> None:
+    def _hand_over(self, roles: tuple[Role, ...]) -> None:
         """Give every partition back to the group and rejoin after `rejoin_delay`."""
         now = self._clock()
         self._require_core().resign(roles, now)

@@ -449,7 +449,7 @@ class RaftElector(BaseElector):
     def _on_resign(self, role: Role) -> None:
         driver = self._require_driver()
         p = partition_of(role, self.options.partitions)
-        dones = driver.call(lambda now: self._give_up(p, now), timeout=10)
+        dones = driver.call(lambda now: self._hand_over(p, now), timeout=10)
         self._wait_callbacks(dones)
 
     def _on_transfer(self, role: Role, to: str) -> None:
@@ -470,7 +470,7 @@ class RaftElector(BaseElector):
                 return "not heard from within an election timeout"
             if not self._wants(p, to):
                 return "it contends for no role on the partition"
-            return self._give_up(p, now, to, pin=True)
+            return self._hand_over(p, now, to, pin=True)
 
         limit = time.monotonic() + self.options.election_timeout
         while isinstance(begun := driver.call(begin, timeout=10), str):
@@ -573,7 +573,7 @@ class RaftElector(BaseElector):
                 for role in roles:
                     self._take(role, p, c.token, c.deadline)
             elif isinstance(c, Revoke):
-                waiting = [d for role in roles if (d := self._hand_over(role)) is not None and not d.is_set()]
+                waiting = [d for role in roles if (d := self._revoke_role(role)) is not None and not d.is_set()]
                 if waiting:
                     self._require_outbox().hold(p)
                     self._handovers.append(_Handover(p, waiting, now + self.options.revoke_timeout, None))
@@ -658,7 +658,7 @@ class RaftElector(BaseElector):
         """Stop renewing the leadership of `role` (it ended, or starts again)."""
         self._renewing().forget(role)
 
-    def _hand_over(self, role: Role) -> threading.Event | None:
+    def _revoke_role(self, role: Role) -> threading.Event | None:
         """Begin the orderly end of `role`'s leadership (`Revoked`): no sweep renews it from here on."""
         self._forget(role)
         return self._begin_revoke(role)
@@ -670,14 +670,14 @@ class RaftElector(BaseElector):
         for done in dones:
             done.wait(max(0.0, limit - time.monotonic()))
 
-    def _give_up(self, p: int, now: float, to: str | None = None, pin: bool = False) -> list[threading.Event]:
+    def _hand_over(self, p: int, now: float, to: str | None = None, pin: bool = False) -> list[threading.Event]:
         """Driver-initiated handover of partition ``p``: Revoked, wait for callbacks, then transfer (to ``to`` if
         named, pinned there if ``pin``)."""
         host = self._host()
         g = host.groups.get(p)
         if g is None or g.state is not RaftState.LEADER:
             return []
-        dones = [d for role in self._roles_on(p) if (d := self._hand_over(role)) is not None]
+        dones = [d for role in self._roles_on(p) if (d := self._revoke_role(role)) is not None]
         self._giving_up.add(p)
         self._handovers.append(_Handover(p, [d for d in dones if not d.is_set()], now + self.options.revoke_timeout,
                                          self._transfer_action(p, to, pin)))
@@ -687,7 +687,7 @@ class RaftElector(BaseElector):
         def act(now: float) -> None:
             if not self._stopping:
                 self._giving_up.discard(p)
-            self._host().hand_on(p, now, to, pin)
+            self._host().hand_over(p, now, to, pin)
 
         return act
 
@@ -722,7 +722,7 @@ class RaftElector(BaseElector):
                 self._take(role, p, g.term, g.lease_until)
         dones: list[threading.Event] = []
         for role in removed:
-            done = self._hand_over(role)
+            done = self._revoke_role(role)
             if done is not None:
                 dones.append(done)
         for p in touched:
@@ -738,7 +738,7 @@ class RaftElector(BaseElector):
     def _interest_action(self, p: int) -> Action:
         def act(now: float) -> None:
             self._giving_up.discard(p)
-            self._host().hand_off(p, now)
+            self._host().hand_over_unwanted(p, now)
 
         return act
 
@@ -746,14 +746,14 @@ class RaftElector(BaseElector):
         """A leadership's deadline passed on this node's clock while the core may still lead."""
         p = partition_of(role, self.options.partitions)
         if self._renewing().lapsed(role, p, now):
-            self._give_up(p, now)
+            self._hand_over(p, now)
 
     def _begin_stop(self, now: float) -> None:
         self._stopping = True
         self._renewing().stopping = True
         for p, g in self._host().groups.items():
             if g.state is RaftState.LEADER and p not in self._giving_up:
-                self._give_up(p, now)
+                self._hand_over(p, now)
 
     def _handed_over(self, now: float) -> bool:
         if self._handovers:

@@ -343,7 +343,7 @@ class NodeHost:
         if self.config.quiesce:
             self._tick_links(now)
         if now >= self.interest.next_due:
-            self._hand_off_unwanted(now)
+            self._hand_over_all_unwanted(now)
         heap, scheduled, groups = self._heap, self._scheduled, self.groups
         while heap and heap[0][0] <= now:
             at, gid = heapq.heappop(heap)
@@ -397,7 +397,7 @@ class NodeHost:
         self._arm(g)
         return ok
 
-    def hand_on(self, group: int, now: float, to: str | None = None, pin: bool = False) -> None:
+    def hand_over(self, group: int, now: float, to: str | None = None, pin: bool = False) -> None:
         """Stop leading `group`, if this node leads it: a transfer to `to` (else to the best live successor,
         `Interest.best_successor`) or, with nobody to take it, a resignation."""
         g = self.groups[group]
@@ -435,26 +435,26 @@ class NodeHost:
         """Tell the group's peers how much this node wants its partition (`Standing`)."""
         self.set_log_position(group, *self.interest.standing(group).position, now)
 
-    def hand_off(self, group: int, now: float) -> None:
-        """Hand `group` to a follower if this node leads it but should not (`Interest.hand_off`): the elector's, once
+    def hand_over_unwanted(self, group: int, now: float) -> None:
+        """Hand `group` to a follower if this node leads it but should not (`Interest.successor`): the elector's, once
         the Revoked callbacks of the roles it removed there returned."""
         g = self.groups.get(group)
         if g is None or not g.is_leader(now) or g.transfer_to is not None:
             return
-        found = self.interest.hand_off(g, group, now)
+        found = self.interest.successor(g, group, now)
         if found is not None:
             to, over = found
             if g.transfer_leadership(to, now) and over:
                 g.budget.spend(now)
             self._arm(g)
 
-    def _hand_off_unwanted(self, now: float) -> None:
+    def _hand_over_all_unwanted(self, now: float) -> None:
         """Groups this node leads without a role there go to a follower that has one; those beyond its cap to one
         below its own, within the rebalancing budget."""
         interest = self.interest
         interest.next_due = now + self.config.election_timeout / 4 if interest.active() else INF
         self.recount(now)
-        for g, to, over in interest.hand_offs(self.groups, now):
+        for g, to, over in interest.unwanted(self.groups, now):
             if g.transfer_leadership(to, now) and over:
                 g.budget.spend(now)
             self._arm(g)

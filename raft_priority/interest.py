@@ -74,7 +74,7 @@ class Interest:
         self.roles: dict[int, int] = {}  # partition -> roles this node contends for there (as told)
         self.capped: set[int] = set()  # partitions left to nodes below their cap
         self.giving_up: set[int] = set()  # partitions whose handover the elector began (Revoked, then transfer)
-        self.next_due = INF  # when `hand_offs` looks again (INF: nothing to look at)
+        self.next_due = INF  # when `unwanted` looks again (INF: nothing to look at)
 
     def uninterested(self, p: int) -> bool:
         return self.roles.get(p) == 0
@@ -128,18 +128,18 @@ class Interest:
         best = keen or alive
         return best[0] if best else None
 
-    def hand_offs(self, groups: Mapping[int, RaftGroup], now: float) -> Iterator[tuple[RaftGroup, str, bool]]:
+    def unwanted(self, groups: Mapping[int, RaftGroup], now: float) -> Iterator[tuple[RaftGroup, str, bool]]:
         """The groups this node leads but should not: (group, the follower to hand it to, over the cap?), each as
-        `hand_off` finds it (the caller spends the rebalancing budget on those over the cap)."""
+        `successor` finds it (the caller spends the rebalancing budget on those over the cap)."""
         for p in sorted({p for p, n in self.roles.items() if n == 0} | self.capped):
             g = groups.get(p)
             if g is None or not g.is_leader(now) or g.transfer_to is not None or p in self.giving_up:
                 continue
-            found = self.hand_off(g, p, now)
+            found = self.successor(g, p, now)
             if found is not None:
                 yield g, *found
 
-    def hand_off(self, g: RaftGroup, p: int, now: float) -> tuple[str, bool] | None:
+    def successor(self, g: RaftGroup, p: int, now: float) -> tuple[str, bool] | None:
         """Whom group `g` (partition `p`, led here) goes to, if this node should not lead it: (the follower, over the
         cap?). No role here: the first live follower in priority order that contends for the partition, one below its
         cap first; beyond the cap: one below its own, while the rebalancing budget lasts. None: keep it."""

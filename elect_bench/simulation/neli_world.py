@@ -543,7 +543,7 @@ class NeliWorld(LinkedWorld[_Member]):
         """A classic round began: eager gives everything up first, cooperative joins keeping what it owns."""
         m.joining, m.join_sent = True, self.local(m)
         if self.protocol == "eager" and self._owned(m):
-            self._give_up(m, self._owned(m))
+            self._revoke(m, self._owned(m))
         self._after_barrier(m, lambda: self._join(m))
 
     def _reconcile(self, m: _Member, partitions: frozenset[int]) -> None:
@@ -553,7 +553,7 @@ class NeliWorld(LinkedWorld[_Member]):
         owned = self._owned(m)
         revoked = owned - partitions
         if revoked:
-            self._give_up(m, revoked)
+            self._revoke(m, revoked)
             if self.protocol == "cooperative":
                 m.joining, m.join_sent = True, self.local(m)
                 self._after_barrier(m, lambda: self._join(m))
@@ -579,7 +579,7 @@ class NeliWorld(LinkedWorld[_Member]):
         for p, offset in offsets.items():
             m.positions[p] = max(0, len(self.log[p]) + offset + 2000) if offset < -1000 else offset
 
-    def _give_up(self, m: _Member, partitions: frozenset[int], lost: bool = False) -> None:
+    def _revoke(self, m: _Member, partitions: frozenset[int], lost: bool = False) -> None:
         """The revoke (or lost) callback: the elector gives the partitions up; the consumer reads them no more."""
         for p in partitions:
             m.positions.pop(p, None)
@@ -596,7 +596,7 @@ class NeliWorld(LinkedWorld[_Member]):
         lost, and it joins afresh."""
         owned = self._owned(m)
         if owned:
-            self._give_up(m, owned, lost=True)
+            self._revoke(m, owned, lost=True)
         m.member_id, m.generation, m.in_group, m.joining = None, 0, False, False
         m.requests += 1  # answers on their way are for the member id it had
 
