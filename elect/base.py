@@ -36,7 +36,7 @@ from elect.contract import (
 from elect.core import Acquire, LeadershipChange, Revoke
 from elect.errors import ConfigError, ElectorFailed, NotLeader, NotStarted, NotSupported
 from elect.events import Acquired, Event, Fenced, Revoked
-from elect.leaderships import INF, Change, Held, Leaderships, SharedDeadline
+from elect.leaderships import INF, Change, Held, Leaderships
 from elect.observe import LeaderChanged
 from elect.roles import Role, normalize_roles
 from elect.runtime import THREADS, Dispatcher, Runtime
@@ -472,23 +472,6 @@ class BaseElector(Elector):
             extended = self._held.extend(role, deadline, self._clock())
             self._arm()
             return extended
-
-    def _share(self, role: Role, shared: SharedDeadline) -> bool:
-        """Let the leadership of `role` follow `shared` from now on (renewed by `_renew_shared`, lapsing when it
-        passes) instead of a deadline of its own. Refused (False) for a leadership not in force, and where `shared`
-        ends before the leadership's own deadline: a deadline never moves earlier."""
-        with self._lock:
-            shared_now = self._held.share(role, shared, self._clock())
-            self._arm()
-            return shared_now
-
-    def _renew_shared(self, shared: SharedDeadline, until: float) -> bool:
-        """Move `shared` on to `until`, renewing every leadership that follows it at once. False if it had passed
-        already: its leaderships lapsed (the timer fences them), a later deadline does not revive them."""
-        with self._lock:
-            renewed = self._held.renew_shared(shared, until, self._clock())
-            self._arm()
-            return renewed
 
     def _revoke(self, role: Role, *, wait: bool = True, timeout: float | None = None) -> bool:
         """Orderly end of leadership: emit `Revoked` and, if `wait`, block until callbacks return.

@@ -22,6 +22,7 @@ where the simulator plays the driver's part on virtual time. See docs/architectu
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -56,10 +57,23 @@ class Extend:
 
 @dataclass(frozen=True, slots=True)
 class ExtendShared:
-    """Every leadership acquired `shared` (and not ended since) holds until the new `deadline`: one piece of evidence
-    renews them all (a lease member's renewal), so renewing costs the same for ten roles as for ten thousand."""
+    """Every leadership that follows shared deadline `key` holds until the new `deadline`: one piece of evidence renews
+    them all, so renewing costs the same for ten roles as for ten thousand. Key None is the one a core's `shared`
+    acquisitions follow (a lease member's renewal); a core names others (a Raft node's quiet partitions, one per
+    quorum of node links). A shared deadline that has passed, or that nobody follows, starts afresh at `deadline`."""
 
     deadline: float
+    key: Hashable = None
+
+
+@dataclass(frozen=True, slots=True)
+class Follow:
+    """The leadership of `role` follows shared deadline `key` (made by an `ExtendShared` of that key) from now on,
+    instead of a deadline of its own; an `Extend` gives it one of its own again. Refused (the core hears it as lapsed)
+    for a leadership no longer in force, and where `key` ends before the leadership's own deadline."""
+
+    role: Role
+    key: Hashable
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +94,7 @@ class Fence:
     reason: str = ""
 
 
-LeadershipChange = Acquire | Extend | ExtendShared | Revoke | Fence
+LeadershipChange = Acquire | Extend | ExtendShared | Follow | Revoke | Fence
 """What a core decided about this member's leadership of one role (for Raft: one group)."""
 
 

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
-from elect.core import Acquire, Extend, ExtendShared, Fence, LeadershipChange, Revoke
+from elect.core import Acquire, Extend, ExtendShared, Fence, Follow, LeadershipChange, Revoke
 from elect.roles import Role
 
 INF = math.inf
@@ -146,13 +146,13 @@ class Applied:
 class Leaderships:
     """The leaderships of one member, each change handed to `emit` (see the module)."""
 
-    __slots__ = ("_core", "_emit", "_timers", "held")
+    __slots__ = ("_emit", "_shared", "_timers", "held")
 
     def __init__(self, emit: Callable[[float, Change, Held], None]) -> None:
         self.held: dict[Role, Held] = {}
         self._emit = emit
         self._timers = Deadlines()  # keys: a role on its own deadline, or a SharedDeadline that roles follow
-        self._core: SharedDeadline | None = None  # the one the core's `shared` leaderships follow
+        self._shared: dict[Hashable, SharedDeadline] = {}  # by key (None: the core's `shared` acquisitions')
 
     # ------------------------------------------------------------------ a core's changes
     def apply(self, changes: Iterable[LeadershipChange], now: float, wall: float | None = None) -> Applied:
@@ -161,13 +161,17 @@ class Leaderships:
         for change in changes:
             if isinstance(change, Acquire):
                 self.acquire(change.role, change.token, change.deadline, now, wall)
-                if change.shared and not self.share(change.role, self.core_deadline(change.deadline, now), now):
+                if change.shared and not self.share(change.role, self.shared(None, change.deadline, now), now):
                     out.lapsed.append(change.role)  # acquired past its deadline: lapsed at once
             elif isinstance(change, Extend):
                 if not self.extend(change.role, change.deadline, now):
                     out.lapsed.append(change.role)
             elif isinstance(change, ExtendShared):
-                self.core_deadline(change.deadline, now)
+                self.shared(change.key, change.deadline, now)
+            elif isinstance(change, Follow):
+                shared = self._shared.get(change.key)
+                if shared is None or not self.share(change.role, shared, now):
+                    out.lapsed.append(change.role)
             elif isinstance(change, Revoke):
                 self.revoke(change.role, now, change.reason)
                 out.revoked.append(change.role)
@@ -175,12 +179,12 @@ class Leaderships:
                 self.fence(change.role, change.until, now, change.reason)
         return out
 
-    def core_deadline(self, until: float, now: float) -> SharedDeadline:
-        """The shared deadline of the core's `shared` leaderships, moved on to `until`; a new one once the last has
-        passed (its leaderships lapsed with it, and a later deadline does not revive them)."""
-        shared = self._core
-        if shared is None or not self.renew_shared(shared, until, now):
-            shared = self._core = SharedDeadline("core", until)
+    def shared(self, key: Hashable, until: float, now: float) -> SharedDeadline:
+        """Shared deadline `key` moved on to `until` (`ExtendShared`); a new one where it has passed (its leaderships
+        lapsed with it, and a later deadline does not revive them) or, for a key a core names, nobody follows it."""
+        shared = self._shared.get(key)
+        if shared is None or (key is not None and not shared.roles) or not self.renew_shared(shared, until, now):
+            shared = self._shared[key] = SharedDeadline("core" if key is None else str(key), until)
         return shared
 
     # ------------------------------------------------------------------ transitions

@@ -55,7 +55,6 @@ from elect.contract import Characteristics, Drained
 from elect.core import Acquire, ExtendShared, Fence, Ready, Revoke
 from elect.driver import Driver, FunctionIO, Halted
 from elect.errors import ConfigError, InfrastructureUnavailable, NotLeader, TransferRefused
-from elect.leaderships import SharedDeadline
 from elect.roles import Role, partition_of
 from elect.runtime import THREADS, Runtime
 from raft_priority.config import RaftConfig
@@ -140,7 +139,7 @@ class RaftElector(BaseElector):
         self._store: StateStore | None = None
         self.transport: Transport | None = None
         # driver-thread state
-        self._renewals: Renewals[SharedDeadline] | None = None
+        self._renewals: Renewals | None = None
         self._handovers: list[_Handover] = []
         self._stopping = False
         self._linked: Conf | None = None  # the cluster configuration the transport's links were last set from
@@ -229,7 +228,7 @@ class RaftElector(BaseElector):
             # that moved says so itself (`_ask_to_join`), and the configuration follows
             addresses = {**stored[0].payload.address_map(), **addresses}
         self.host = host
-        self._renewals = Renewals(self.member, host, _Leaderships(self), self._roles_on, resume=self.resume)
+        self._renewals = Renewals(self.member, host, self._roles_on, self._renewed, resume=self.resume)
         host.recount(now)
         for p in host.groups:
             self._set_interest(p, now)
@@ -571,7 +570,7 @@ class RaftElector(BaseElector):
                     self._handovers.append(_Handover(p, [], now, self._transfer_action(p, None)))
                     continue
                 for role in roles:
-                    self._take(role, p, c.token, c.deadline)
+                    self._take(role, p, c.token, c.deadline, now)
             elif isinstance(c, Revoke):
                 waiting = [d for role in roles if (d := self._revoke_role(role)) is not None and not d.is_set()]
                 if waiting:
@@ -611,6 +610,7 @@ class RaftElector(BaseElector):
             self._run_handovers(now)
         self._follow_membership()
         next_sweep = self._renewing().tick(now)
+        self._apply_renewals(now)
         extra = now + 0.01 if self._handovers else next_sweep
         return min(extra, self._require_outbox().send_due(now))
 
@@ -647,12 +647,20 @@ class RaftElector(BaseElector):
         """Tell the host how many roles this node contends for on partition ``p`` (its standing follows)."""
         self._host().set_roles(p, len(self._roles_on(p)), now)
 
-    def _renewing(self) -> Renewals[SharedDeadline]:
+    def _renewing(self) -> Renewals:
         assert self._renewals is not None
         return self._renewals
 
-    def _take(self, role: Role, p: int, term: int, lease: float) -> None:
+    def _take(self, role: Role, p: int, term: int, lease: float, now: float) -> None:
         self._renewing().take(role, p, term, lease)
+        self._apply_renewals(now)
+
+    def _apply_renewals(self, now: float) -> None:
+        """What `Renewals` decided, applied as every core's changes are; one that came too late (the leadership had
+        lapsed) is a lapse, as its deadline timer's would be."""
+        for change in self._renewing().take_changes():
+            if not self._apply_change(change) and not isinstance(change, ExtendShared):
+                self._lapsed(change.role, now)
 
     def _forget(self, role: Role) -> None:
         """Stop renewing the leadership of `role` (it ended, or starts again)."""
@@ -719,7 +727,7 @@ class RaftElector(BaseElector):
             if g is not None:
                 self._saw(role, g.leader, g.term)  # observers of a new role start from what the node knows
             if g is not None and g.is_leader(now) and p not in self._giving_up and not self._stopping:
-                self._take(role, p, g.term, g.lease_until)
+                self._take(role, p, g.term, g.lease_until, now)
         dones: list[threading.Event] = []
         for role in removed:
             done = self._revoke_role(role)
@@ -759,36 +767,6 @@ class RaftElector(BaseElector):
         if self._handovers:
             return False
         return all(g.state is not RaftState.LEADER for g in self._host().groups.values())
-
-
-class _Leaderships:
-    """`Keeping` for `Renewals`: the elector's leaderships (`BaseElector`), renewed on its driver thread."""
-
-    __slots__ = ("elector",)
-
-    def __init__(self, elector: RaftElector) -> None:
-        self.elector = elector
-
-    def acquire(self, role: Role, token: int, deadline: float | None) -> None:
-        self.elector._acquire(role, token, deadline)
-
-    def extend(self, role: Role, deadline: float) -> bool:
-        return self.elector._extend(role, deadline)
-
-    def shared(self, name: str, until: float) -> SharedDeadline:
-        return SharedDeadline(name, until)
-
-    def share(self, role: Role, shared: SharedDeadline) -> bool:
-        return self.elector._share(role, shared)
-
-    def renew_shared(self, shared: SharedDeadline, until: float) -> bool:
-        return self.elector._renew_shared(shared, until)
-
-    def renewed(self, seconds: float) -> None:
-        self.elector._renewed(seconds)
-
-    def holds(self, role: Role) -> bool:
-        return self.elector.leadership(role) is not None
 
 
 def create(options: RaftOptions, member: str, roles: tuple[Role, ...]) -> RaftElector:

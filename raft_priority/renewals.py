@@ -1,7 +1,9 @@
 """How a `raft://` node's leaderships follow its groups' leases: the policy between the election core and the
-deadlines the application's leaderships keep. Pure (no clock, thread or I/O): the elector runs it on its driver
-thread with `BaseElector`'s leaderships, in a member and in the simulator (which runs the elector itself on virtual
-time), so what decides when a role's deadline moves, lapses and comes back is simulated as it runs.
+deadlines the application's leaderships keep. Pure (no clock, thread or I/O): it says what happens to the
+leaderships as leadership changes (`Acquire`, `Extend`, `Follow`, `ExtendShared`, `elect.core`), which the elector
+applies as it applies every core's (`BaseElector._apply_change`), telling it back of those that came too late
+(`lapsed`); the simulator runs the elector itself, so what decides when a role's deadline moves, lapses and comes
+back is simulated as it runs.
 
 - A partition led aloud renews its roles from its group's lease (`RaftGroup.lease_until`), a quantum at a time.
 - A quiet partition's lease rests on the node links (`RaftGroup.shared_lease`), as does every other quiet partition's
@@ -17,8 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
 
+from elect.core import Acquire, Extend, ExtendShared, Follow, LeadershipChange
 from elect.roles import Role
 from raft_priority.core import RaftState
 from raft_priority.host import NodeHost
@@ -26,63 +28,30 @@ from raft_priority.host import NodeHost
 INF = math.inf
 
 
-class Shared(Protocol):
-    """One deadline many leaderships follow (`elect.deadlines.SharedDeadline` in a member)."""
-
-    until: float
-
-
-S = TypeVar("S", bound=Shared)
-
-
-class Keeping(Protocol[S]):
-    """Where the leaderships are kept and fenced at their deadlines: the elector's (`BaseElector._acquire`,
-    `_extend`, `_share`, `_renew_shared`, `_renewed`; in tests, anything that keeps them so)."""
-
-    def acquire(self, role: Role, token: int, deadline: float | None) -> None: ...
-
-    def extend(self, role: Role, deadline: float) -> bool:
-        """Move a leadership in force on to `deadline`; False (and fenced) if it had lapsed."""
-        ...
-
-    def shared(self, name: str, until: float) -> S: ...
-
-    def share(self, role: Role, shared: S) -> bool:
-        """Let `role` follow `shared`; False if it is not in force or `shared` ends before its own deadline."""
-        ...
-
-    def renew_shared(self, shared: S, until: float) -> bool:
-        """Move `shared` on; False if it had passed already (its leaderships lapsed)."""
-        ...
-
-    def renewed(self, seconds: float) -> None:
-        """One renewal rested on evidence `seconds` old (the metrics' renewal age)."""
-        ...
-
-    def holds(self, role: Role) -> bool: ...
-
-
 @dataclass
-class _Quiet(Generic[S]):
-    """The leaderships of the quiet partitions whose leases rest on one node-link quorum."""
+class _Quiet:
+    """The leaderships of the quiet partitions whose leases rest on one node-link quorum: their shared deadline's key
+    (`ExtendShared`, `Follow`) and how far it holds."""
 
     key: tuple[tuple[str, ...], int]
-    deadline: S
+    name: str
+    until: float
     roles: dict[Role, int] = field(default_factory=dict)  # role -> its partition
 
 
-class Renewals(Generic[S]):
+class Renewals:
     """The leaderships node `member` renews from its groups' leases (see the module). `roles_on(p)`: the roles the
-    node contends for on partition `p`.
+    node contends for on partition `p`; `renewed(seconds)`: a renewal rested on evidence that old (the metrics'). What
+    it decides accumulates in `changes` until the elector takes it (`take_changes`).
     `resume=False` leaves lapsed roles of a group the node still leads unled (the design before 50d4eea, which a soak
     found leaving roles leaderless for minutes), to show what `_resume` prevents."""
 
-    def __init__(self, member: str, host: NodeHost, keeping: Keeping[S], roles_on: Callable[[int], list[Role]], *,
-                 resume: bool = True) -> None:
+    def __init__(self, member: str, host: NodeHost, roles_on: Callable[[int], list[Role]],
+                 renewed: Callable[[float], None], *, resume: bool = True) -> None:
         self.member = member
         self.host = host
-        self.keeping = keeping
         self.roles_on = roles_on
+        self.renewed = renewed
         config = host.config
         self.quantum = config.lease_window / 4
         """Deadlines move in steps of a quarter lease: a leader's lease end trails "now + lease" by up to a heartbeat
@@ -92,18 +61,28 @@ class Renewals(Generic[S]):
         self.next_sweep = 0.0
         self.stopping = False
         """Set once the node hands everything over: nothing is resumed from then on."""
+        self.changes: list[LeadershipChange] = []
         self.leased: dict[Role, tuple[int, float]] = {}  # leaderships on a deadline of their own: (partition, lease)
-        self._quiet: dict[tuple[tuple[str, ...], int], _Quiet[S]] = {}
-        self._quiet_of: dict[Role, _Quiet[S]] = {}  # leaderships following a quiet quorum's shared deadline
+        self._quiet: dict[tuple[tuple[str, ...], int], _Quiet] = {}
+        self._quiet_of: dict[Role, _Quiet] = {}  # leaderships following a quiet quorum's shared deadline
         self._quiet_on: dict[int, set[Role]] = {}  # ... by partition
         self._lapsed_leading: set[int] = set()  # see `_resume`
         self._resumes = resume
 
+    def take_changes(self) -> list[LeadershipChange]:
+        """What was decided since the last call, in order."""
+        out, self.changes = self.changes, []
+        return out
+
     def take(self, role: Role, p: int, term: int, lease: float) -> None:
         """The node leads `role` (on partition `p`) under `term` until the group's `lease`."""
         self.forget(role)
-        self.keeping.acquire(role, term, None if lease == INF else lease)
+        self.changes.append(Acquire(role, term, lease))
         self.leased[role] = (p, lease)
+
+    def holds(self, role: Role) -> bool:
+        """Whether a leadership of `role` is renewed here (it was taken and has not ended since)."""
+        return role in self.leased or role in self._quiet_of
 
     def forget(self, role: Role) -> None:
         """Stop renewing the leadership of `role` (it ended, is handed over, or starts again)."""
@@ -116,9 +95,9 @@ class Renewals(Generic[S]):
             if not on:
                 del self._quiet_on[p]
 
-    def shared_by(self) -> dict[Role, S]:
-        """The leaderships following a quiet quorum's shared deadline, each with that deadline."""
-        return {role: quiet.deadline for role, quiet in self._quiet_of.items()}
+    def shared_by(self) -> dict[Role, str]:
+        """The leaderships following a quiet quorum's shared deadline, each with that deadline's key."""
+        return {role: quiet.name for role, quiet in self._quiet_of.items()}
 
     def tick(self, now: float) -> float:
         """Sweep if one is due; when the next one is."""
@@ -129,7 +108,7 @@ class Renewals(Generic[S]):
 
     def sweep(self, now: float) -> None:
         """Renew every leadership from its lease (see the module)."""
-        host, keeping, quantum = self.host, self.keeping, self.quantum
+        host, quantum, changes = self.host, self.quantum, self.changes
         groups = host.groups
         woke = host.links.woke
         while woke:
@@ -150,19 +129,17 @@ class Renewals(Generic[S]):
             if lease is None:
                 lease = leases[p] = group.lease_until
             if lease >= given + quantum and lease != INF:
-                if keeping.extend(role, lease):
-                    self.leased[role] = (p, lease)
-                    if p not in renewed:  # once per partition, however many roles it carries
-                        renewed.add(p)
-                        keeping.renewed(now - group.quorum_ack)
-                else:
-                    self.leased.pop(role, None)
+                changes.append(Extend(role, lease))
+                self.leased[role] = (p, lease)
+                if p not in renewed:  # once per partition, however many roles it carries
+                    renewed.add(p)
+                    self.renewed(now - group.quorum_ack)
 
     def lapsed(self, role: Role, p: int, now: float) -> bool:
-        """The leadership of `role` (on partition `p`) passed its deadline on this node's clock (and was fenced):
-        True if the node should hand the partition on, its core leading it still (the application was told Fenced;
-        another node may lead under a newer term). A group whose lease had run out as well is resumed once it holds
-        again (`_resume`)."""
+        """The leadership of `role` (on partition `p`) passed its deadline on this node's clock (and was fenced),
+        or a change of it came too late: True if the node should hand the partition on, its core leading it still
+        (the application was told Fenced; another node may lead under a newer term). A group whose lease had run out
+        as well is resumed once it holds again (`_resume`)."""
         self.forget(role)
         g = self.host.groups.get(p)
         if g is None:
@@ -183,21 +160,25 @@ class Renewals(Generic[S]):
         earlier; True if it moved."""
         quiet = self._quiet.get(key)
         if quiet is None or not quiet.roles:  # nobody follows it: start it afresh at what the quorum proves now
-            name = f"{self.member} quiet with {','.join(key[0])}"
-            quiet = self._quiet[key] = _Quiet(key, self.keeping.shared(name, self._quorum_lease(key)[1]))
-        if quiet.deadline.until < given or not self.keeping.share(role, quiet.deadline):
+            quiet = self._quiet[key] = _Quiet(key, f"{self.member} quiet with {','.join(key[0])}",
+                                              self._quorum_lease(key)[1])
+            self.changes.append(ExtendShared(quiet.until, quiet.name))
+        if quiet.until < given:
             return False
+        self.changes.append(Follow(role, quiet.name))
         del self.leased[role]
         quiet.roles[role] = p
         self._quiet_of[role] = quiet
         self._quiet_on.setdefault(p, set()).add(role)
         return True
 
-    def _renew_quiet(self, quiet: _Quiet[S], now: float) -> None:
+    def _renew_quiet(self, quiet: _Quiet, now: float) -> None:
         """Renew every leadership following `quiet` at once, a quantum at a time as the others."""
         acked, lease = self._quorum_lease(quiet.key)
-        if lease >= quiet.deadline.until + self.quantum and self.keeping.renew_shared(quiet.deadline, lease):
-            self.keeping.renewed(now - acked)
+        if lease >= quiet.until + self.quantum:
+            quiet.until = lease
+            self.changes.append(ExtendShared(lease, quiet.name))
+            self.renewed(now - acked)
 
     def _wake(self, p: int) -> None:
         """Partition `p`'s lease no longer rests on its quorum: its leaderships go back to deadlines of their own,
@@ -205,8 +186,8 @@ class Renewals(Generic[S]):
         for role in self._quiet_on.pop(p, ()):
             quiet = self._quiet_of.pop(role)
             del quiet.roles[role]
-            if self.keeping.extend(role, quiet.deadline.until):
-                self.leased[role] = (p, quiet.deadline.until)
+            self.changes.append(Extend(role, quiet.until))
+            self.leased[role] = (p, quiet.until)
 
     def _resume(self, now: float) -> None:
         """Partitions whose leaderships lapsed while their group's lease had run out as well, and whose group this
@@ -223,5 +204,5 @@ class Renewals(Generic[S]):
             elif g.is_leader(now):
                 self._lapsed_leading.discard(p)
                 for role in self.roles_on(p):
-                    if role not in self.leased and role not in self._quiet_of and not self.keeping.holds(role):
+                    if not self.holds(role):
                         self.take(role, p, g.term, g.lease_until)

@@ -55,7 +55,7 @@ def _renewal(e: RaftElector) -> Renewal:
     def look(now: float) -> Renewal:
         renewals = e._renewing()
         shared = renewals.shared_by()
-        return Renewal(frozenset(renewals.leased), frozenset(shared), len({id(d) for d in shared.values()}))
+        return Renewal(frozenset(renewals.leased), frozenset(shared), len(set(shared.values())))
     assert e.driver is not None
     return e.driver.call(look, timeout=5)
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from elect.core import Acquire, Fence, Revoke
-from elect.leaderships import SharedDeadline
 from elect_bench.simulation import chaos_runner
 from elect_bench.simulation.chaos_runner import ChaosScenario
 from elect_bench.simulation.seeded_chaos import chaos, raft_strike, replay
@@ -41,7 +40,7 @@ def test_the_deadlines_the_elector_keeps_are_what_is_judged(monkeypatch: pytest.
     own terms and leases stay as they were."""
     real = Renewals._quorum_lease
 
-    def too_long(self: Renewals[SharedDeadline], key: tuple[tuple[str, ...], int]) -> tuple[float, float]:
+    def too_long(self: Renewals, key: tuple[tuple[str, ...], int]) -> tuple[float, float]:
         acked, _ = real(self, key)
         return acked, acked + 2 * self.host.config.leader_lease
 

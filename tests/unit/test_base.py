@@ -10,9 +10,9 @@ import pytest
 from hand_driven import HandDriven
 
 from elect.base import BaseElector
+from elect.core import ExtendShared, Follow
 from elect.errors import NotStarted
 from elect.events import Acquired, Event, Fenced, Revoked
-from elect.leaderships import SharedDeadline
 from elect_cluster.waiting import wait_until
 
 
@@ -136,16 +136,17 @@ def test_leaderships_on_a_shared_deadline_are_renewed_together_and_lapse_togethe
         e._acquire("r", 1, now + 0.3)
         e._acquire("s", 1, now + 0.3)
         e._acquire("t", 1, now + 30)
-        shared = SharedDeadline("quorum", now + 0.4)
-        assert e._share("r", shared) and e._share("s", shared)
-        assert e._renew_shared(shared, now + 0.6)  # one step renews both
+        e._apply_change(ExtendShared(now + 0.4, "quorum"))
+        assert e._apply_change(Follow("r", "quorum")) and e._apply_change(Follow("s", "quorum"))
+        e._apply_change(ExtendShared(now + 0.6, "quorum"))  # one step renews both
         assert [e.leadership(r).deadline for r in ("r", "s", "t")] == [  # type: ignore[union-attr]
             now + 0.6, now + 0.6, now + 30]
         wait_until(lambda: sum(isinstance(x, Fenced) for x in seen) == 2, 10, what="both fenced")
         fenced = {x.role: x for x in seen if isinstance(x, Fenced)}
         assert set(fenced) == {"r", "s"} and all(x.until == now + 0.6 for x in fenced.values())
-        assert e.leading() == frozenset({"t"}) and not shared.roles
-        assert e._renew_shared(shared, time.monotonic() + 10) is False  # passed: it revives nobody
+        assert e.leading() == frozenset({"t"})
+        e._apply_change(ExtendShared(time.monotonic() + 10, "quorum"))  # passed: it revives nobody
+        assert e.leading() == frozenset({"t"})
     finally:
         e.stop()
 
@@ -156,15 +157,14 @@ def test_a_shared_deadline_never_moves_a_leadership_earlier_and_its_own_deadline
     try:
         now = time.monotonic()
         e._acquire("r", 1, now + 5)
-        early = SharedDeadline("early", now + 4)
-        assert not e._share("r", early)
+        e._apply_change(ExtendShared(now + 4, "early"))
+        assert not e._apply_change(Follow("r", "early"))
         assert e.leadership("r").deadline == now + 5  # type: ignore[union-attr]
-        shared = SharedDeadline("later", now + 6)
-        assert e._share("r", shared)
+        e._apply_change(ExtendShared(now + 6, "later"))
+        assert e._apply_change(Follow("r", "later"))
         # an earlier own deadline leaves it where the shared one had it; later moves it on
         assert e._extend("r", now + 5.5) and e.leadership("r").deadline == now + 6  # type: ignore[union-attr]
-        assert not shared.roles
-        e._renew_shared(shared, now + 9)
+        e._apply_change(ExtendShared(now + 9, "later"))
         assert e.leadership("r").deadline == now + 6  # type: ignore[union-attr]
         assert e._extend("r", now + 7) and e.leadership("r").deadline == now + 7  # type: ignore[union-attr]
     finally:
@@ -178,10 +178,10 @@ def test_a_revoked_leadership_leaves_its_shared_deadline() -> None:
     try:
         now = time.monotonic()
         e._acquire("r", 1, now + 5)
-        shared = SharedDeadline("q", now + 5)
-        assert e._share("r", shared)
+        e._apply_change(ExtendShared(now + 5, "q"))
+        assert e._apply_change(Follow("r", "q"))
         e._revoke("r")
-        assert not shared.roles and e.leadership("r") is None
+        assert e.leadership("r") is None
         assert e._held.next_deadline() == math.inf  # nothing left for its timer to fence
         wait_until(lambda: len(seen) == 2, 5, what="Revoked")
         assert [type(x) for x in seen] == [Acquired, Revoked]
