@@ -28,8 +28,10 @@ does not wait for that sender's records sent before its release. A member that l
 expired behind its back) publishes nothing: a successor waits it out as before.
 
 Every rule above assumes the member reads each of its partitions' records in order, none left out: a claim
-never read holds nobody back. The driver checks that offsets follow on (`Skipped` when they jump: librdkafka moved
-its position, as an offset reset does) and the member then treats the partition as contested for `claim_timeout`.
+never read holds nobody back. So the driver hands on every record it reads (one that is no heartbeat as `Foreign`), and
+the core checks that offsets follow on, from where the driver said it starts reading (`Assigned.starts`); when they
+jump (librdkafka moved its position, as an offset reset does) the member treats the partition as contested for
+`claim_timeout` (`skipped` says so, for the driver's log).
 
 A partition is led from the first evidence after its assignment until `evidence + timeout` passes
 without newer evidence. Evidence is dated by when it was *sent*, so records that sat in a frozen
@@ -70,14 +72,16 @@ from neli.heartbeat import Heartbeat, HeartbeatRecord
 Mode = Literal["fast", "full"]
 READ_BACK = 100
 """A driver reads a newly assigned partition from this many records before its end (the first own heartbeat may
-land before its first fetch; older records are harmless, see `neli.elector.KafkaElector._read_from_tail`)."""
+land before its first fetch; older records are harmless, see `neli.elector.KafkaElector._start_offsets`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Assigned:
-    """The group gave this member `partitions` (in the order given: each assignment takes the next epoch)."""
+    """The group gave this member `partitions` (in the order given: each assignment takes the next epoch); `starts`:
+    the offset the driver reads each from, where it knows it (None, or missing: the first record read sets it)."""
 
     partitions: tuple[int, ...]
+    starts: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +106,15 @@ class Received:
 
 
 @dataclass(frozen=True, slots=True)
-class Skipped:
-    """The driver's reads of `partition` jumped past records it never saw (the consumer's position moved forward:
-    an offset reset, a prefetch dropped). Any of them may have been another owner's fresh claim."""
+class Foreign:
+    """A record read from `partition` at `offset` that is no NELI heartbeat (the topic may be shared): its offset
+    counts all the same (`NeliCore._follows`)."""
 
     partition: int
+    offset: int
 
 
-NeliInput = Assigned | Unassigned | Received | Skipped
+NeliInput = Assigned | Unassigned | Received | Foreign
 """What `NeliCore.step` takes."""
 
 
@@ -141,7 +146,8 @@ class _Ownership:
     behind_since: float = math.inf  # full mode: since when its own records were read short of the partition's end
     read_at: float = -math.inf  # when a record of the partition was last read
     unled_since: float = -math.inf  # since when it has been owned and not led (assigned, or its leadership ended)
-    blind_until: float = -math.inf  # records skipped unread (`Skipped`) may hold claims fresh until then
+    blind_until: float = -math.inf  # records skipped unread may hold claims fresh until then (`_skipped`)
+    next_offset: int | None = None  # the offset the next record read must have (None: any, the first)
 
     @property
     def leading(self) -> bool:
@@ -177,6 +183,7 @@ class NeliCore:
         self._next_beat = -math.inf
         self._publishing = True
         self._ready: Ready[Publish, None] = Ready()
+        self.skipped: list[tuple[int, int, int]] = []  # (partition, offset read, offset expected): for the driver's log
 
     # ----------------------------------------------------------------- views
     @property
@@ -235,9 +242,9 @@ class NeliCore:
         if isinstance(message, Received):
             self._received(message, now)
         elif isinstance(message, Assigned):
-            self._assign(message.partitions, now)
-        elif isinstance(message, Skipped):
-            self._skipped(message.partition, now)
+            self._assign(message.partitions, now, message.starts)
+        elif isinstance(message, Foreign):
+            self._follows(message.partition, message.offset, now)
         else:
             self._unassign(message.partitions, now, lost=message.lost)
 
@@ -295,21 +302,22 @@ class NeliCore:
         self._publishing = False
 
     # ----------------------------------------------------------------- rules
-    def _assign(self, partitions: Iterable[int], now: float) -> None:
+    def _assign(self, partitions: Iterable[int], now: float, starts: tuple[int | None, ...] = ()) -> None:
         """The group gave this member `partitions`; it heartbeats to each at once, to lead without waiting for
         the next round. A member that held others before heartbeats to those too (`beat_now`): the consumer's fetch
         waiting on them returns once they have a record, and the next fetch reads the new partitions (the driver sets
         their start offsets before it publishes)."""
         partitions = tuple(partitions)
         held = frozenset(self._owned)
-        for k in partitions:
+        for i, k in enumerate(partitions):
             if k in self._owned:
                 continue
             released = self._released.pop(k, None)
             if released is not None:  # back before its release ran out: end it, start afresh
                 self._end(released, fence=not released.orderly, until=now)
             self._epoch += 1
-            self._owned[k] = _Ownership(epoch=self._epoch, unled_since=now)
+            self._owned[k] = _Ownership(epoch=self._epoch, unled_since=now,
+                                        next_offset=starts[i] if i < len(starts) else None)
             if self._publishing:
                 self._ready.messages.append(Publish(k, self._beat(self._epoch, now)))
         if held and not held.issuperset(partitions):
@@ -331,6 +339,7 @@ class NeliCore:
                 self._end(own, fence=lost, until=min(now, own.deadline))
 
     def _received(self, msg: Received, now: float) -> None:
+        self._follows(msg.partition, msg.offset, now)
         hb = msg.heartbeat
         if hb.group != self.group:
             return
@@ -423,6 +432,18 @@ class NeliCore:
         a network delay after the leadership began, which bounds what the old owner can still extend on."""
         if self.mode == "full" and self._publishing:
             self._ready.messages.append(Publish(partition, self._full_beat(partition, now)))
+
+    def _follows(self, partition: int, offset: int, now: float) -> None:
+        """`offset` was read from `partition`: it must follow the last record read there. Offsets of the leader topic
+        follow on one by one (no transactions, no compaction), so a jump forward means the consumer moved past records
+        nobody here read (`_skipped`); a jump back (a re-read after a log truncation) is harmless."""
+        own = self._owned.get(partition)
+        if own is None:
+            return
+        expected, own.next_offset = own.next_offset, offset + 1
+        if expected is not None and offset > expected:
+            self.skipped.append((partition, offset, expected))
+            self._skipped(partition, now)
 
     def _skipped(self, partition: int, now: float) -> None:
         """Records of `partition` went unread: the rules above hold only for a member that reads every record of

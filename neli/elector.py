@@ -51,7 +51,7 @@ from elect.errors import ElectError
 from elect.reach import require_listening
 from elect.roles import Role, partition_of
 from elect.runtime import THREADS, Runtime
-from neli.core import READ_BACK, Assigned, NeliCore, NeliInput, Publish, Received, Skipped, Unassigned
+from neli.core import READ_BACK, Assigned, Foreign, NeliCore, NeliInput, Publish, Received, Unassigned
 from neli.group import configure_group, speaks_consumer_protocol, warn_of_broker_defaults
 from neli.heartbeat import Heartbeat
 from neli.kafka_errors import config_error, refusal
@@ -113,7 +113,6 @@ class KafkaElector(BaseElector):
         self._unled_check = 0.0  # `_report_unled`: next check, partitions reported
         self._unled_said: set[int] = set()
         self._last_read: dict[int, tuple[int, Heartbeat, float]] = {}  # partition -> offset, record, when (that report)
-        self._next_offset: dict[int, int] = {}  # partition -> the offset its next record read must have (`_follows`)
 
     @property
     def characteristics(self) -> Characteristics:
@@ -313,7 +312,6 @@ class KafkaElector(BaseElector):
         the poll thread ever touches the core."""
         self._membership.left()
         consumer, self._consumer = self._consumer, None
-        self._next_offset.clear()  # a new consumer starts its reads afresh
         if consumer is None:
             return
         core = self._require_core()
@@ -367,16 +365,26 @@ class KafkaElector(BaseElector):
         for p in ours:
             if p not in held:
                 self._assigned_at[p] = now
+        starts = self._start_offsets(ours)
         try:  # what the core publishes on an assignment goes out once the consumer reads the new partitions
-            core.step(Assigned(tuple(ours)), now)
+            core.step(Assigned(tuple(ours), tuple(starts.get(p) for p in ours)), now)
         except Exception:  # an exception must not escape into librdkafka's callback machinery
             log.exception("neli: %s: rebalance callback failed", self.member)
-        self._read_from_tail(consumer, parts)
+        start = [TopicPartition(p.topic, p.partition, starts.get(p.partition, _TAIL))
+                 if p.topic == self.options.topic else p for p in parts]
+        try:
+            if self.options.assignment == "cooperative-sticky":
+                consumer.incremental_assign(start)
+            else:
+                consumer.assign(start)
+        except KafkaException as exc:
+            log.warning("neli: %s: could not set start offsets (%s); reading from the end", self.member, exc)
         self._require_driver().flush(self._clock())
 
-    def _read_from_tail(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
-        """Start reading a few records before the end, not at it, at offsets looked up on the admin client's
-        connection rather than the consumer's.
+    def _start_offsets(self, partitions: list[int]) -> dict[int, int]:
+        """Where to start reading newly assigned partitions: a few records before the end, not at it, at offsets
+        looked up on the admin client's connection rather than the consumer's (those it could not look up start at
+        librdkafka's logical tail offset, resolved when it fetches).
 
         The heartbeat published on assignment usually lands before the fetcher has looked up the end
         offset, so starting at the end would miss it and delay leadership by a heartbeat interval. Older
@@ -387,24 +395,10 @@ class KafkaElector(BaseElector):
         Why not librdkafka's own lookup (a logical offset): a broker serves one connection's requests one at a
         time, and the consumer's connection usually carries a fetch waiting up to fetch.wait.max.ms for its other
         partitions' records, so the lookup waited behind it, and the fetch after it too. With an absolute offset
-        the partition can be fetched at once, and `_on_assign`'s heartbeat round ends the waiting fetch.
+        the partition can be fetched at once, and the assignment's heartbeat round ends the waiting fetch.
         """
-        ours = [p.partition for p in parts if p.topic == self.options.topic]
-        ends = end_offsets(self._admin, self.options.topic, ours, self.options.interval) if self._admin else {}
-        for p in ours:  # a logical start (the fallback) is resolved by librdkafka: the first record read sets it
-            if p in ends:
-                self._next_offset[p] = max(0, ends[p] - READ_BACK)
-            else:
-                self._next_offset.pop(p, None)
-        start = [TopicPartition(p.topic, p.partition, self._next_offset.get(p.partition, _TAIL))
-                 if p.topic == self.options.topic else p for p in parts]
-        try:
-            if self.options.assignment == "cooperative-sticky":
-                consumer.incremental_assign(start)
-            else:
-                consumer.assign(start)
-        except KafkaException as exc:
-            log.warning("neli: %s: could not set start offsets (%s); reading from the end", self.member, exc)
+        ends = end_offsets(self._admin, self.options.topic, partitions, self.options.interval) if self._admin else {}
+        return {p: max(0, ends[p] - READ_BACK) for p in partitions if p in ends}
 
     def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         if consumer is not self._consumer:
@@ -414,11 +408,10 @@ class KafkaElector(BaseElector):
         self._revoked()
 
     def _forget(self, partitions: list[int]) -> None:
-        """Partitions taken away: no steps to time for them if they were not led, no offset to expect."""
+        """Partitions taken away: no steps to time for them if they were not led."""
         for p in partitions:
             self._assigned_at.pop(p, None)
             self._sent_at.pop(p, None)
-            self._next_offset.pop(p, None)
 
     def _revoked(self) -> None:
         self._membership.revoked(bool(self._require_core().owned))
@@ -449,28 +442,13 @@ class KafkaElector(BaseElector):
         partition, offset = msg.partition(), msg.offset()
         if partition is None or offset is None:
             return
-        self._follows(partition, offset)
         heartbeat = Heartbeat.decode(msg.value())
         if heartbeat is None:
+            self._feed(Foreign(partition, offset))  # its offset counts: the core checks that none is skipped
             return
         self._last_read[partition] = (offset, heartbeat, self._clock())  # formatted only if reported
         at_end = self._at_end(self.options.topic, partition, offset)
         self._feed(Received(partition, offset, heartbeat, self._runtime.wall(), at_end))
-
-    def _follows(self, partition: int, offset: int) -> None:
-        """Check that `offset` follows the last record read from `partition`, and tell the core if records were
-        skipped: the core's rules hold only for a member that reads every record (neli/core.py). Offsets of the
-        leader topic follow on one by one (no transactions, no compaction), so a jump forward means librdkafka
-        moved the position past records nobody here read; a jump back (a re-read after a log truncation) is
-        harmless."""
-        expected = self._next_offset.get(partition)
-        self._next_offset[partition] = offset + 1
-        if expected is None or offset <= expected:
-            return
-        log.warning("neli: %s read partition %d at offset %d, expected %d: %d records skipped unread; the "
-                    "partition counts as contested for %g s", self.member, partition, offset, expected,
-                    offset - expected, self.options.timeout)
-        self._feed(Skipped(partition))
 
     def _at_end(self, topic: str, partition: int, offset: int) -> bool:
         """No later record of the partition was known at the last fetch: librdkafka updates its cached high
@@ -502,8 +480,14 @@ class KafkaElector(BaseElector):
     def _feed(self, message: NeliInput) -> None:
         """A verdict of the group or a record read, stepped in on the loop (inside its poll) and handed on at once."""
         now = self._clock()
-        self._require_core().step(message, now)
+        core = self._require_core()
+        core.step(message, now)
         self._require_driver().flush(now)
+        while core.skipped:
+            partition, offset, expected = core.skipped.pop(0)
+            log.warning("neli: %s read partition %d at offset %d, expected %d: %d records skipped unread; the "
+                        "partition counts as contested for %g s", self.member, partition, offset, expected,
+                        offset - expected, self.options.timeout)
 
     def _apply_ready(self, ready: Ready[Publish, None], now: float) -> None:
         """Apply the core's changes (the driver publishes after). Only the last `Revoke` waits for its callbacks:

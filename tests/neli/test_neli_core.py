@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import pytest
 
 from elect.core import Acquire, Extend, Fence, LeadershipChange, Revoke
-from neli.core import Assigned, NeliCore, Publish, Received, Skipped, Unassigned
+from neli.core import Assigned, Foreign, NeliCore, Publish, Received, Unassigned
 from neli.heartbeat import Heartbeat, HeartbeatRecord
 
 Produced = Publish | LeadershipChange
@@ -56,7 +56,13 @@ def revoke(c: NeliCore, partitions: Iterable[int], now: float, *, lost: bool = F
 
 
 def received(c: NeliCore, partition: int, offset: int, heartbeat: HeartbeatRecord, now: float,
-             wall: float, caught_up: bool = True) -> list[Produced]:
+             wall: float, caught_up: bool = True, *, gap: bool = False) -> list[Produced]:
+    """`heartbeat` read at `offset`; the records before it since the last one read were read too, as other
+    records (`Foreign`), unless `gap`: then they were skipped unread."""
+    own = c._owned.get(partition)
+    if not gap and own is not None and own.next_offset is not None:
+        for skipped in range(own.next_offset, offset):
+            c.step(Foreign(partition, skipped), now)
     c.step(Received(partition, offset, heartbeat, wall, caught_up), now)
     return taken(c)
 
@@ -505,14 +511,14 @@ def test_unled_names_an_owned_partition_held_back_for_long_and_what_holds_it() -
 def test_records_skipped_unread_hold_an_owner_back_for_a_timeout() -> None:
     """A member whose reads jumped past records (its consumer's position moved) may have missed another owner's
     fresh claim (the KIP-848 soak's overlap): it does not start on its own record read after the gap until a claim
-    sent by then would be stale."""
+    sent by then would be stale. Where the reads start is the driver's to say (`Assigned.starts`)."""
     c = core()
-    assign(c, [0], 10.0)
-    c.step(Skipped(0), 10.05)
-    assert taken(c) == []
-    assert received(c, 0, 9, beat(c, 10.0), now=10.06, wall=10.06) == []
-    out = received(c, 0, 12, beat(c, 10.6), now=10.66, wall=10.66)  # the skipped records are a timeout old
-    assert out == [Acquire(0, 12, pytest.approx(11.2)), Acquire(4, 12, pytest.approx(11.2))]
+    c.step(Assigned((0,), (5,)), 10.0)
+    taken(c)
+    assert received(c, 0, 9, beat(c, 10.0), now=10.05, wall=10.05, gap=True) == []  # 5-8 read by nobody
+    assert c.skipped == [(0, 9, 5)]
+    out = received(c, 0, 10, beat(c, 10.6), now=10.66, wall=10.66)  # the skipped records are a timeout old
+    assert out == [Acquire(0, 10, pytest.approx(11.2)), Acquire(4, 10, pytest.approx(11.2))]
 
 
 def test_records_skipped_unread_end_a_leadership_at_once() -> None:
@@ -520,12 +526,20 @@ def test_records_skipped_unread_end_a_leadership_at_once() -> None:
     assign(c, [0, 1], 10.0)
     received(c, 0, 7, beat(c, 10.0), now=10.01, wall=10.01)
     received(c, 1, 3, beat(c, 10.0, epoch=2), now=10.01, wall=10.01)
-    c.step(Skipped(0), 10.2)
-    assert taken(c) == [Fence(0, 10.2), Fence(4, 10.2)]  # partition 1 (role 1) leads on
-    assert c.leading_partitions() == frozenset({1})
-    assert received(c, 0, 9, beat(c, 10.15), now=10.25, wall=10.25) == []  # its own, but sent before the gap
-    c.step(Skipped(2), 10.3)  # a partition it does not own: nothing to do
+    # offset 8 skipped: partition 0 (roles 0 and 4) ends; its own record, sent before the gap, starts nothing
+    assert received(c, 0, 9, beat(c, 10.15), now=10.2, wall=10.2, gap=True) == [Fence(0, 10.2), Fence(4, 10.2)]
+    assert c.leading_partitions() == frozenset({1})  # partition 1 (role 1) leads on
+    c.step(Foreign(2, 50), 10.3)  # a partition it does not own: nothing to do
     assert taken(c) == []
+
+
+def test_a_record_that_is_no_heartbeat_counts_among_the_offsets_read() -> None:
+    """A shared topic carries other records: their offsets are read too, so the next heartbeat's is no gap."""
+    c = core()
+    c.step(Assigned((0,), (5,)), 10.0)
+    taken(c)
+    c.step(Foreign(0, 5), 10.01)
+    assert received(c, 0, 6, beat(c, 10.0), now=10.02, wall=10.02) != [] and c.skipped == []
 
 
 def test_fast_owner_waits_for_the_end_before_leading_on_its_own_record() -> None:
