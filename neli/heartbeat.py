@@ -16,6 +16,7 @@ neli/core.py). Readers that predate the flag take it for a heartbeat, and wait a
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 
@@ -43,8 +44,10 @@ class Heartbeat:
         return json.dumps(raw, separators=(",", ":")).encode()
 
     @staticmethod
+    @functools.lru_cache(maxsize=1024)
     def decode(data: bytes | None) -> HeartbeatRecord | None:
-        """The record, or None for anything that is not a NELI heartbeat (the topic may be shared)."""
+        """The record, or None for anything that is not a NELI heartbeat (the topic may be shared). Records are
+        immutable, so one read by several members in one process (the simulator's) is parsed once."""
         if not data:
             return None
         try:
