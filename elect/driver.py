@@ -156,11 +156,14 @@ class Driver(Generic[I, M, P]):
         self._calls: list[tuple[Callable[[float], object], Future[object] | None]] = []
         self._stopping = False
         self._gathering = False  # waiting out `spacing` with inputs in hand: more inputs need not wake the loop
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        # made by `start`: a thread made here would hold the driver (its target) while the driver holds it, a cycle
+        # that leaves a driver never started (a simulator's) and its core to the cyclic garbage collector
+        self._thread: threading.Thread | None = None
 
     # -- from other threads --
     def start(self) -> None:
-        self._thread.start()
+        thread = self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        thread.start()
 
     def receive(self, batch: list[I]) -> None:
         """Queue a batch of inputs for the core."""
@@ -218,9 +221,10 @@ class Driver(Generic[I, M, P]):
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait up to `timeout` for the loop to end by itself (`finish`); True if it has."""
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
-        return not self._thread.is_alive()
+        thread = self._thread
+        if thread is not None and thread.is_alive() and threading.current_thread() is not thread:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
 
     def stop(self, timeout: float | None = 5.0) -> None:
         """End the loop after the turn under way and wait up to `timeout` for it to end (None: however long)."""
@@ -229,8 +233,9 @@ class Driver(Generic[I, M, P]):
             self._cond.notify()
         if self._wake is not None:
             self._wake()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
+        thread = self._thread
+        if thread is not None and thread.is_alive() and threading.current_thread() is not thread:
+            thread.join(timeout)
 
     @property
     def on_driver_thread(self) -> bool:

@@ -367,9 +367,14 @@ class RaftGroup:
 
     def _use_conf(self, conf: Conf) -> None:
         """Make ``conf`` this member's configuration: whom it counts, heartbeats and asks for votes. Raft uses the
-        latest configuration a member holds, committed or not."""
+        latest configuration a member holds, committed or not. An entry of the same members as the current one (a new
+        leader's own, a follower adopting it: nearly every entry) only takes its place."""
+        current: Conf | None = getattr(self, "conf", None)  # (none yet while the group is made)
+        if current is not None and current.same_members(conf):
+            self.conf = conf
+            return
         before: set[str] = self.conf.members() if self.state is RaftState.LEADER else set()
-        self.conf: Conf = conf
+        self.conf = conf
         node = self.node
         prios: dict[str, int] = {m: 0 for m in (conf.old or ())}
         prios.update(conf.voters)  # outgoing voters weigh nothing: they should not attract leadership

@@ -163,8 +163,15 @@ class Conf:
     def members(self) -> set[str]:
         return {*self.voters, *(self.old or ()), *self.learners}
 
+    def same_members(self, other: Conf) -> bool:
+        """Whether `other` names the same voters (and priorities), outgoing voters and learners."""
+        return (self.voters is other.voters or self.voters == other.voters) and self.old == other.old and \
+            self.learners == other.learners
+
     def next(self, term: int, **changes: Any) -> Conf:
         """The entry after this one, made by the leader of ``term``."""
+        if not changes:
+            return Conf(term, self.index + 1, self.voters, self.old, self.learners, self.payload)
         return replace(self, term=term, index=self.index + 1, **changes)
 
 

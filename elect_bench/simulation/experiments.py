@@ -181,6 +181,7 @@ def trial(
     fault = FaultRecord(at, Kill.name, victim)
     times = {f.role: f.latency for f in failovers(History(lines_of(sim.history), [fault]), fault)}
     counts = sim.leader_counts()
+    sim.close()
     return cold, CrashFailover(
         seed, victim, tuple(_or_never(times.get(str(g))) for g in led), max(counts.values(), default=0),
         -(-partitions // (nodes - 1))

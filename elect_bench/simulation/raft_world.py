@@ -85,6 +85,15 @@ class NetworkModel:
         return d
 
 
+def _beats_only(msgs: list[Message]) -> bool:
+    """Whether a batch is node beats and acks only (a loop: this runs for nearly every delivery)."""
+    for m in msgs:
+        kind = type(m)
+        if kind is not NodeBeat and kind is not NodeBeatAck:
+            return False
+    return True
+
+
 def _never(now: float) -> float:
     return INF
 
@@ -484,6 +493,15 @@ class Simulation:
 
         self.at(self.now, turn)
 
+    def close(self) -> None:
+        """Let go of every node's host, driver and elector: their references back to the nodes and the world are
+        cycles, which left the whole of a big trial (its tens of thousands of groups) to the cyclic garbage
+        collector; without them reference counting frees it as it goes."""
+        for n in self.nodes.values():
+            n.host = n.driver = n.outbox = n.elector = None
+            n.up = False
+        self._heap.clear()
+
     def _dispatch(self, ev: tuple[float, int, int, object, object, object]) -> None:
         t, _, kind, a, b, c = ev
         self.now = t
@@ -507,8 +525,7 @@ class Simulation:
             src, msgs = cast("tuple[str, list[Message]]", c)
             if self._blocked and (src, n.name) in self._blocked:
                 return
-            if (len(msgs) == 1 or (n.outbox is not None and len(msgs) <= 3)) and \
-                    all(type(m) is NodeBeat or type(m) is NodeBeatAck for m in msgs):
+            if (len(msgs) == 1 or (n.outbox is not None and len(msgs) <= 3)) and _beats_only(msgs):
                 self._link_batch(n, host, t, msgs)  # between quiet nodes, nearly every batch is beats and acks
                 return
             self._turn(n, t, (msgs,), tick=False)
