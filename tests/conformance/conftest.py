@@ -34,6 +34,10 @@ def group(impl: Implementation, tmp_path: Path, request: pytest.FixtureRequest) 
                 proc = m.proc if isinstance(m, _Deferred) else m
                 if isinstance(proc, MemberProcess):
                     print(f"--- {proc.member_id}'s stderr (last 60 lines):\n{proc.stderr_tail(60)}")
+                lines = m.log.lines[-60:]  # and its event lines: when it led what, revoked or fenced
+                print(f"--- {m.member_id}'s event lines (last {len(lines)}):")
+                for line in lines:
+                    print("  ", " ".join(f"{k}={line[k]}" for k in ("mono", "event", "role", "token") if k in line))
 
 
 @pytest.hookimpl(wrapper=True)
