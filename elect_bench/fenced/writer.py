@@ -29,7 +29,7 @@ from elect.roles import Role
 from elect_bench.fenced.client import Address, StoreClient
 
 
-class Leaderships(Protocol):
+class HoldsLeaderships(Protocol):
     """What the writer asks of an elector."""
 
     member: str
@@ -44,7 +44,7 @@ class FencedWriter:
     connect or write may take, and so about the longest a `Revoked` callback waits.
     """
 
-    def __init__(self, elector: Leaderships, address: Address, *, every: float = 0.02, log: Path | None = None,
+    def __init__(self, elector: HoldsLeaderships, address: Address, *, every: float = 0.02, log: Path | None = None,
                  timeout: float = 1.0) -> None:
         self.elector = elector
         self.address = address
