@@ -109,6 +109,7 @@ class KafkaElector(BaseElector):
         # step timings (`steps`): partition -> when it was assigned, when its first heartbeat went to the producer
         self._assigned_at: dict[int, float] = {}
         self._sent_at: dict[int, float] = {}
+        self._kept: list[int] = []  # partitions kept through the rebalance callbacks of the last poll (`_wake_fetch`)
         self._stop_asked: float | None = None
         self._unled_check = 0.0  # `_report_unled`: next check, partitions reported
         self._unled_said: set[int] = set()
@@ -220,6 +221,9 @@ class KafkaElector(BaseElector):
         if self._consumer is not None:
             for msg in _read(self._consumer, wait):
                 self._on_message(msg)
+            if self._kept and self._consumer is not None:
+                self._wake_fetch(self._consumer, self._kept)
+                self._kept = []
         else:
             self._wakeup.wait(wait)
             self._wakeup.clear()
@@ -366,6 +370,7 @@ class KafkaElector(BaseElector):
             if p not in held:
                 self._assigned_at[p] = now
         starts = self._start_offsets(ours)
+        self._kept = sorted(held)
         try:  # what the core publishes on an assignment goes out once the consumer reads the new partitions
             core.step(Assigned(tuple(ours), tuple(starts.get(p) for p in ours)), now)
         except Exception:  # an exception must not escape into librdkafka's callback machinery
@@ -405,7 +410,26 @@ class KafkaElector(BaseElector):
             return  # a consumer closing (`_close_consumer`): the core gave its partitions up already
         self._forget(self._partitions(parts))
         self._guarded(Unassigned(tuple(self._partitions(parts))))
+        self._kept = sorted(self._require_core().owned)
         self._revoked()
+
+    def _wake_fetch(self, consumer: Consumer, kept: list[int]) -> None:
+        """Ask each kept partition's broker for its watermarks, on a thread of its own, once the rebalance callbacks
+        are over. librdkafka pauses the fetch of every partition a member holds while a callback runs and resumes
+        the kept ones by clearing a flag in its main thread, which does not wake the broker thread that fetches them:
+        with nothing else in flight that thread sleeps on for up to a second, and the member reads none of its own
+        heartbeats there, long enough for leaderships to lapse (seen on KIP-848: 0.61-0.63 s). A request to the
+        broker, its send and its answer, wakes that thread; the answer itself does not matter."""
+        topic, wait = self.options.topic, self.options.session_timeout
+
+        def ask() -> None:
+            for p in kept:
+                try:
+                    consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=wait, cached=False)
+                except (KafkaException, RuntimeError):  # a consumer closed meanwhile, a broker away: nothing to wake
+                    return
+
+        threading.Thread(target=ask, name=f"neli-{self.member}-wake", daemon=True).start()
 
     def _forget(self, partitions: list[int]) -> None:
         """Partitions taken away: no steps to time for them if they were not led."""

@@ -164,6 +164,9 @@ class SimKafkaElector(KafkaElector):
     def _restore_topics(self) -> None:
         pass  # the simulated broker keeps its topic
 
+    def _wake_fetch(self, consumer: Any, kept: list[int]) -> None:
+        pass  # the simulated consumer does not pause its fetch over a rebalance callback
+
     def _apply_ready(self, ready: Ready[Publish, None], now: float) -> None:
         """As the member's: an exclusive mode's revocation holds the loop until the Revoked callbacks returned (they
         take `revoke_delay` here: the barrier)."""

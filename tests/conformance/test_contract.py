@@ -263,9 +263,9 @@ def test_drain_after_renewals_hands_over_what_it_led(group: Group, impl: Impleme
     all_led_once(members, NAMES, impl.timeout)
     old = leader_of(members, NAMES[0], impl.timeout)
     # three detection budgets at rest (D = 1 s for every method here) on one leadership: a dozen lease renewals, as
-    # many rounds of heartbeats. Not "from now on": a role may still move while a group settles, and on KIP-848 a
-    # member's kept partitions may go unread for 0.6 s after it gave others up (librdkafka resumed their fetch late;
-    # in 5 of about 100 runs, two at a time), long enough for their leaderships to lapse and start again
+    # many rounds of heartbeats. Not "from now on": a role may still move while a group settles (and a member's kept
+    # partitions went unread for 0.6 s after it gave others up, in 5 of about 100 runs on KIP-848, until the elector
+    # woke librdkafka's fetch: `KafkaElector._wake_fetch`)
     wait_until(lambda: _led_for(old, 3.0), 3.0 + impl.timeout, what=f"{old.member_id} leading a role for 3 s")
     mark = len(old.log.lines)
     old.stop()
