@@ -7,8 +7,9 @@ thread that fetches them notices at its next wakeup, up to its 1 s block, unless
 figure per rebalance is the longest A went without a record of a partition it kept throughout, beside the
 producer's 20 ms.
 
-`--wake` does what NELI's elector does after a rebalance callback: one watermark query per kept partition, a
-request to its broker, whose send and answer wake that broker's thread.
+`--wake` queries each kept partition's watermarks right after every rebalance callback: a request to its broker,
+whose send and answer wake that broker's thread. (NELI's elector does so only for kept partitions still unread two
+heartbeat intervals after the callback: a request at every rebalance delayed its handovers.)
 
     python bench/bare/kafka_kept_fetch.py [--wake] [--rounds 30]
 """
